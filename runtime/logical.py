@@ -1,0 +1,56 @@
+"""`and`, `or`, `not`: Python's lazy semantics for Python values, `jnp.logical_*` for tracers.
+
+`a and b` is written `and_(a, lambda: b)`: the left operand is always evaluated, the right one
+only when Python would evaluate it. A traced left operand cannot be decided while tracing, so the
+right operand is traced too and the result is chosen by the left operand's truthiness in the
+graph: `jnp.logical_and(a, b)` for booleans, `jnp.where` otherwise (Python returns an operand,
+not a bool: `x or default`).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from runtime import staging
+from runtime.errors import Site, StagingError
+from runtime.staging import describe, is_staged
+
+
+def and_(a, b):
+    """Functional form of `a and b()`."""
+    if is_staged(a):
+        return _staged_select(a, b(), "and", Site("'and' expression"))
+    return a and b()
+
+
+def or_(a, b):
+    """Functional form of `a or b()`."""
+    if is_staged(a):
+        return _staged_select(a, b(), "or", Site("'or' expression"))
+    return a or b()
+
+
+def not_(a):
+    """Functional form of `not a`."""
+    if is_staged(a):
+        return jnp.logical_not(staging.scalar_predicate(a, Site("'not' expression"), "operand"))
+    return not a
+
+
+def _staged_select(a, b, op, site):
+    truth = staging.scalar_predicate(a, site, "left operand")
+    if not staging.is_array_leaf(b):
+        raise StagingError(
+            f"the right operand of '{op}' is {describe(b)} while the left one is traced "
+            f"({site}); with a traced left operand both operands must be arrays."
+        )
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    if a.dtype == jnp.bool_ and b.dtype == jnp.bool_ and b.shape == ():
+        return jnp.logical_and(a, b) if op == "and" else jnp.logical_or(a, b)
+    if a.shape != b.shape:
+        raise StagingError(
+            f"the operands of '{op}' are {describe(a)} and {describe(b)} ({site}); with a traced "
+            "left operand the result is one of them, chosen in the graph, so they must have the "
+            "same shape."
+        )
+    return jnp.where(truth, b, a) if op == "and" else jnp.where(truth, a, b)

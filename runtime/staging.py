@@ -1,0 +1,90 @@
+"""The one place that decides what is staged, and the checks staged state must pass."""
+
+from __future__ import annotations
+
+import numbers
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from runtime.errors import Site, StagingError
+from runtime.variables import Undefined
+
+
+def is_traced(value) -> bool:
+    return isinstance(value, jax.core.Tracer)
+
+
+def is_staged(value) -> bool:
+    """Whether Python cannot decide `value` now, so the construct it controls must be staged.
+
+    Python and NumPy values, and tracers that still hold a concrete value (`jax.grad` outside
+    `jax.jit`), are decided by Python; abstract tracers (`jax.jit`, `jax.vmap`) are staged.
+    """
+    if not is_traced(value):
+        return False
+    if getattr(value, "size", 1) != 1:
+        return True  # Python could not decide it either; the staged path says why
+    try:
+        bool(value)
+    except jax.errors.ConcretizationTypeError:
+        return True
+    return False
+
+
+def has_traced(tree) -> bool:
+    return any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(tree))
+
+
+def describe(value) -> str:
+    """A short type for error messages: `float32[3]`, `int32[]`, `list`, `None`."""
+    if isinstance(value, Undefined):
+        return "undefined"
+    if value is None:
+        return "None"
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        dims = ",".join(str(d) for d in value.shape)
+        return f"{np.dtype(value.dtype).name}[{dims}]"
+    if isinstance(value, bool | numbers.Number):
+        return f"Python {type(value).__name__} {value!r}"
+    return f"a {type(value).__name__}"
+
+
+def is_array_leaf(value) -> bool:
+    return isinstance(value, jax.Array | np.ndarray | np.generic | bool | int | float | complex)
+
+
+def is_array_tree(value) -> bool:
+    """Whether `value` can be staged state: a pytree (maybe empty) whose leaves are all arrays."""
+    if isinstance(value, Undefined):
+        return False
+    return all(is_array_leaf(leaf) for leaf in jax.tree_util.tree_leaves(value))
+
+
+def as_arrays(tree):
+    """Python numbers and NumPy arrays in `tree` -> JAX arrays (numbers stay weakly typed)."""
+    return jax.tree_util.tree_map(jnp.asarray, tree)
+
+
+def fresh(tree):
+    """A copy of the containers of `tree` (same leaves), so staged code never mutates the caller's."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=lambda x: x is None)
+    return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+def scalar_predicate(pred, site: Site, role: str):
+    """A staged predicate as a boolean scalar, as Python's truth test would read it."""
+    pred = jnp.asarray(pred)
+    if pred.shape != ():
+        raise StagingError(
+            f"the {role} is {describe(pred)} ({site}); a condition must be a scalar. "
+            "Reduce it first, e.g. with jnp.any(...) or jnp.all(...)."
+        )
+    return pred if pred.dtype == jnp.bool_ else pred != 0
+
+
+def leaf_paths(tree) -> list[tuple[str, object]]:
+    """(path, leaf) pairs, the path written as Python would index into `tree`."""
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return [(jax.tree_util.keystr(path), leaf) for path, leaf in flat]

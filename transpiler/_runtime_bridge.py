@@ -1,0 +1,58 @@
+"""Where `transpiler` meets `runtime`: imported only when a converted function is built.
+
+Keeping this apart lets the transformation itself (parsing, analyses, passes, code generation)
+run without importing JAX.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import types
+
+import runtime
+from runtime import errors as runtime_errors
+
+register_source_map = runtime_errors.register_source_map
+
+
+def wrap(generated: types.FunctionType, original: types.FunctionType) -> types.FunctionType:
+    """The callable users get: runs `generated`; exceptions name the user's file:line."""
+
+    @functools.wraps(original)
+    def converted(*args, **kwargs):
+        try:
+            return generated(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - annotated and re-raised unchanged
+            _add_user_location(e)
+            e.with_traceback(_without_own_frames(e.__traceback__))
+            raise
+
+    return converted
+
+
+def _add_user_location(e: BaseException) -> None:
+    if isinstance(e, runtime_errors.StagingError) or getattr(e, "_transpiler_noted", False):
+        return  # its message names the user's line already / an inner function noted it
+    note = runtime_errors.user_frames_note(e.__traceback__)
+    if note is not None and hasattr(e, "add_note"):
+        e.add_note(note)
+        e._transpiler_noted = True
+
+
+_OWN_DIRECTORIES = tuple(
+    os.path.dirname(m.__file__) + os.sep for m in (runtime, __import__("transpiler"))
+)
+
+
+def _without_own_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """The traceback minus the frames of `runtime/` and `transpiler/`: users see their code."""
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_OWN_DIRECTORIES):
+            kept.append(tb)
+        tb = tb.tb_next
+    result = None
+    for entry in reversed(kept):
+        result = types.TracebackType(result, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return result

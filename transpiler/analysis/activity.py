@@ -1,0 +1,234 @@
+"""Activity analysis: which names each statement reads, binds and mutates.
+
+A name is *bound* by plain assignment (`x = ...`, `x += ...`, `for x in`, `def x`, `import x`,
+`del x`) and *mutated* when its value is changed in place through a subscript or attribute
+(`x[i] = v`, `x.a = v`, `x[i] += v`); both count as modifications of `x`. Names bound inside nested
+functions, lambdas and comprehensions belong to those scopes; the outer names they read count as
+reads where the nested scope is defined.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gast
+
+from transpiler import anno
+
+
+@dataclasses.dataclass(frozen=True)
+class Activity:
+    reads: frozenset[str] = frozenset()
+    bound: frozenset[str] = frozenset()
+    mutated: frozenset[str] = frozenset()
+
+    @property
+    def modified(self) -> frozenset[str]:
+        return self.bound | self.mutated
+
+    def __or__(self, other: Activity) -> Activity:
+        return Activity(
+            self.reads | other.reads, self.bound | other.bound, self.mutated | other.mutated
+        )
+
+    def __str__(self) -> str:
+        def fmt(names):
+            return "{" + ", ".join(sorted(names)) + "}"
+
+        return f"reads={fmt(self.reads)} bound={fmt(self.bound)} mutated={fmt(self.mutated)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """What a function's own scope looks like."""
+
+    params: frozenset[str]
+    declared: frozenset[str]  # global / nonlocal: never state of generated control flow
+    closure_reads: frozenset[str]  # names its nested functions and lambdas read from it
+
+
+def analyze(fn_node: gast.FunctionDef) -> None:
+    """Annotates every statement of `fn_node` (and of its nested functions) with its activity."""
+    _annotate_function(fn_node)
+
+
+def of(node: gast.AST) -> Activity:
+    """The activity of any node (expression or statement), computed now, not annotated."""
+    collector = _Collector()
+    collector.visit(node)
+    return collector.activity()
+
+
+def params_of(args: gast.arguments) -> frozenset[str]:
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    params += [a for a in (args.vararg, args.kwarg) if a is not None]
+    return frozenset(p.id for p in params)
+
+
+def _annotate_function(fn_node: gast.FunctionDef) -> None:
+    declared: set[str] = set()
+    closure_reads: set[str] = set()
+    for node in walk_scope(fn_node.body):
+        if isinstance(node, (gast.Global, gast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, (gast.FunctionDef, gast.Lambda)):
+            closure_reads |= _free_reads(node)
+    for stmt in _walk_own_statements(fn_node.body):
+        anno.setanno(stmt, anno.Static.ACTIVITY, of(stmt))
+        if isinstance(stmt, (gast.If, gast.While, gast.For)):
+            body = of_block(stmt.body) | of_block(stmt.orelse)
+            anno.setanno(stmt, anno.Static.BODY_ACTIVITY, body)
+    anno.setanno(
+        fn_node,
+        anno.Static.SCOPE,
+        Scope(params_of(fn_node.args), frozenset(declared), frozenset(closure_reads)),
+    )
+    for node in walk_scope(fn_node.body):
+        if isinstance(node, gast.FunctionDef):
+            _annotate_function(node)
+
+
+def of_block(stmts: list[gast.stmt]) -> Activity:
+    result = Activity()
+    for stmt in stmts:
+        result = result | of(stmt)
+    return result
+
+
+def _walk_own_statements(stmts):
+    """Statements of this scope, compound ones' sub-blocks included, nested functions' not."""
+    for stmt in stmts:
+        yield stmt
+        if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            yield from _walk_own_statements(getattr(stmt, field, None) or [])
+        for handler in getattr(stmt, "handlers", None) or []:
+            yield from _walk_own_statements(handler.body)
+        for case in getattr(stmt, "cases", None) or []:
+            yield from _walk_own_statements(case.body)
+
+
+def walk_scope(stmts):
+    """Every node of this scope; nested function and lambda nodes are yielded but not entered."""
+    stack = list(reversed(stmts))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
+            continue
+        stack.extend(reversed(list(gast.iter_child_nodes(node))))
+
+
+def _free_reads(node: gast.FunctionDef | gast.Lambda) -> frozenset[str]:
+    """Names a nested function reads that are not its own locals."""
+    inner = _Collector()
+    body = node.body if isinstance(node.body, list) else [node.body]
+    for stmt in body:
+        inner.visit(stmt)
+    own = params_of(node.args) | inner.bound
+    declared_nonlocal = {
+        n
+        for s in walk_scope(body)
+        if isinstance(s, (gast.Nonlocal, gast.Global))
+        for n in s.names
+    }
+    return frozenset(inner.reads - (own - declared_nonlocal)) | frozenset(declared_nonlocal)
+
+
+def _base_name(node: gast.expr) -> str | None:
+    while isinstance(node, (gast.Attribute, gast.Subscript, gast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, gast.Name) else None
+
+
+class _Collector(gast.NodeVisitor):
+    def __init__(self):
+        self.reads: set[str] = set()
+        self.bound: set[str] = set()
+        self.mutated: set[str] = set()
+
+    def activity(self) -> Activity:
+        return Activity(frozenset(self.reads), frozenset(self.bound), frozenset(self.mutated))
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load):
+            self.reads.add(node.id)
+        elif isinstance(node.ctx, gast.Store):
+            self.bound.add(node.id)
+        elif isinstance(node.ctx, gast.Del):
+            self.reads.add(node.id)
+            self.bound.add(node.id)
+        if node.annotation is not None:
+            self.visit(node.annotation)
+
+    def _visit_target_container(self, node):
+        # x[i] = v and x.a = v read x (and i), and mutate x in place.
+        if not isinstance(node.ctx, gast.Load):
+            base = _base_name(node)
+            if base is not None:
+                self.mutated.add(base)
+                self.reads.add(base)
+        self.visit(node.value)
+        if isinstance(node, gast.Subscript):
+            self.visit(node.slice)
+
+    visit_Subscript = _visit_target_container
+    visit_Attribute = _visit_target_container
+
+    def visit_AugAssign(self, node):
+        if isinstance(node.target, gast.Name):
+            self.reads.add(node.target.id)
+            self.bound.add(node.target.id)
+        else:
+            self.visit(node.target)
+        self.visit(node.value)
+
+    def visit_FunctionDef(self, node):
+        self.bound.add(node.name)
+        for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        self.reads |= _free_reads(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node):
+        for expr in [*node.args.defaults, *node.args.kw_defaults]:
+            if expr is not None:
+                self.visit(expr)
+        self.reads |= _free_reads(node)
+
+    def visit_ClassDef(self, node):
+        self.bound.add(node.name)
+        for expr in [*node.bases, *node.keywords, *node.decorator_list]:
+            self.visit(expr)
+        inner = _Collector()
+        for stmt in node.body:
+            inner.visit(stmt)
+        self.reads |= inner.reads - inner.bound
+
+    def _visit_comprehension(self, node):
+        inner = _Collector()
+        for gen in node.generators:
+            inner.visit(gen)
+        for field in ("elt", "key", "value"):
+            if getattr(node, field, None) is not None:
+                inner.visit(getattr(node, field))
+        self.reads |= inner.reads - inner.bound
+
+    visit_ListComp = _visit_comprehension
+    visit_SetComp = _visit_comprehension
+    visit_DictComp = _visit_comprehension
+    visit_GeneratorExp = _visit_comprehension
+
+    def visit_alias(self, node):
+        self.bound.add((node.asname or node.name).split(".")[0])
+
+    def visit_ExceptHandler(self, node):
+        if node.type is not None:
+            self.visit(node.type)
+        if node.name is not None:
+            self.visit(node.name)
+        for stmt in node.body:
+            self.visit(stmt)

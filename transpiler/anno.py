@@ -1,0 +1,49 @@
+"""Typed annotations on AST nodes.
+
+Analyses write annotations, passes read them. Keys are enum members whose value documents what the
+annotation holds; reading a missing annotation raises, so a pass never runs on stale or absent facts.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import gast
+
+_FIELD = "_astgraph_anno"
+
+
+class Static(enum.Enum):
+    """Facts computed by `transpiler.analysis` before a pass runs."""
+
+    ORIGIN = "the user's source location (an `origins.Location`) this node comes from"
+    ACTIVITY = "an `activity.Activity`: names a statement reads, binds and mutates, sub-blocks included"
+    BODY_ACTIVITY = "an `activity.Activity` of a control-flow node's body and orelse, test excluded"
+    LIVE_OUT = "names (frozenset[str]) live right after this statement"
+    LIVE_IN = "names (frozenset[str]) live right before this statement"
+    LOOP_LIVE_IN = "names (frozenset[str]) live at the top of a loop body, each iteration"
+    DEFINED_IN = "names (frozenset[str]) that may be bound right before this statement"
+    SCOPE = "an `activity.Scope` on a function node: its parameters, globals/nonlocals, closure reads"
+
+
+def setanno(node: gast.AST, key: Static, value: Any) -> None:
+    annos = node.__dict__.setdefault(_FIELD, {})
+    annos[key] = value
+
+
+def hasanno(node: gast.AST, key: Static) -> bool:
+    return key in node.__dict__.get(_FIELD, {})
+
+
+def getanno(node: gast.AST, key: Static) -> Any:
+    try:
+        return node.__dict__[_FIELD][key]
+    except KeyError:
+        raise KeyError(
+            f"{type(node).__name__} node has no {key.name} annotation; run the analysis first"
+        ) from None
+
+
+def delanno(node: gast.AST, key: Static) -> None:
+    node.__dict__.get(_FIELD, {}).pop(key, None)

@@ -1,0 +1,119 @@
+"""The public entry points: convert, jit, to_source."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import types
+import weakref
+from collections.abc import Callable
+
+from transpiler import loading, parsing, pipeline
+from transpiler.errors import ConversionError
+
+_CONVERTED_FLAG = "__transpiler_converted__"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Generated:
+    code: types.CodeType
+    source: str  # what `to_source` shows
+    filename: str
+
+
+# Keyed by the user's code object (then by conversion options): converting a function twice, or
+# two closures made by the same `def`, reuses the generated code.
+_code_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# Keyed by the function object: `convert(f) is convert(f)`, so `jax.jit` caches hit.
+_function_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def convert(fn: Callable | None = None) -> Callable:
+    """Converts a Python function so its control flow can be staged into one JAX graph.
+
+    The result is a plain Python callable. Called with Python or NumPy values it behaves exactly
+    like `fn`; traced by `jax.jit`, `jax.vmap` or `jax.grad`, an `if`, `while` or `for` whose
+    condition or iterable is traced becomes `lax.cond`, `lax.while_loop` or `lax.scan`.
+
+    Works as a decorator, on module-level functions, nested functions and closures (globals and
+    closure variables are read at call time), and methods (a bound method stays bound).
+
+    Args:
+      fn: the function (or bound method) to convert.
+
+    Returns:
+      The converted function.
+
+    Raises:
+      ConversionError: `fn` has no source (typed into a REPL, built by `exec`) or uses syntax
+        that cannot be converted; the message names the user's file:line.
+    """
+    if fn is None:
+        return convert
+    if getattr(fn, _CONVERTED_FLAG, False):
+        return fn
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(convert(fn.__func__), fn.__self__)
+    if not isinstance(fn, types.FunctionType):
+        raise ConversionError(
+            f"cannot convert {fn!r}: it is a {type(fn).__name__}, not a Python function",
+            hint=(
+                "Pass the plain Python function. To combine with jax.jit, convert first: "
+                "jax.jit(transpiler.convert(f)), or use @transpiler.jit."
+            ),
+        )
+    cached = _function_cache.get(fn)
+    if cached is not None:
+        return cached
+    generated = _generate(fn)
+    from transpiler import _runtime_bridge
+
+    converted = _runtime_bridge.wrap(loading.instantiate(generated.code, fn, _runtime_bridge.runtime), fn)
+    setattr(converted, _CONVERTED_FLAG, True)
+    converted.__transpiler_source__ = generated.source
+    _function_cache[fn] = converted
+    return converted
+
+
+def _generate(fn: types.FunctionType) -> _Generated:
+    options = ()  # conversion options join the key when there are any
+    per_code = _code_cache.setdefault(fn.__code__, {})
+    if options not in per_code:
+        parsed = parsing.parse_function(fn)
+        node = pipeline.run(parsed.node)
+        source = loading.unparse(node)
+        code, filename, line_map = loading.compile_function(
+            node, fn.__code__.co_freevars, parsed.filename
+        )
+        from transpiler import _runtime_bridge
+
+        _runtime_bridge.register_source_map(filename, line_map)
+        per_code[options] = _Generated(code, source, filename)
+    return per_code[options]
+
+
+def jit(fn: Callable | None = None, **jit_kwargs) -> Callable:
+    """`jax.jit(convert(fn), **jit_kwargs)`; usable as `@jit` and `@jit(static_argnames=...)`."""
+    if fn is None:
+        return functools.partial(jit, **jit_kwargs)
+    import jax
+
+    return jax.jit(convert(fn), **jit_kwargs)
+
+
+def to_source(fn: Callable) -> str:
+    """The generated Python source of `fn` (converted or not) as a string.
+
+    Runtime operators are spelled out (`rt__.if_stmt`, `rt__.while_stmt`, ...) and the user's own
+    names are kept, so the result reads like the `lax` calls it lowers to.
+    """
+    target = inspect.unwrap(fn, stop=lambda f: hasattr(f, "__transpiler_source__"))
+    if isinstance(target, types.MethodType):
+        target = target.__func__
+    source = getattr(target, "__transpiler_source__", None)
+    if source is not None:
+        return source
+    if not isinstance(target, types.FunctionType):
+        raise ConversionError(f"cannot show the source of {fn!r}: it is not a Python function")
+    return _generate(target).source

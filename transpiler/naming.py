@@ -1,0 +1,36 @@
+"""Fresh, collision-free names for the symbols that generated code introduces."""
+
+from __future__ import annotations
+
+import gast
+
+RUNTIME = "rt__"
+"""The one name through which generated code reaches the runtime; user code may not use the prefix."""
+
+
+class Namer:
+    """Hands out names that clash neither with the user's names nor with each other."""
+
+    def __init__(self, taken: set[str]):
+        self._taken = set(taken)
+
+    @classmethod
+    def for_tree(cls, tree: gast.AST) -> Namer:
+        taken = set()
+        for node in gast.walk(tree):
+            if isinstance(node, gast.Name):
+                taken.add(node.id)
+            elif isinstance(node, (gast.FunctionDef, gast.ClassDef)):
+                taken.add(node.name)
+            elif isinstance(node, (gast.Global, gast.Nonlocal)):
+                taken.update(node.names)
+        return cls(taken)
+
+    def new(self, base: str) -> str:
+        """A fresh name that reads like `base`: `base`, then `base_1`, `base_2`, ..."""
+        name, n = base, 0
+        while name in self._taken:
+            n += 1
+            name = f"{base}_{n}"
+        self._taken.add(name)
+        return name

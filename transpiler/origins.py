@@ -1,0 +1,89 @@
+"""Source maps: every AST node, and every line of generated code, back to the user's file:line."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import os
+
+import gast
+
+from transpiler import anno
+
+
+@dataclasses.dataclass(frozen=True)
+class Location:
+    """A place in the user's source."""
+
+    filename: str
+    lineno: int
+    col_offset: int = 0
+    source_line: str = ""
+
+    def __str__(self) -> str:
+        return f"{display_path(self.filename)}:{self.lineno}"
+
+
+def display_path(filename: str) -> str:
+    """`filename` relative to the working directory when it lies under it, else as given."""
+    try:
+        rel = os.path.relpath(filename)
+    except ValueError:  # another drive on Windows
+        return filename
+    return filename if rel.startswith(os.pardir) else rel
+
+
+def stamp(tree: gast.AST, filename: str, line_offset: int, source_lines: list[str]) -> None:
+    """Annotates every node of a freshly parsed tree with its location in the user's file.
+
+    Args:
+      tree: the parsed (dedented) source.
+      filename: the user's file.
+      line_offset: what to add to a parsed line number to get the line in `filename`.
+      source_lines: the lines of `filename`, for quoting in error messages.
+    """
+    for node in gast.walk(tree):
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:
+            continue
+        user_line = lineno + line_offset
+        text = source_lines[user_line - 1].strip() if 0 < user_line <= len(source_lines) else ""
+        indent = 0
+        if 0 < user_line <= len(source_lines):
+            raw = source_lines[user_line - 1]
+            indent = len(raw) - len(raw.lstrip())
+        loc = Location(filename, user_line, getattr(node, "col_offset", 0) + indent, text)
+        anno.setanno(node, anno.Static.ORIGIN, loc)
+
+
+def fill_missing(node: gast.AST, origin: Location) -> None:
+    """Gives `origin` to every node under `node` that has none (nodes a pass created)."""
+    for child in gast.walk(node):
+        if not anno.hasanno(child, anno.Static.ORIGIN):
+            anno.setanno(child, anno.Static.ORIGIN, origin)
+
+
+def line_map(tree: gast.AST, generated_source: str) -> dict[int, Location]:
+    """Maps each line of `generated_source` (the unparsed `tree`) to the user location it came from.
+
+    `ast.unparse` drops line numbers, so the printed source is parsed again and its statements are
+    walked in step with the statements of the tree it was printed from (printing keeps statements).
+    """
+    mapping: dict[int, Location] = {}
+    printed = _statements(ast.parse(generated_source))
+    for gnode, pnode in zip(_statements(tree), printed):
+        if anno.hasanno(gnode, anno.Static.ORIGIN):
+            mapping.setdefault(pnode.lineno, anno.getanno(gnode, anno.Static.ORIGIN))
+    return mapping
+
+
+_BLOCK_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
+
+
+def _statements(node):
+    """Statements under `node` in source order (works on gast and ast trees alike)."""
+    for field in _BLOCK_FIELDS:
+        for child in getattr(node, field, None) or ():
+            if isinstance(child, (gast.stmt, ast.stmt)):
+                yield child
+            yield from _statements(child)

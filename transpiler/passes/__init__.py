@@ -1,0 +1,1 @@
+"""One AST pass per file; `transpiler.pipeline` runs them in order."""

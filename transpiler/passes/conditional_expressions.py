@@ -1,0 +1,29 @@
+"""Rewrites `a if p else b` into `rt__.if_exp(p, lambda: a, lambda: b)`.
+
+Both sides stay lazy: Python evaluates only the chosen one; a traced `p` stages `lax.cond`.
+
+    y = x if x > 0 else -x   ->   y = rt__.if_exp(x > 0, lambda: x, lambda: -x)
+"""
+
+from __future__ import annotations
+
+import gast
+
+from transpiler import templates
+from transpiler.naming import RUNTIME
+from transpiler.transformer import Transformer
+
+
+class _ConditionalExpressions(Transformer):
+    def visit_IfExp(self, node):
+        node = self.generic_visit(node)
+        return templates.replace_as_expression(
+            f"{RUNTIME}.if_exp(test, lambda: if_true, lambda: if_false)",
+            test=node.test,
+            if_true=node.body,
+            if_false=node.orelse,
+        )
+
+
+def transform(fn_node: gast.FunctionDef) -> gast.FunctionDef:
+    return _ConditionalExpressions().visit(fn_node)

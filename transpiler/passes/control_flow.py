@@ -1,0 +1,298 @@
+"""Rewrites `if`, `while` and `for` statements into calls of `rt__.if_stmt/while_stmt/for_stmt`.
+
+Each statement's state (the names it modifies that are read later, or read by the statement
+itself) goes in and out of plain nested functions, so the runtime can either run the statement as
+Python or stage it as `lax.cond` / `lax.while_loop` / `lax.scan`:
+
+    if x[0] > 0:                      def if_true(x):
+        x = x * 2                         x = x * 2
+    else:                      ->         return (x,)
+        x = x - 1                     def if_false(x):
+                                          x = x - 1
+                                          return (x,)
+                                      (x,) = rt__.if_stmt(x[0] > 0, if_true, if_false, (x,),
+                                                          symbol_names=('x',))
+
+A state variable that cannot have a value before the statement is passed in as
+`rt__.Undefined('y')`, and reads of it elsewhere become `rt__.ld(y)`, which raises the
+UnboundLocalError Python would raise. Statements that hold `break`, `continue` or `return` are
+left as Python here (the early-exit passes run first and remove those they can).
+"""
+
+from __future__ import annotations
+
+import gast
+
+from transpiler import anno, templates
+from transpiler.analysis import activity
+from transpiler.naming import RUNTIME, Namer
+from transpiler.transformer import Transformer
+
+_A = anno.Static
+
+
+def transform(fn_node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
+    """Converts the control flow of `fn_node` and of the functions nested in it."""
+    for scope_node in _function_scopes(fn_node):
+        undefined = _undefined_names(scope_node)
+        if undefined:
+            _LoadUndefined(undefined).visit(scope_node)
+    return _ControlFlow(namer).visit(fn_node)
+
+
+def _function_scopes(fn_node):
+    yield fn_node
+    for node in activity.walk_scope(fn_node.body):
+        if isinstance(node, gast.FunctionDef):
+            yield from _function_scopes(node)
+
+
+# -- which statements convert, and their state -----------------------------------------------------
+
+
+def _has_early_exit(node: gast.stmt) -> bool:
+    """Whether `node` holds a return, or a break/continue that leaves `node` (not an inner loop)."""
+
+    def search(stmts, in_loop):
+        for stmt in stmts:
+            if isinstance(stmt, gast.Return):
+                return True
+            if isinstance(stmt, (gast.Break, gast.Continue)) and not in_loop:
+                return True
+            if isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+                continue
+            nested_loop = in_loop or isinstance(stmt, (gast.For, gast.While))
+            for field in ("body", "orelse", "finalbody"):
+                if search(getattr(stmt, field, None) or [], nested_loop if field == "body" else in_loop):
+                    return True
+            for handler in getattr(stmt, "handlers", None) or []:
+                if search(handler.body, in_loop):
+                    return True
+        return False
+
+    if isinstance(node, (gast.For, gast.While)):
+        return search(node.body, False) or search(node.orelse, False)
+    return search(node.body, False) or search(node.orelse, False)
+
+
+def _convertible(node: gast.stmt) -> bool:
+    return isinstance(node, (gast.If, gast.While, gast.For)) and not _has_early_exit(node)
+
+
+def _state(node: gast.stmt, declared: frozenset[str]) -> list[str]:
+    """The names a converted statement passes in and out, in a stable order."""
+    modified = anno.getanno(node, _A.BODY_ACTIVITY).modified
+    if isinstance(node, (gast.While, gast.For)):
+        # orelse runs after the loop as plain statements: only the body is loop state.
+        modified = activity.of_block(node.body).modified
+    if isinstance(node, gast.For):
+        modified |= activity.of(node.target).bound
+    used = anno.getanno(node, _A.LIVE_OUT) | anno.getanno(node, _A.LIVE_IN)
+    if isinstance(node, gast.If):
+        for block in (node.body, node.orelse):
+            if block:
+                used |= anno.getanno(block[0], _A.LIVE_IN)
+    return sorted((modified & used) - declared)
+
+
+def _declared(fn_node) -> frozenset[str]:
+    return anno.getanno(fn_node, _A.SCOPE).declared
+
+
+def _undefined_names(fn_node) -> set[str]:
+    """State names of this scope's converted statements that may have no value before them."""
+    declared = _declared(fn_node)
+    undefined = set()
+    for node in activity.walk_scope(fn_node.body):
+        if isinstance(node, gast.stmt) and _convertible(node):
+            defined = anno.getanno(node, _A.DEFINED_IN)
+            undefined |= {n for n in _state(node, declared) if n not in defined}
+    return undefined
+
+
+class _LoadUndefined(gast.NodeTransformer):
+    """`y` -> `rt__.ld(y)` wherever a possibly undefined `y` is read."""
+
+    def __init__(self, names: set[str]):
+        self.names = names
+
+    def visit_Name(self, node):
+        if node.id in self.names and isinstance(node.ctx, gast.Load):
+            call = templates.replace_as_expression(f"{RUNTIME}.ld(name)", name=node.id)
+            if anno.hasanno(node, _A.ORIGIN):
+                anno.setanno(call, _A.ORIGIN, anno.getanno(node, _A.ORIGIN))
+            return call
+        return node
+
+
+# -- the rewrite -----------------------------------------------------------------------------------
+
+
+class _ControlFlow(Transformer):
+    def __init__(self, namer: Namer):
+        self.namer = namer
+        self.scopes: list[gast.FunctionDef] = []
+
+    def visit_FunctionDef(self, node):
+        self.scopes.append(node)
+        node.body = self._visit_block(node.body)
+        self.scopes.pop()
+        return node
+
+    def _visit_block(self, stmts):
+        out = []
+        for stmt in stmts:
+            result = self.visit(stmt)
+            out.extend(result if isinstance(result, list) else [result])
+        return out
+
+    def _prepare(self, node):
+        """Converts the sub-blocks first; returns (state, declarations, placeholders)."""
+        scope = self.scopes[-1]
+        declared = _declared(scope)
+        state = _state(node, declared)  # from the annotations, before the sub-blocks change
+        node.body = self._visit_block(node.body)
+        node.orelse = self._visit_block(node.orelse)
+        defined = anno.getanno(node, _A.DEFINED_IN)
+        placeholders = []
+        for name in state:
+            if name not in defined:
+                placeholders += templates.replace(
+                    f"name = {RUNTIME}.Undefined(label)", name=name, label=templates.constant(name)
+                )
+        modified = anno.getanno(node, _A.BODY_ACTIVITY).modified & declared
+        declarations = self._declarations(scope, modified)
+        return state, declarations, placeholders
+
+    def _declarations(self, scope, names):
+        """`global` / `nonlocal` statements the generated functions need for `names`."""
+        result = []
+        for stmt in activity.walk_scope(scope.body):
+            if isinstance(stmt, (gast.Global, gast.Nonlocal)):
+                wanted = [n for n in stmt.names if n in names]
+                if wanted:
+                    result.append(type(stmt)(names=wanted))
+        return result
+
+    def visit_If(self, node):
+        if not _convertible(node):
+            return self.generic_visit(node)
+        state, declarations, placeholders = self._prepare(node)
+        template = """
+            def if_true(state_args):
+                declarations
+                body
+                return state_tuple
+            def if_false(state_args):
+                declarations
+                orelse
+                return state_tuple
+            state_out = rt__.if_stmt(test, if_true, if_false, state_tuple, symbol_names=names)
+        """
+        return placeholders + self._assign_state(
+            template,
+            state,
+            declarations=declarations,
+            body=node.body,
+            orelse=node.orelse or [gast.Pass()],
+            test=node.test,
+            if_true=self.namer.new("if_true"),
+            if_false=self.namer.new("if_false"),
+        )
+
+    def visit_While(self, node):
+        if not _convertible(node):
+            return self.generic_visit(node)
+        state, declarations, placeholders = self._prepare(node)
+        template = """
+            def loop_test(state_args):
+                declarations
+                return test
+            def loop_body(state_args):
+                declarations
+                body
+                return state_tuple
+            state_out = rt__.while_stmt(loop_test, loop_body, state_tuple, symbol_names=names)
+        """
+        return (
+            placeholders
+            + self._assign_state(
+                template,
+                state,
+                declarations=declarations,
+                body=node.body,
+                test=node.test,
+                loop_test=self.namer.new("loop_test"),
+                loop_body=self.namer.new("loop_body"),
+            )
+            + node.orelse
+        )
+
+    def visit_For(self, node):
+        if not _convertible(node):
+            return self.generic_visit(node)
+        state, declarations, placeholders = self._prepare(node)
+        target = node.target
+        if isinstance(target, gast.Name) and target.id not in state:
+            item, bind_item = target.id, []
+        else:
+            item = self.namer.new("item")
+            bind_item = templates.replace("target = item", target=target, item=item)
+        template = """
+            def loop_body(item, state_args):
+                declarations
+                bind_item
+                body
+                return state_tuple
+            state_out = rt__.for_stmt(iterable, loop_body, state_tuple, symbol_names=names)
+        """
+        return (
+            placeholders
+            + self._assign_state(
+                template,
+                state,
+                declarations=declarations,
+                item=item,
+                bind_item=bind_item,
+                body=node.body,
+                iterable=self._iterable(node.iter),
+                loop_body=self.namer.new("loop_body"),
+            )
+            + node.orelse
+        )
+
+    def _iterable(self, node):
+        """`range(...)` -> `rt__.range_(...)`, which accepts traced bounds."""
+        scope = self.scopes[-1]
+        local_names = anno.getanno(scope, _A.SCOPE).params | {
+            n.id for n in activity.walk_scope(scope.body) if isinstance(n, gast.Name)
+            and not isinstance(n.ctx, gast.Load)
+        }
+        if (
+            isinstance(node, gast.Call)
+            and isinstance(node.func, gast.Name)
+            and node.func.id == "range"
+            and "range" not in local_names
+            and not node.keywords
+            and not any(isinstance(a, gast.Starred) for a in node.args)
+        ):
+            node.func = templates.replace_as_expression(f"{RUNTIME}.range_")
+        return node
+
+    def _assign_state(self, template, state, **replacements):
+        template = template.replace("rt__", RUNTIME)
+        names = templates.constant(tuple(state))
+        if not state:
+            template = template.replace("state_out = ", "")
+            state_out = []
+        else:
+            state_out = state
+        stmts = templates.replace(
+            template,
+            state_args=state,
+            state_tuple=templates.names_tuple(state),
+            names=names,
+            **({"state_out": state_out} if state else {}),
+            **replacements,
+        )
+        return stmts

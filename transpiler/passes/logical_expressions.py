@@ -1,0 +1,76 @@
+"""Rewrites `and`, `or`, `not` and chained comparisons into `rt__.and_/or_/not_` calls.
+
+The right operand becomes a thunk, so Python values keep Python's short-circuit semantics:
+
+    a and b or c     ->   rt__.or_(rt__.and_(a, lambda: b), lambda: c)
+    not x            ->   rt__.not_(x)
+    0 < x < 1        ->   rt__.and_(0 < x, lambda: x < 1)
+    a < f(x) < c     ->   rt__.and_(a < (cmp := f(x)), lambda: cmp < c)
+
+A middle operand of a chain is evaluated once, as in Python: a name or constant is simply
+repeated, anything else is bound to a fresh name with `:=` on first use.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from transpiler import templates
+from transpiler.naming import RUNTIME, Namer
+from transpiler.transformer import Transformer
+
+
+class _LogicalExpressions(Transformer):
+    def __init__(self, namer: Namer):
+        self.namer = namer
+
+    def visit_BoolOp(self, node):
+        node = self.generic_visit(node)
+        op = "and_" if isinstance(node.op, gast.And) else "or_"
+        result = node.values[-1]
+        for left in reversed(node.values[:-1]):
+            result = templates.replace_as_expression(
+                f"{RUNTIME}.{op}(left, lambda: right)", left=left, right=result
+            )
+        return result
+
+    def visit_UnaryOp(self, node):
+        node = self.generic_visit(node)
+        if not isinstance(node.op, gast.Not):
+            return node
+        return templates.replace_as_expression(f"{RUNTIME}.not_(operand)", operand=node.operand)
+
+    def visit_Compare(self, node):
+        node = self.generic_visit(node)
+        if len(node.ops) == 1:
+            return node
+        # Python evaluates each middle operand once: bind the non-trivial ones on first use.
+        operands = [node.left]
+        for middle in node.comparators[:-1]:
+            if isinstance(middle, (gast.Name, gast.Constant)):
+                operands.append(middle)
+            else:
+                operands.append(
+                    gast.NamedExpr(
+                        target=templates.name(self.namer.new("cmp"), gast.Store()), value=middle
+                    )
+                )
+        operands.append(node.comparators[-1])
+        comparisons = []
+        for i, op in enumerate(node.ops):
+            left = operands[i]
+            if isinstance(left, gast.NamedExpr):
+                left = templates.name(left.target.id)
+            comparisons.append(
+                gast.Compare(left=left, ops=[op], comparators=[operands[i + 1]])
+            )
+        result = comparisons[-1]
+        for comparison in reversed(comparisons[:-1]):
+            result = templates.replace_as_expression(
+                f"{RUNTIME}.and_(left, lambda: right)", left=comparison, right=result
+            )
+        return result
+
+
+def transform(fn_node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
+    return _LogicalExpressions(namer).visit(fn_node)

@@ -1,0 +1,136 @@
+"""Code templates -> AST.
+
+A template is ordinary Python source whose placeholder names are replaced by code:
+
+    replace('''
+        def body_name(state_args):
+            body
+            return state
+        state = rt__.while_stmt(test_name, body_name, state, symbol_names=names)
+    ''', body_name='loop_body', body=node.body, state=['x', 'i'], ...)
+
+A replacement is a string (a name), a list of strings (a tuple of names, or the parameters of a
+function), a gast expression, or a list of statements (spliced where the placeholder stands alone as
+a statement). `replace` sets `ctx` itself and raises on a placeholder that is missing or unused.
+"""
+
+from __future__ import annotations
+
+import copy
+import textwrap
+from typing import Any
+
+import gast
+
+
+def replace(template: str, **replacements: Any) -> list[gast.stmt]:
+    """Parses `template` and fills in its placeholders; returns the statements."""
+    tree = gast.parse(textwrap.dedent(template))
+    filler = _Filler(replacements)
+    tree = filler.visit(tree)
+    unused = set(replacements) - filler.used
+    if unused:
+        raise ValueError(f"template placeholders not found: {sorted(unused)}")
+    _fix_ctx(tree)
+    return tree.body
+
+
+def replace_as_expression(template: str, **replacements: Any) -> gast.expr:
+    """Like `replace`, for a template that is a single expression."""
+    (stmt,) = replace(template, **replacements)
+    if not isinstance(stmt, gast.Expr):
+        raise ValueError(f"template is not an expression: {template!r}")
+    return stmt.value
+
+
+def name(id_: str, ctx: gast.AST | None = None) -> gast.Name:
+    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+
+
+def names_tuple(ids: list[str]) -> gast.Tuple:
+    return gast.Tuple(elts=[name(i) for i in ids], ctx=gast.Load())
+
+
+def constant(value: Any) -> gast.Constant:
+    return gast.Constant(value=value, kind=None)
+
+
+class _Filler(gast.NodeTransformer):
+    def __init__(self, replacements: dict[str, Any]):
+        self.replacements = replacements
+        self.used: set[str] = set()
+
+    def _take(self, key: str) -> Any:
+        self.used.add(key)
+        value = self.replacements[key]
+        if isinstance(value, list):
+            return [copy.deepcopy(v) if isinstance(v, gast.AST) else v for v in value]
+        return copy.deepcopy(value) if isinstance(value, gast.AST) else value
+
+    def visit_Expr(self, node):
+        # A placeholder alone on a line stands for a list of statements.
+        if isinstance(node.value, gast.Name) and node.value.id in self.replacements:
+            value = self._take(node.value.id)
+            if isinstance(value, list) and all(isinstance(v, gast.stmt) for v in value):
+                return value
+            node.value = self._as_expr(value, node.value.ctx)
+            return node
+        return self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if node.id not in self.replacements:
+            return node
+        return self._as_expr(self._take(node.id), node.ctx)
+
+    def _as_expr(self, value: Any, ctx: gast.AST) -> gast.expr:
+        if isinstance(value, str):
+            return name(value, ctx)
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return gast.Tuple(elts=[name(v, ctx) for v in value], ctx=ctx)
+        if isinstance(value, gast.expr):
+            return value
+        raise ValueError(f"cannot use {value!r} as an expression in a template")
+
+    def visit_FunctionDef(self, node):
+        if node.name in self.replacements:
+            node.name = self._take(node.name)
+        args = []
+        for arg in node.args.args:
+            if isinstance(arg, gast.Name) and arg.id in self.replacements:
+                value = self._take(arg.id)
+                ids = [value] if isinstance(value, str) else list(value)
+                args.extend(name(i, gast.Param()) for i in ids)
+            else:
+                args.append(arg)
+        node.args.args = args
+        node.body = [self.visit(s) for s in node.body]
+        node.body = [s for item in node.body for s in (item if isinstance(item, list) else [item])]
+        return node
+
+    def visit_keyword(self, node):
+        node.value = self.visit(node.value)
+        return node
+
+
+def _fix_ctx(tree: gast.AST) -> None:
+    """Sets Store on assignment targets (recursively through tuples), Load everywhere else."""
+    for node in gast.walk(tree):
+        targets = []
+        if isinstance(node, gast.Assign):
+            targets = node.targets
+        elif isinstance(node, (gast.AugAssign, gast.AnnAssign, gast.For)):
+            targets = [node.target]
+        for target in targets:
+            _set_store(target)
+
+
+def _set_store(node: gast.expr) -> None:
+    if isinstance(node, (gast.Tuple, gast.List)):
+        node.ctx = gast.Store()
+        for elt in node.elts:
+            _set_store(elt)
+    elif isinstance(node, gast.Starred):
+        node.ctx = gast.Store()
+        _set_store(node.value)
+    elif isinstance(node, (gast.Name, gast.Attribute, gast.Subscript)):
+        node.ctx = gast.Store()
