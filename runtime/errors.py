@@ -72,4 +72,4 @@ def user_frames_note(tb: types.TracebackType | None) -> str | None:
     import linecache
 
     text = linecache.getline(filename, lineno).strip()
-    return f"raised in converted code at {_display(filename)}:{lineno}: {text}"
+    return f"while running converted code at {_display(filename)}:{lineno}: {text}"

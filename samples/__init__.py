@@ -1,0 +1,1 @@
+"""Sample programs written as plain Python, converted by `python -m transpiler demo`."""

@@ -1,0 +1,16 @@
+"""Newton's method for a square root: a while loop that runs until a traced value converges."""
+
+import jax.numpy as jnp
+
+
+def newton_sqrt(a, tol=1e-6):
+    """sqrt(a) by Newton's method; the number of iterations depends on `a`."""
+    x = a
+    converged = False
+    steps = 0
+    while not converged:
+        x_next = 0.5 * (x + a / x)
+        converged = jnp.abs(x_next - x) < tol * x_next
+        x = x_next
+        steps += 1
+    return x, steps

@@ -1,0 +1,5 @@
+"""Shared test settings: small shapes, CPU, deterministic."""
+
+import os
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")

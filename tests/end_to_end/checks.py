@@ -1,0 +1,73 @@
+"""Compare a converted function with the eager, unconverted one."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+import transpiler
+
+
+def assert_tree_close(actual, expected, rtol=1e-5, atol=1e-6):
+    a_leaves, a_tree = jax.tree_util.tree_flatten(actual)
+    e_leaves, e_tree = jax.tree_util.tree_flatten(expected)
+    assert a_tree == e_tree, f"structure {a_tree} != {e_tree}"
+    for a, e in zip(a_leaves, e_leaves):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=rtol, atol=atol)
+
+
+def check_jit(fn, *args, static_argnums=()):
+    """converted(*args) under jax.jit equals fn(*args) run eagerly; returns the converted fn."""
+    converted = transpiler.convert(fn)
+    expected = fn(*args)
+    assert_tree_close(jax.jit(converted, static_argnums=static_argnums)(*args), expected)
+    return converted
+
+
+def check_python(fn, *args):
+    """With Python/NumPy inputs, the converted function returns exactly what fn returns."""
+    converted = transpiler.convert(fn)
+    expected = fn(*args)
+    assert_identical(converted(*args), expected)
+    return converted
+
+
+def assert_identical(actual, expected):
+    """Same types all the way down, same values: what Python semantics promise."""
+    assert type(actual) is type(expected), (type(actual), type(expected))
+    if isinstance(expected, tuple | list):
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_identical(a, e)
+    elif isinstance(expected, dict):
+        assert actual.keys() == expected.keys()
+        for k in expected:
+            assert_identical(actual[k], expected[k])
+    elif isinstance(expected, np.ndarray | jax.Array):
+        assert actual.dtype == expected.dtype
+        np.testing.assert_array_equal(actual, expected)
+    else:
+        assert actual == expected
+
+
+def check_vmap(fn, *batched_args):
+    """jax.vmap(converted) equals fn applied eagerly to each slice (batched predicates)."""
+    converted = transpiler.convert(fn)
+    actual = jax.jit(jax.vmap(converted))(*batched_args)
+    n = len(batched_args[0])
+    expected = [fn(*(a[i] for a in batched_args)) for i in range(n)]
+    expected = jax.tree_util.tree_map(lambda *xs: np.stack(xs), *expected)
+    assert_tree_close(actual, expected)
+
+
+def check_grad(fn, *args, argnums=0, static_argnums=()):
+    """jax.grad of the converted function under jit equals jax.grad of fn run eagerly."""
+    converted = transpiler.convert(fn)
+    expected = jax.grad(fn, argnums=argnums)(*args)
+    grad = jax.grad(converted, argnums=argnums)
+    actual = jax.jit(grad, static_argnums=static_argnums)(*args)
+    assert_tree_close(actual, expected, rtol=1e-4, atol=1e-5)
+
+
+def primitives(fn, *args, **make_jaxpr_kwargs) -> str:
+    return str(jax.make_jaxpr(transpiler.convert(fn), **make_jaxpr_kwargs)(*args))

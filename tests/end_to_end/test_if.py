@@ -1,0 +1,165 @@
+"""if / elif / else, staged and Python, against eager execution."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import transpiler
+from tests.end_to_end.checks import check_grad, check_jit, check_python, check_vmap, primitives
+
+
+def piecewise(x):
+    if x < -1.0:
+        y = -x
+    elif x < 1.0:
+        y = x * x
+    else:
+        y = 2.0 * x - 1.0
+    return y
+
+
+@pytest.mark.parametrize("x", [-3.0, -0.5, 0.0, 0.7, 4.0])
+def test_if_elif_else_under_jit_grad_and_python(x):
+    check_jit(piecewise, jnp.float32(x))
+    check_grad(piecewise, jnp.float32(x))
+    check_python(piecewise, x)
+
+
+def test_if_elif_else_under_vmap_batches_the_predicate():
+    check_vmap(piecewise, jnp.array([-3.0, -0.5, 0.0, 0.7, 4.0]))
+
+
+def test_traced_if_becomes_cond():
+    assert "cond[" in primitives(piecewise, 1.0)
+
+
+def array_branches(x):
+    if jnp.sum(x) > 0:
+        x = x * 2
+        scale = 2.0
+    else:
+        x = x - 1
+        scale = 1
+    return x * scale
+
+
+def array_branches_sum(x):
+    if jnp.sum(x) > 0:
+        x = x * 2
+        scale = 2.0
+    else:
+        x = x - 1
+        scale = 1
+    return jnp.sum(x * scale)
+
+
+def test_branches_over_arrays_promote_python_scalars():
+    for x in (jnp.array([1.0, 2.0]), jnp.array([-1.0, -2.0])):
+        check_jit(array_branches, x)
+        check_grad(array_branches_sum, x)
+    check_vmap(array_branches, jnp.array([[1.0, 2.0], [-1.0, -2.0]]))
+
+
+def test_python_predicate_stays_python_with_side_effects():
+    calls = []
+
+    def f(x, training):
+        if training:
+            calls.append("train")
+            x = x * 0.5
+        return x
+
+    converted = transpiler.convert(f)
+    assert converted(4, True) == 2.0 and converted(4, False) == 4
+    assert calls == ["train"]
+    # A Python predicate under jit is decided while tracing: no cond in the graph.
+    jaxpr = str(jax.make_jaxpr(converted, static_argnums=1)(jnp.float32(1.0), True))
+    assert "cond" not in jaxpr
+
+
+def truthiness(x, items):
+    if items:
+        x = x + len(items)
+    if x:
+        x = x * 10
+    return x
+
+
+@pytest.mark.parametrize("args", [(0, []), (0, [1, 2]), (-2, [1, 2]), (np.int64(3), ())])
+def test_python_truthiness_of_lists_none_and_ints(args):
+    check_python(truthiness, *args)
+
+
+def none_default(x, bias=None):
+    if bias is None:
+        bias = jnp.zeros_like(x)
+    if jnp.max(x) > 0:
+        out = x + bias
+    else:
+        out = x - bias
+    return out
+
+
+def test_none_checks_stay_python_inside_jit():
+    check_jit(none_default, jnp.array([1.0, -2.0]))
+    check_jit(none_default, jnp.array([-1.0, -2.0]), jnp.array([0.5, 0.5]))
+
+
+def only_modified_in_one_branch(x, y):
+    z = y
+    if x > 0:
+        z = y * 3
+    return z + x
+
+
+def test_variable_modified_in_one_branch_keeps_its_value_in_the_other():
+    for x in (1.0, -1.0):
+        check_jit(only_modified_in_one_branch, jnp.float32(x), jnp.float32(2.0))
+
+
+def nested_ifs(x, y):
+    if x > 0:
+        if y > 0:
+            r = x + y
+        else:
+            r = x - y
+    else:
+        r = 0.0
+    return r
+
+
+def test_nested_ifs():
+    for x, y in [(1.0, 2.0), (1.0, -2.0), (-1.0, 5.0)]:
+        check_jit(nested_ifs, jnp.float32(x), jnp.float32(y))
+        check_grad(nested_ifs, jnp.float32(x), jnp.float32(y), argnums=(0, 1))
+    check_vmap(nested_ifs, jnp.array([1.0, 1.0, -1.0]), jnp.array([2.0, -2.0, 5.0]))
+
+
+def pytree_state(params, x):
+    if x > 0:
+        params = {"w": params["w"] * x, "b": (params["b"][0] + 1.0, params["b"][1])}
+    return params
+
+
+def test_dict_and_tuple_state_through_a_staged_if():
+    params = {"w": jnp.ones(2), "b": (jnp.float32(0.0), jnp.zeros(3))}
+    for x in (2.0, -2.0):
+        check_jit(pytree_state, params, jnp.float32(x))
+
+
+def branch_local_temporaries(x):
+    if x > 0:
+        tmp = x * 2
+        x = tmp + 1
+    else:
+        tmp = x
+        x = -tmp
+    return x
+
+
+def test_branch_temporaries_are_not_state():
+    source = transpiler.to_source(branch_local_temporaries)
+    assert "symbol_names=('x',)" in source
+    for x in (3.0, -3.0):
+        check_jit(branch_local_temporaries, jnp.float32(x))

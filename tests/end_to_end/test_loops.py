@@ -1,0 +1,265 @@
+"""while and for loops, staged and Python, against eager execution."""
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import transpiler
+from tests.end_to_end.checks import (
+    assert_tree_close,
+    check_grad,
+    check_jit,
+    check_python,
+    check_vmap,
+    primitives,
+)
+
+
+def acceptance(x, n):
+    i = 0
+    while jnp.sum(x) < 100 and i < n:
+        if x[0] > 0:
+            x = x * 2
+        else:
+            x = x - 1
+        i += 1
+    return x, i
+
+
+@pytest.mark.parametrize("x0", [[1.0, 2.0], [-1.0, 2.0], [60.0, 50.0]])
+def test_issue_acceptance_while_with_cond(x0):
+    x = jnp.array(x0)
+    check_jit(acceptance, x, 5)
+    check_python(acceptance, np.array(x0), 5)
+    jaxpr = primitives(acceptance, x, 5)
+    while_at = jaxpr.index("while[")
+    assert "cond[" in jaxpr[while_at:], jaxpr
+
+
+def test_while_under_vmap_with_batched_predicate():
+    check_vmap(acceptance, jnp.array([[1.0, 2.0], [-1.0, 2.0], [60.0, 50.0]]), jnp.array([5, 5, 3]))
+
+
+def newton(a, tol):
+    done = False
+    x = a
+    while not done:
+        x_next = 0.5 * (x + a / x)
+        done = jnp.abs(x_next - x) < tol
+        x = x_next
+    return x
+
+
+def test_while_whose_test_becomes_traced_after_the_first_iteration():
+    check_jit(newton, jnp.float32(2.0), 1e-5)
+    check_python(newton, 2.0, 1e-9)
+    assert "while[" in primitives(newton, 2.0, 1e-5)
+
+
+def isqrt(n):
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if mid * mid <= n:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 1000])
+def test_while_over_python_ints_carried_into_a_staged_loop(n):
+    check_jit(isqrt, n)
+    check_python(isqrt, n)
+    out = jax.jit(transpiler.convert(isqrt))(n)
+    assert out.dtype == jnp.int32  # the dtype JAX gives a Python int
+
+
+def count_python(n):
+    i, total = 0, 0
+    while i < n:
+        total += i
+        i += 1
+    else:
+        total = -total
+    return total
+
+
+def test_python_while_with_else():
+    check_python(count_python, 5)
+    check_python(count_python, 0)
+
+
+def staged_while_else(x):
+    while x < 10:
+        x = x * 2
+    else:
+        x = x + 1
+    return x
+
+
+def test_staged_while_with_else():
+    check_jit(staged_while_else, jnp.float32(3.0))
+
+
+def running_sum(x, n):
+    total = 0.0
+    for i in range(n):
+        if x[i] > 0:
+            total = total + x[i]
+        else:
+            total = total - 1.0
+    return total
+
+
+def test_for_range_python_bound_with_traced_body_is_one_scan():
+    x = jnp.arange(8.0) - 3
+    check_jit(running_sum, x, 8, static_argnums=(1,))
+    check_grad(running_sum, x, 8, static_argnums=(1,))
+    jaxpr = primitives(running_sum, x, 8, static_argnums=1)
+    assert jaxpr.count("scan[") == 1 and "length=7" in jaxpr
+
+
+def test_for_range_traced_bound_becomes_while():
+    x = jnp.arange(8.0) - 3
+    check_jit(running_sum, x, 6)
+    assert "while[" in primitives(running_sum, x, 6)
+
+
+@pytest.mark.parametrize("args", [(0, 10, 3), (10, 0, -3), (5, 5, 1), (7, 2, 1)])
+def test_for_range_traced_start_stop_step(args):
+    def f(x, start, stop, step):
+        for i in range(start, stop, step):
+            x = x + i
+        return x
+
+    check_jit(f, jnp.float32(0.0), *args)
+    check_python(f, 0, *args)
+
+
+def sum_rows(m):
+    acc = jnp.zeros(m.shape[1])
+    for row in m:
+        acc = acc + jnp.maximum(row, 0.0)
+    return acc
+
+
+def test_for_over_array_is_a_scan_over_the_leading_axis():
+    m = jnp.array([[1.0, -2.0], [3.0, 4.0], [-5.0, 6.0]])
+    check_jit(sum_rows, m)
+    check_grad(lambda m: jnp.sum(jax.jit(transpiler.convert(sum_rows))(m)), m)
+    check_vmap(sum_rows, jnp.stack([m, -m]))
+    assert "scan[" in primitives(sum_rows, m)
+
+
+def test_for_over_numpy_array_with_python_values_is_python():
+    def f(xs):
+        out = 0
+        for v in xs:
+            out = out + int(v)
+        return out
+
+    check_python(f, np.arange(5))
+
+
+def loop_target_used_after(xs):
+    total = 0.0
+    for x in xs:
+        total = total + x
+    return total, x
+
+
+def test_loop_variable_keeps_its_last_value():
+    check_jit(loop_target_used_after, jnp.arange(4.0))
+    check_python(loop_target_used_after, [1, 2, 3])
+
+
+def python_containers(params, x):
+    for name in ["a", "b"]:
+        x = x * params[name]
+    for key, value in {"c": 1.0, "d": 2.0}.items():
+        x = x + value
+    for a, b in zip((1.0, 2.0), (3.0, 4.0)):
+        x = x + a * b
+    return x
+
+
+def test_for_over_python_containers_unrolls():
+    params = {"a": jnp.float32(2.0), "b": jnp.float32(3.0)}
+    check_jit(python_containers, params, jnp.float32(1.0))
+    check_python(python_containers, {"a": 2, "b": 3}, 1)
+    assert "scan" not in primitives(python_containers, params, 1.0)
+
+
+def for_else(xs):
+    total = 0
+    for x in xs:
+        total = total + x
+    else:
+        total = total * 10
+    return total
+
+
+def test_for_else_without_break_always_runs_else():
+    check_python(for_else, [1, 2])
+    check_python(for_else, [])
+    check_jit(for_else, jnp.arange(3.0))
+
+
+def test_python_side_effects_and_order_are_kept():
+    log = []
+
+    def f(n):
+        i = 0
+        while i < n:
+            log.append(i)
+            i += 1
+        for j in range(2):
+            log.append(-j)
+        return i
+
+    assert transpiler.convert(f)(3) == 3
+    assert log == [0, 1, 2, 0, -1]
+
+
+def growing(x):
+    for _ in range(3):
+        x = jnp.concatenate([x, x[:1]])
+    return x
+
+
+def test_for_that_changes_shape_unrolls_instead_of_staging():
+    check_jit(growing, jnp.ones(2))
+
+
+def nested_loops(m):
+    total = 0.0
+    for i in range(m.shape[0]):
+        j = 0
+        while j < m.shape[1] and m[i, j] > 0:
+            total = total + m[i, j]
+            j += 1
+    return total
+
+
+def test_nested_for_and_while():
+    m = jnp.array([[1.0, 2.0, -1.0, 5.0], [-1.0, 3.0, 3.0, 3.0], [2.0, 2.0, 2.0, 2.0]])
+    check_jit(nested_loops, m)
+    check_python(nested_loops, np.asarray(m))
+
+
+def compile_time_independent(x, n):
+    for i in range(n):
+        x = x * 0.5 + jnp.sin(x + i)
+    return x
+
+
+def test_staged_for_graph_does_not_grow_with_the_trip_count():
+    small = primitives(compile_time_independent, jnp.ones(3), 10, static_argnums=1)
+    large = primitives(compile_time_independent, jnp.ones(3), 10_000, static_argnums=1)
+    assert re.sub(r"length=\d+", "", small) == re.sub(r"length=\d+", "", large)
+    out = jax.jit(transpiler.convert(compile_time_independent), static_argnums=1)(jnp.ones(3), 50)
+    assert_tree_close(out, compile_time_independent(jnp.ones(3), 50), rtol=1e-4)
