@@ -33,13 +33,16 @@ def display_path(filename: str) -> str:
     return filename if rel.startswith(os.pardir) else rel
 
 
-def stamp(tree: gast.AST, filename: str, line_offset: int, source_lines: list[str]) -> None:
+def stamp(
+    tree: gast.AST, filename: str, line_offset: int, col_offset: int, source_lines: list[str]
+) -> None:
     """Annotates every node of a freshly parsed tree with its location in the user's file.
 
     Args:
       tree: the parsed (dedented) source.
       filename: the user's file.
       line_offset: what to add to a parsed line number to get the line in `filename`.
+      col_offset: what to add to a parsed column (the indentation that dedenting removed).
       source_lines: the lines of `filename`, for quoting in error messages.
     """
     for node in gast.walk(tree):
@@ -48,12 +51,8 @@ def stamp(tree: gast.AST, filename: str, line_offset: int, source_lines: list[st
             continue
         user_line = lineno + line_offset
         text = source_lines[user_line - 1].strip() if 0 < user_line <= len(source_lines) else ""
-        indent = 0
-        if 0 < user_line <= len(source_lines):
-            raw = source_lines[user_line - 1]
-            indent = len(raw) - len(raw.lstrip())
-        loc = Location(filename, user_line, getattr(node, "col_offset", 0) + indent, text)
-        anno.setanno(node, anno.Static.ORIGIN, loc)
+        col = getattr(node, "col_offset", 0) + col_offset
+        anno.setanno(node, anno.Static.ORIGIN, Location(filename, user_line, col, text))
 
 
 def fill_missing(node: gast.AST, origin: Location) -> None:

@@ -66,7 +66,8 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
                 hint="The function object was probably created by a decorator or factory.",
             )
     node.decorator_list = []
-    origins.stamp(node, filename, line_offset, linecache.getlines(filename))
+    indent = len(lines[0]) - len(lines[0].lstrip())  # what textwrap.dedent removed
+    origins.stamp(node, filename, line_offset, indent, linecache.getlines(filename))
     return ParsedFunction(node, filename, line_offset)
 
 

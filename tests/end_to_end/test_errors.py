@@ -1,0 +1,234 @@
+"""Errors name the variable, the construct and the user's file:line; whole messages are matched."""
+
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import transpiler
+from runtime import StagingError
+
+HERE = os.path.relpath(__file__)
+
+
+def line_of(fn, text):
+    """The line number in this file of the first line of `fn` containing `text`."""
+    import inspect
+
+    lines, start = inspect.getsourcelines(fn)
+    for offset, line in enumerate(lines):
+        if text in line:
+            return start + offset
+    raise AssertionError(text)
+
+
+def defined_in_one_branch(x):
+    if x > 0:
+        y = x * 2
+    return y
+
+
+def test_variable_defined_in_one_branch():
+    line = line_of(defined_in_one_branch, "if x > 0")
+    with pytest.raises(StagingError) as e:
+        jax.jit(transpiler.convert(defined_in_one_branch))(1.0)
+    assert str(e.value) == (
+        f"'y' is set in the true branch but not in the false branch ({HERE}:{line}, if "
+        "statement), and it is used after the if. With a traced condition both branches run in "
+        "the graph, so 'y' needs a value on both paths: give it one before the if, or in both "
+        "branches."
+    )
+
+
+def test_variable_defined_in_one_branch_python_path_raises_like_python():
+    converted = transpiler.convert(defined_in_one_branch)
+    assert converted(1.0) == 2.0
+    with pytest.raises(UnboundLocalError, match="'y'"):
+        converted(-1.0)
+
+
+def shape_mismatch(x):
+    if x[0] > 0:
+        x = x[:2]
+    return x
+
+
+def test_branches_disagree_on_shape():
+    line = line_of(shape_mismatch, "if x[0]")
+    with pytest.raises(StagingError) as e:
+        jax.jit(transpiler.convert(shape_mismatch))(jnp.ones(3))
+    assert str(e.value) == (
+        f"'x' is float32[2] in the true branch but float32[3] in the false branch ({HERE}:{line},"
+        " if statement). With a traced condition both branches must give 'x' the same shape and "
+        "dtype."
+    )
+
+
+def dtype_mismatch(x, i):
+    if x > 0:
+        i = i + 1
+    else:
+        i = jnp.float32(0.5)
+    return i
+
+
+def test_branches_disagree_on_dtype():
+    line = line_of(dtype_mismatch, "if x > 0")
+    with pytest.raises(StagingError) as e:
+        jax.jit(transpiler.convert(dtype_mismatch))(1.0, jnp.int32(1))
+    assert str(e.value) == (
+        f"'i' is int32[] in the true branch but float32[] in the false branch ({HERE}:{line}, if "
+        "statement). With a traced condition both branches must give 'i' the same dtype; cast "
+        "one of them, e.g. with .astype(jnp.int32)."
+    )
+
+
+def structure_mismatch(x):
+    if x > 0:
+        s = (x, x)
+    else:
+        s = x
+    return s
+
+
+def test_branches_disagree_on_structure():
+    with pytest.raises(StagingError, match=r"^'s' has a different structure in each branch"):
+        jax.jit(transpiler.convert(structure_mismatch))(1.0)
+
+
+def loop_shape_change(x, n):
+    i = 0
+    while i < n:
+        x = jnp.concatenate([x, x])
+        i += 1
+    return x
+
+
+def test_while_variable_changes_shape():
+    line = line_of(loop_shape_change, "while i < n")
+    with pytest.raises(StagingError) as e:
+        jax.jit(transpiler.convert(loop_shape_change))(jnp.ones(2), 3)
+    assert str(e.value) == (
+        f"'x' is float32[2] before the while loop but float32[4] after one iteration ({HERE}:"
+        f"{line}, while loop). Loop variables must keep their shape and dtype; pad x to a fixed "
+        "size or carry its length separately."
+    )
+
+
+def loop_dtype_change(x, n):
+    i = 0
+    while i < n:
+        x = x * 0.5
+        i += 1
+    return x
+
+
+def test_while_variable_changes_dtype():
+    line = line_of(loop_dtype_change, "while i < n")
+    with pytest.raises(StagingError) as e:
+        jax.jit(transpiler.convert(loop_dtype_change))(jnp.int32(7), 3)
+    assert str(e.value) == (
+        f"'x' is int32[] before the while loop but float32[] after one iteration ({HERE}:{line},"
+        " while loop). Loop variables must keep their dtype; give x its final dtype before the "
+        "loop, or cast inside it with .astype(jnp.int32)."
+    )
+
+
+def defined_only_in_loop(x):
+    while x < 10:
+        last = x
+        x = x * 2
+    return last
+
+
+def test_while_variable_defined_only_inside_the_loop():
+    line = line_of(defined_only_in_loop, "while x < 10")
+    with pytest.raises(StagingError) as e:
+        jax.jit(transpiler.convert(defined_only_in_loop))(1.0)
+    assert str(e.value) == (
+        f"'last' has no value before the while loop ({HERE}:{line}, while loop), but the staged "
+        "loop carries it from one iteration to the next (it is read in the loop or after it). "
+        "Give 'last' a value before the loop."
+    )
+
+
+def vector_condition(x):
+    if x > 0:
+        x = -x
+    return x
+
+
+def test_non_scalar_condition():
+    line = line_of(vector_condition, "if x > 0")
+    with pytest.raises(StagingError) as e:
+        jax.jit(transpiler.convert(vector_condition))(jnp.ones(3))
+    assert str(e.value) == (
+        f"the condition is bool[3] ({HERE}:{line}, if statement); a condition must be a scalar. "
+        "Reduce it first, e.g. with jnp.any(...) or jnp.all(...)."
+    )
+
+
+def test_errors_hide_runtime_frames():
+    with pytest.raises(StagingError) as e:
+        jax.jit(transpiler.convert(shape_mismatch))(jnp.ones(3))
+    files = [str(entry.path) for entry in e.traceback]
+    assert not any(os.sep + "runtime" + os.sep in f for f in files), files
+
+
+def user_bug(x):
+    if x > 0:
+        y = x[3]  # x is a scalar: IndexError
+    else:
+        y = x
+    return y
+
+
+def test_exceptions_in_converted_code_note_the_user_line():
+    line = line_of(user_bug, "y = x[3]")
+    with pytest.raises(IndexError) as e:
+        transpiler.convert(user_bug)(jnp.float32(1.0))
+    if sys.version_info >= (3, 11):
+        assert e.value.__notes__ == [
+            f"while running converted code at {HERE}:{line}: y = x[3]  # x is a scalar: IndexError"
+        ]
+
+
+def generator(xs):
+    for x in xs:
+        yield x
+
+
+def test_generators_are_rejected_with_file_and_line():
+    line = line_of(generator, "yield x")
+    with pytest.raises(transpiler.ConversionError) as e:
+        transpiler.convert(generator)
+    assert str(e.value) == (
+        f"{HERE}:{line}:9: generators ('yield') cannot be converted\n"
+        "    yield x\n"
+        "Return a list or an array instead of yielding."
+    )
+
+
+def test_reserved_prefix_is_rejected():
+    def f(x):
+        rt__x = x
+        return rt__x
+
+    with pytest.raises(transpiler.ConversionError, match="reserved for generated code"):
+        transpiler.convert(f)
+
+
+def test_function_without_source():
+    namespace = {}
+    exec("def typed_in_a_repl(x):\n    return x\n", namespace)
+    with pytest.raises(transpiler.ConversionError) as e:
+        transpiler.convert(namespace["typed_in_a_repl"])
+    assert str(e.value).startswith("cannot read the source of 'typed_in_a_repl' (<string>:1)")
+    assert "Put the function in a module" in str(e.value)
+
+
+def test_non_function_is_rejected():
+    with pytest.raises(transpiler.ConversionError, match="it is a PjitFunction|not a Python"):
+        transpiler.convert(jax.jit(abs))

@@ -1,0 +1,142 @@
+"""Ternaries, and/or/not, chained comparisons: Python semantics and staged semantics."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import transpiler
+from tests.end_to_end.checks import check_grad, check_jit, check_python, check_vmap, primitives
+
+
+def abs_ternary(x):
+    return x if x > 0 else -x
+
+
+@pytest.mark.parametrize("x", [-2.0, 3.0])
+def test_ternary_under_jit_grad_python(x):
+    check_jit(abs_ternary, jnp.float32(x))
+    check_grad(abs_ternary, jnp.float32(x))
+    check_python(abs_ternary, x)
+    check_python(abs_ternary, int(x))
+
+
+def test_ternary_under_vmap_and_is_a_cond():
+    check_vmap(abs_ternary, jnp.array([-2.0, 3.0, 0.0]))
+    assert "cond[" in primitives(abs_ternary, 1.0)
+
+
+def test_ternary_is_lazy_for_python_values():
+    calls = []
+
+    def f(p):
+        return calls.append("yes") or 1 if p else calls.append("no") or 2
+
+    converted = transpiler.convert(f)
+    assert converted(True) == 1 and converted(0) == 2
+    assert calls == ["yes", "no"]
+
+
+def python_and_or(a, b, default):
+    return (a and b) or default
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(0, 5, "d"), (3, 5, "d"), (3, 0, "d"), ([], [1], None), ([2], [], (1,)), (None, 1, 0)],
+)
+def test_and_or_return_operands_like_python(args):
+    check_python(python_and_or, *args)
+
+
+def test_and_or_short_circuit_python_values():
+    calls = []
+
+    def touch(v):
+        calls.append(v)
+        return v
+
+    def f(a):
+        return a and touch("and") or touch("or")
+
+    converted = transpiler.convert(f)
+    assert converted(0) == "or" and calls == ["or"]
+    assert converted(1) == "and" and calls == ["or", "and"]
+
+
+def traced_logic(x, y):
+    return (x > 0 and y > 0) or not x < -1
+
+
+@pytest.mark.parametrize("x,y", [(1.0, 1.0), (-2.0, 1.0), (1.0, -1.0), (-0.5, -3.0)])
+def test_and_or_not_with_traced_operands(x, y):
+    check_jit(traced_logic, jnp.float32(x), jnp.float32(y))
+
+
+def test_and_or_not_under_vmap():
+    check_vmap(traced_logic, jnp.array([1.0, -2.0, 1.0, -0.5]), jnp.array([1.0, 1.0, -1.0, -3.0]))
+
+
+def value_or(x, fallback):
+    return x or fallback
+
+
+def test_or_with_traced_values_selects_an_operand():
+    for x in (0.0, 2.5):
+        check_jit(value_or, jnp.float32(x), jnp.float32(7.0))
+        check_grad(value_or, jnp.float32(x), jnp.float32(7.0), argnums=(0, 1))
+
+
+def test_not_of_python_values():
+    def f(a):
+        return not a
+
+    for a in (0, 1, [], [0], None, "x"):
+        check_python(f, a)
+
+
+def in_unit_interval(x):
+    return 0 < x < 1
+
+
+@pytest.mark.parametrize("x", [-1.0, 0.5, 2.0])
+def test_chained_comparison(x):
+    check_python(in_unit_interval, x)
+    check_jit(in_unit_interval, jnp.float32(x))
+
+
+def test_chained_comparison_evaluates_middle_once_and_lazily():
+    calls = []
+
+    def mid(v):
+        calls.append(v)
+        return v
+
+    def f(a, b, c):
+        return a < mid(b) < mid(c) < 10
+
+    converted = transpiler.convert(f)
+    assert converted(1, 2, 3) is True and calls == [2, 3]
+    calls.clear()
+    assert converted(5, 2, 3) is False and calls == [2]  # stops at the first false comparison
+
+
+def test_chained_comparison_with_traced_middle_operand():
+    def f(x):
+        return -1 < jnp.sin(x) * 2 <= 1
+
+    for x in (0.1, 1.5):
+        check_jit(f, jnp.float32(x))
+
+
+def test_if_on_and_of_traced_values():
+    def f(x, y):
+        if x > 0 and y > 0:
+            out = x * y
+        else:
+            out = x + y
+        return out
+
+    for x, y in [(1.0, 2.0), (1.0, -2.0), (-1.0, 2.0)]:
+        check_jit(f, jnp.float32(x), jnp.float32(y))
+    check_vmap(f, jnp.array([1.0, 1.0, -1.0]), jnp.array([2.0, -2.0, 2.0]))
+    assert jax.jit(transpiler.convert(f))(1.0, 2.0) == 2.0

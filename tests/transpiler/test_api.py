@@ -1,0 +1,216 @@
+"""The public API: convert, jit, to_source, caching, closures, methods."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import transpiler
+from transpiler import api
+
+SCALE = 2.0
+
+
+def uses_global(x):
+    if x > 0:
+        x = x * SCALE
+    return x
+
+
+def test_public_api_is_exactly_these_names():
+    assert sorted(transpiler.__all__) == ["ConversionError", "convert", "jit", "to_source"]
+
+
+def test_globals_are_read_at_call_time():
+    global SCALE
+    converted = transpiler.convert(uses_global)
+    assert converted(1.0) == 2.0
+    SCALE = 5.0
+    try:
+        assert converted(1.0) == 5.0
+    finally:
+        SCALE = 2.0
+
+
+def test_closures_are_read_at_call_time_and_share_generated_code():
+    def make(scale):
+        def scaled(x):
+            if x > 0:
+                x = x * scale
+            return x
+
+        return scaled
+
+    f2, f3 = make(2.0), make(3.0)
+    c2, c3 = transpiler.convert(f2), transpiler.convert(f3)
+    assert jax.jit(c2)(1.0) == 2.0 and jax.jit(c3)(1.0) == 3.0
+    assert c2.__wrapped__ is f2
+    # One code object, one generated module: both closures reuse it.
+    assert len(api._code_cache[f2.__code__]) == 1
+
+
+def test_closure_cell_changes_are_seen():
+    offset = 1.0
+
+    def f(x):
+        while x < 10:
+            x = x + offset
+        return x
+
+    converted = transpiler.convert(f)
+    assert converted(0.0) == 10.0
+    offset = 4.0
+    assert converted(0.0) == 12.0
+    assert jax.jit(converted)(0.0) == 12.0
+
+
+def test_convert_is_cached_per_function():
+    assert transpiler.convert(uses_global) is transpiler.convert(uses_global)
+    assert transpiler.convert(transpiler.convert(uses_global)) is transpiler.convert(uses_global)
+
+
+class Model:
+    def __init__(self, threshold):
+        self.threshold = threshold
+
+    def __call__(self, x):
+        return self.apply(x)
+
+    def apply(self, x):
+        if jnp.sum(x) > self.threshold:
+            x = x / 2
+        return x
+
+
+def test_bound_methods_keep_self():
+    model = Model(1.0)
+    converted = transpiler.convert(model.apply)
+    assert converted.__self__ is model
+    x = jnp.array([1.0, 2.0])
+    assert jnp.allclose(jax.jit(converted)(x), model.apply(x))
+
+
+def test_decorator_forms():
+    @transpiler.convert
+    def a(x):
+        return x if x > 0 else 0.0
+
+    @transpiler.jit
+    def b(x):
+        return x if x > 0 else 0.0
+
+    @transpiler.jit(static_argnames="power")
+    def c(x, power):
+        for _ in range(power):
+            x = x * 2 if x < 100 else x
+        return x
+
+    assert a(-1.0) == 0.0 and float(b(3.0)) == 3.0 and float(c(1.0, power=3)) == 8.0
+    assert float(c(1.0, power=10)) == 128.0
+
+
+def test_nested_functions_are_converted_with_their_parent():
+    def outer(x):
+        def helper(v):
+            if v > 0:
+                v = v * 10
+            return v
+
+        return helper(x) + helper(-x)
+
+    assert jax.jit(transpiler.convert(outer))(1.0) == 9.0
+    assert "if_stmt" in transpiler.to_source(outer).split("return helper")[0]
+
+
+def test_lambdas_convert():
+    relu = transpiler.convert(lambda x: x if x > 0 else 0.0 * x)
+    assert float(jax.jit(relu)(-3.0)) == 0.0 and float(jax.jit(relu)(3.0)) == 3.0
+
+
+def test_to_source_is_readable():
+    def f(x, n):
+        i = 0
+        while i < n:
+            x = x * 2
+            i += 1
+        return x
+
+    assert transpiler.to_source(f) == (
+        "def f(x, n):\n"
+        "    i = 0\n"
+        "\n"
+        "    def loop_test(i, x):\n"
+        "        return i < n\n"
+        "\n"
+        "    def loop_body(i, x):\n"
+        "        x = x * 2\n"
+        "        i += 1\n"
+        "        return (i, x)\n"
+        "    i, x = rt__.while_stmt(loop_test, loop_body, (i, x), symbol_names=('i', 'x'))\n"
+        "    return x"
+    )
+    assert transpiler.to_source(transpiler.convert(f)) == transpiler.to_source(f)
+
+
+def test_generated_names_never_clash_with_user_names():
+    def f(x, if_true, loop_body):
+        if x > 0:
+            x = x + if_true
+        for i in range(2):
+            x = x + loop_body
+        return x
+
+    source = transpiler.to_source(f)
+    assert "def if_true_1(" in source and "def loop_body_1(" in source
+    assert jax.jit(transpiler.convert(f))(1.0, 2.0, 3.0) == 9.0
+
+
+def test_user_decorators_are_not_reapplied():
+    calls = []
+
+    def counting(fn):
+        calls.append(fn.__name__)
+        return fn
+
+    @counting
+    def f(x):
+        return -x if x < 0 else x
+
+    assert transpiler.convert(f)(-2) == 2
+    assert calls == ["f"]
+
+
+def test_wrapped_functions_are_converted_as_the_wrapper():
+    def base(x):
+        return x
+
+    @functools.wraps(base)
+    def wrapper(x):
+        return base(x) + 1 if x > 0 else base(x)
+
+    assert transpiler.convert(wrapper)(1) == 2
+
+
+def test_global_and_nonlocal_writes_in_converted_blocks():
+    counter = 0
+
+    def f(xs):
+        nonlocal counter
+        for x in xs:
+            if x > 0:
+                counter += 1
+        return counter
+
+    assert transpiler.convert(f)([1, -1, 2]) == 2
+    assert counter == 2
+
+
+@pytest.mark.parametrize("jit_kwargs", [{}, {"static_argnums": 1}])
+def test_jit_passes_options_to_jax(jit_kwargs):
+    def f(x, n):
+        for _ in range(n):
+            x = x + 1.0
+        return x
+
+    assert float(transpiler.jit(f, **jit_kwargs)(0.0, 3)) == 3.0
