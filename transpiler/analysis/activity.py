@@ -184,6 +184,12 @@ class _Collector(gast.NodeVisitor):
             self.visit(node.target)
         self.visit(node.value)
 
+    def visit_AnnAssign(self, node):
+        # Annotations of local variables are never evaluated (PEP 526).
+        self.visit(node.target)
+        if node.value is not None:
+            self.visit(node.value)
+
     def visit_FunctionDef(self, node):
         self.bound.add(node.name)
         for expr in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:

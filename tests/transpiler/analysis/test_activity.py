@@ -1,0 +1,72 @@
+from transpiler import analysis, anno
+from transpiler.analysis import activity
+from tests.transpiler.analysis.dump import dump, parse
+
+
+def test_assignments_augmented_and_tuple_unpacking():
+    assert dump(
+        """
+        def f(x, y):
+            if x:
+                a, (b, c) = y
+                d += 1
+                e: int = 3
+        """,
+        "modified",
+        "reads",
+    ) == ["if@3: modified={a, b, c, d, e} reads={d, y}"]
+
+
+def test_subscripts_and_attributes_modify_their_base():
+    assert dump(
+        """
+        def f(x, obj, buf):
+            while x:
+                obj.attr = 1
+                buf[x][0] = 2
+                x.y.z += 1
+        """,
+        "modified",
+        "reads",
+    ) == ["while@3: modified={buf, obj, x} reads={buf, obj, x}"]
+
+
+def test_nested_scopes_keep_their_own_names():
+    assert dump(
+        """
+        def f(xs, k):
+            if k:
+                ys = [x * k for x in xs]
+                g = lambda t: t + k
+                def h(u):
+                    v = u
+                    return v + w
+        """,
+        "modified",
+        "reads",
+    ) == ["if@3: modified={g, h, ys} reads={k, w, xs}"]
+
+
+def test_activity_dataclass_str_and_union():
+    a = activity.Activity(frozenset({"x"}), frozenset({"y"}), frozenset())
+    b = activity.Activity(frozenset(), frozenset(), frozenset({"z"}))
+    assert str(a | b) == "reads={x} bound={y} mutated={z}"
+    assert (a | b).modified == {"y", "z"}
+
+
+def test_scope_records_params_declarations_and_closure_reads():
+    fn = parse(
+        """
+        def f(a, *args, b=1, **kw):
+            global g
+            nonlocal n
+            def inner():
+                return a + c
+            return inner
+        """
+    )
+    analysis.analyze(fn)
+    scope = anno.getanno(fn, anno.Static.SCOPE)
+    assert scope.params == {"a", "args", "b", "kw"}
+    assert scope.declared == {"g", "n"}
+    assert scope.closure_reads == {"a", "c"}

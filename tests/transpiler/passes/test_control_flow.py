@@ -1,0 +1,194 @@
+import textwrap
+
+import pytest
+
+from tests.transpiler.passes.run_pass import apply
+from transpiler.passes import control_flow
+
+
+def convert(source):
+    return apply(source, control_flow, analyses=True, namer=True)
+
+
+def expect(source: str) -> str:
+    return textwrap.dedent(source).strip("\n")
+
+
+def test_if_else():
+    generated, new, old = convert(
+        """
+        def f(x, y):
+            if x > 0:
+                x = x * 2
+                t = y
+            else:
+                y = -y
+            return x + y
+        """
+    )
+    assert generated == expect(
+        """
+        def f(x, y):
+
+            def if_true(x, y):
+                x = x * 2
+                t = y
+                return (x, y)
+
+            def if_false(x, y):
+                y = -y
+                return (x, y)
+            x, y = rt__.if_stmt(x > 0, if_true, if_false, (x, y), symbol_names=('x', 'y'))
+            return x + y
+        """
+    )
+    for args in [(1, 2), (-1, 2), (0, 0)]:
+        assert new(*args) == old(*args)
+
+
+def test_undefined_placeholders_and_guarded_reads():
+    generated, new, old = convert(
+        """
+        def f(x):
+            if x:
+                y = 1
+            return y
+        """
+    )
+    assert generated == expect(
+        """
+        def f(x):
+            y = rt__.Undefined('y')
+
+            def if_true(y):
+                y = 1
+                return (y,)
+
+            def if_false(y):
+                pass
+                return (y,)
+            y, = rt__.if_stmt(x, if_true, if_false, (y,), symbol_names=('y',))
+            return rt__.ld(y)
+        """
+    )
+    assert new(True) == old(True) == 1
+    with pytest.raises(UnboundLocalError):
+        new(False)
+
+
+def test_while_with_else():
+    generated, new, old = convert(
+        """
+        def f(n):
+            i = 0
+            total = 0
+            while i < n:
+                total += i
+                i += 1
+            else:
+                total = -total
+            return total
+        """
+    )
+    assert generated == expect(
+        """
+        def f(n):
+            i = 0
+            total = 0
+
+            def loop_test(i, total):
+                return i < n
+
+            def loop_body(i, total):
+                total += i
+                i += 1
+                return (i, total)
+            i, total = rt__.while_stmt(loop_test, loop_body, (i, total), symbol_names=('i', 'total'))
+            total = -total
+            return total
+        """
+    )
+    for n in (0, 1, 5):
+        assert new(n) == old(n)
+
+
+def test_for_over_range_with_target_used_after():
+    generated, new, old = convert(
+        """
+        def f(n):
+            s = 0
+            for i in range(n):
+                s = s + i
+            return s, i
+        """
+    )
+    assert generated == expect(
+        """
+        def f(n):
+            s = 0
+            i = rt__.Undefined('i')
+
+            def loop_body(item, i, s):
+                i = item
+                s = s + rt__.ld(i)
+                return (i, s)
+            i, s = rt__.for_stmt(rt__.range_(n), loop_body, (i, s), symbol_names=('i', 's'))
+            return (s, rt__.ld(i))
+        """
+    )
+    assert new(4) == old(4)
+    with pytest.raises(UnboundLocalError):
+        new(0)
+
+
+def test_for_with_tuple_target_and_no_state():
+    # A method call is not an assignment: `log` is not state (the lists pass handles append).
+    generated, new, old = convert(
+        """
+        def f(pairs, log):
+            for a, b in pairs:
+                log.append(a * b)
+            return log
+        """
+    )
+    assert generated == expect(
+        """
+        def f(pairs, log):
+
+            def loop_body(item):
+                a, b = item
+                log.append(a * b)
+                return ()
+            rt__.for_stmt(pairs, loop_body, (), symbol_names=())
+            return log
+        """
+    )
+    assert new([(1, 2), (3, 4)], []) == old([(1, 2), (3, 4)], []) == [2, 12]
+
+
+def test_statements_with_early_exits_stay_python():
+    generated, new, old = convert(
+        """
+        def f(xs):
+            for x in xs:
+                if x < 0:
+                    return x
+                if x == 0:
+                    break
+            return None
+        """
+    )
+    assert "for_stmt" not in generated and "if_stmt" not in generated
+    for xs in ([1, -2], [1, 0, -1], []):
+        assert new(xs) == old(xs)
+
+
+def test_shadowed_range_is_left_alone():
+    generated, _, _ = convert(
+        """
+        def f(range, n):
+            for i in range(n):
+                pass
+        """
+    )
+    assert "rt__.range_" not in generated
