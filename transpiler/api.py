@@ -116,4 +116,8 @@ def to_source(fn: Callable) -> str:
         return source
     if not isinstance(target, types.FunctionType):
         raise ConversionError(f"cannot show the source of {fn!r}: it is not a Python function")
-    return _generate(target).source
+    cached = _code_cache.get(target.__code__, {}).get(())
+    if cached is not None:
+        return cached.source
+    # Transform only: printing the source needs neither compiling nor JAX.
+    return loading.unparse(pipeline.run(parsing.parse_function(target).node))

@@ -1,0 +1,47 @@
+"""The dependency rules of the package tree, checked on the sources."""
+
+import ast
+import os
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def imports(path: pathlib.Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_runtime_never_imports_transpiler():
+    for path in (ROOT / "runtime").rglob("*.py"):
+        assert not any(m.split(".")[0] == "transpiler" for m in imports(path)), path
+
+
+def test_no_private_jax_imports():
+    for package in ("runtime", "transpiler", "samples", "benchmarks"):
+        for path in (ROOT / package).rglob("*.py"):
+            assert not any(m.startswith("jax._src") for m in imports(path)), path
+            assert "jax._src" not in path.read_text(), path
+
+
+def test_transforming_code_does_not_import_jax(tmp_path):
+    script = (
+        "import sys, transpiler\n"
+        "from transpiler import api\n"
+        "def f(x):\n"
+        "    return x if x > 0 else -x\n"
+        "assert 'rt__.if_exp' in api.to_source(f)\n"
+        "assert 'jax' not in sys.modules, sorted(m for m in sys.modules if 'jax' in m)\n"
+    )
+    script_path = tmp_path / "probe.py"
+    script_path.write_text(script)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, str(script_path)], check=True, cwd=tmp_path, env=env)
