@@ -51,10 +51,14 @@ def main() -> None:
     staged = jax.jit(converted, static_argnums=2)(x, w, n_check)
     assert jnp.allclose(staged, body_loop(x, w, n_check), atol=1e-5), "converted != eager"
 
-    print(f"jax {jax.__version__}, {jax.devices()[0].platform}; trace+lower+compile, best of "
-          f"{args.repeats}")
-    print(f"{'N':>8} | {'converted (s)':>13} | {'plain jax.jit, unrolled (s)':>27} | "
-          f"{'converted / converted@N0':>24}")
+    print(
+        f"jax {jax.__version__}, {jax.devices()[0].platform}; trace+lower+compile, best of "
+        f"{args.repeats}"
+    )
+    print(
+        f"{'N':>8} | {'converted (s)':>13} | {'plain jax.jit, unrolled (s)':>27} | "
+        f"{'converted / converted@N0':>24}"
+    )
     print("-" * 84)
     first = None
     last_plain = None  # (n, seconds)

@@ -106,9 +106,7 @@ def _cond_once(pred, if_true, if_false, state, labels, site, targets):
 
     dynamic = iter(lax.cond(pred, branch(if_true, "true"), branch(if_false, "false")))
     _, outs = traced[0]
-    return tuple(
-        next(dynamic) if staging.is_array_tree(value) else value for value in outs
-    )
+    return tuple(next(dynamic) if staging.is_array_tree(value) else value for value in outs)
 
 
 def _compare_branches(first, second, labels, site):
@@ -355,8 +353,8 @@ def for_stmt(iterable, body, state, *, symbol_names):
             break
         state = body(iterable[k], *state)
         k += 1
-    for k in range(k, n):
-        state = body(iterable[k], *state)
+    for rest in range(k, n):
+        state = body(iterable[rest], *state)
     return state
 
 

@@ -68,7 +68,7 @@ def as_arrays(tree):
 
 
 def fresh(tree):
-    """A copy of the containers of `tree` (same leaves), so staged code never mutates the caller's."""
+    """A copy of the containers of `tree` (same leaves): staged code never mutates the caller's."""
     leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=lambda x: x is None)
     return jax.tree_util.tree_unflatten(treedef, leaves)
 

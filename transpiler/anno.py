@@ -1,7 +1,7 @@
 """Typed annotations on AST nodes.
 
 Analyses write annotations, passes read them. Keys are enum members whose value documents what the
-annotation holds; reading a missing annotation raises, so a pass never runs on stale or absent facts.
+annotation holds; reading a missing annotation raises, so a pass never runs on absent facts.
 """
 
 from __future__ import annotations
@@ -18,13 +18,17 @@ class Static(enum.Enum):
     """Facts computed by `transpiler.analysis` before a pass runs."""
 
     ORIGIN = "the user's source location (an `origins.Location`) this node comes from"
-    ACTIVITY = "an `activity.Activity`: names a statement reads, binds and mutates, sub-blocks included"
+    ACTIVITY = (
+        "an `activity.Activity`: names a statement reads, binds and mutates, sub-blocks included"
+    )
     BODY_ACTIVITY = "an `activity.Activity` of a control-flow node's body and orelse, test excluded"
     LIVE_OUT = "names (frozenset[str]) live right after this statement"
     LIVE_IN = "names (frozenset[str]) live right before this statement"
     LOOP_LIVE_IN = "names (frozenset[str]) live at the top of a loop body, each iteration"
     DEFINED_IN = "names (frozenset[str]) that may be bound right before this statement"
-    SCOPE = "an `activity.Scope` on a function node: its parameters, globals/nonlocals, closure reads"
+    SCOPE = (
+        "an `activity.Scope` on a function node: its parameters, globals/nonlocals, closure reads"
+    )
 
 
 def setanno(node: gast.AST, key: Static, value: Any) -> None:

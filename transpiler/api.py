@@ -69,7 +69,9 @@ def convert(fn: Callable | None = None) -> Callable:
     generated = _generate(fn)
     from transpiler import _runtime_bridge
 
-    converted = _runtime_bridge.wrap(loading.instantiate(generated.code, fn, _runtime_bridge.runtime), fn)
+    converted = _runtime_bridge.wrap(
+        loading.instantiate(generated.code, fn, _runtime_bridge.runtime), fn
+    )
     setattr(converted, _CONVERTED_FLAG, True)
     converted.__transpiler_source__ = generated.source
     _function_cache[fn] = converted

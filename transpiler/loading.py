@@ -53,8 +53,13 @@ def compile_function(
     factory = gast.FunctionDef(
         name=f"{RUNTIME}factory",
         args=gast.arguments(
-            args=factory_args, posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
-            kwarg=None, defaults=[],
+            args=factory_args,
+            posonlyargs=[],
+            vararg=None,
+            kwonlyargs=[],
+            kw_defaults=[],
+            kwarg=None,
+            defaults=[],
         ),
         body=[fn_node],
         decorator_list=[],
@@ -74,11 +79,12 @@ def compile_function(
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     line_map = {
         line + 1: (loc.filename, loc.lineno)  # + 1: the header comment
-        for line, loc in origins.line_map(module, source[len(header):]).items()
+        for line, loc in origins.line_map(module, source[len(header) :]).items()
     }
     (factory_code,) = [c for c in code.co_consts if isinstance(c, types.CodeType)]
     (fn_code,) = [
-        c for c in factory_code.co_consts
+        c
+        for c in factory_code.co_consts
         if isinstance(c, types.CodeType) and c.co_name == fn_node.name
     ]
     return fn_code, filename, line_map

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gast
 
 RUNTIME = "rt__"
-"""The one name through which generated code reaches the runtime; user code may not use the prefix."""
+"""The one name through which generated code reaches the runtime; reserved as a prefix."""
 
 
 class Namer:

@@ -51,7 +51,7 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
     line_offset = start - 1
     module = _parse(source)
     if module is None and code.co_name == "<lambda>":
-        # A lambda inside a longer expression: its lines alone may not parse; parenthesised they may.
+        # A lambda in a longer expression: its lines may not parse alone; in parentheses they may.
         module = _parse(f"(\n{source}\n)")
         line_offset -= 1
     if module is None:
@@ -81,7 +81,9 @@ def _parse(source: str) -> gast.Module | None:
 def _lambda_as_function(module, code, lineno, where) -> gast.FunctionDef:
     """`lambda x: e` (the one on `lineno` taking code's arguments) -> `def lambda_(x): return e`."""
     n_args = code.co_argcount + code.co_kwonlyargcount
-    n_args += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    n_args += bool(code.co_flags & inspect.CO_VARARGS) + bool(
+        code.co_flags & inspect.CO_VARKEYWORDS
+    )
     arg_names = code.co_varnames[:n_args]
     candidates = [
         node

@@ -196,7 +196,7 @@ def test_exceptions_in_converted_code_note_the_user_line():
 
 
 def generator(xs):
-    for x in xs:
+    for x in xs:  # noqa: UP028 - the construct under test
         yield x
 
 

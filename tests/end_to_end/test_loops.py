@@ -180,7 +180,7 @@ def test_loop_variable_keeps_its_last_value():
 def python_containers(params, x):
     for name in ["a", "b"]:
         x = x * params[name]
-    for key, value in {"c": 1.0, "d": 2.0}.items():
+    for key, value in {"c": 1.0, "d": 2.0}.items():  # noqa: B007
         x = x + value
     for a, b in zip((1.0, 2.0), (3.0, 4.0)):
         x = x + a * b

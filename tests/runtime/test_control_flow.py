@@ -136,7 +136,9 @@ def test_range_with_traced_bound_runs_a_while_loop():
 def test_staged_loop_rejects_undefined_state():
     def converted(x):
         return rt.while_stmt(
-            lambda x, y: x < 3, lambda x, y: (x + 1, x), (x, rt.Undefined("y")),
+            lambda x, y: x < 3,
+            lambda x, y: (x + 1, x),
+            (x, rt.Undefined("y")),
             symbol_names=("x", "y"),
         )
 

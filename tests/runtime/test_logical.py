@@ -31,5 +31,7 @@ def test_staged_values_select_an_operand():
 def test_staged_operands_must_be_arrays_of_one_shape():
     with pytest.raises(StagingError, match="the right operand of 'or' is None"):
         jax.jit(lambda x: rt.or_(x, lambda: None))(1.0)
-    with pytest.raises(StagingError, match="the operands of 'and' are float32\\[\\] and float32\\[2\\]"):
+    with pytest.raises(
+        StagingError, match="the operands of 'and' are float32\\[\\] and float32\\[2\\]"
+    ):
         jax.jit(lambda x: rt.and_(x, lambda: jnp.ones(2)))(1.0)

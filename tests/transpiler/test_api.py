@@ -157,7 +157,7 @@ def test_generated_names_never_clash_with_user_names():
     def f(x, if_true, loop_body):
         if x > 0:
             x = x + if_true
-        for i in range(2):
+        for i in range(2):  # noqa: B007
             x = x + loop_body
         return x
 

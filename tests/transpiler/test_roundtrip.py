@@ -10,7 +10,9 @@ from transpiler import loading
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SOURCES = sorted(
-    p for d in ("transpiler", "runtime", "samples", "tests", "benchmarks") for p in (ROOT / d).rglob("*.py")
+    p
+    for d in ("transpiler", "runtime", "samples", "tests", "benchmarks")
+    for p in (ROOT / d).rglob("*.py")
 )
 
 

@@ -128,10 +128,7 @@ def _free_reads(node: gast.FunctionDef | gast.Lambda) -> frozenset[str]:
         inner.visit(stmt)
     own = params_of(node.args) | inner.bound
     declared_nonlocal = {
-        n
-        for s in walk_scope(body)
-        if isinstance(s, (gast.Nonlocal, gast.Global))
-        for n in s.names
+        n for s in walk_scope(body) if isinstance(s, (gast.Nonlocal, gast.Global)) for n in s.names
     }
     return frozenset(inner.reads - (own - declared_nonlocal)) | frozenset(declared_nonlocal)
 

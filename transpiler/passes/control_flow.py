@@ -63,7 +63,9 @@ def _has_early_exit(node: gast.stmt) -> bool:
                 continue
             nested_loop = in_loop or isinstance(stmt, (gast.For, gast.While))
             for field in ("body", "orelse", "finalbody"):
-                if search(getattr(stmt, field, None) or [], nested_loop if field == "body" else in_loop):
+                if search(
+                    getattr(stmt, field, None) or [], nested_loop if field == "body" else in_loop
+                ):
                     return True
             for handler in getattr(stmt, "handlers", None) or []:
                 if search(handler.body, in_loop):
@@ -265,8 +267,9 @@ class _ControlFlow(Transformer):
         """`range(...)` -> `rt__.range_(...)`, which accepts traced bounds."""
         scope = self.scopes[-1]
         local_names = anno.getanno(scope, _A.SCOPE).params | {
-            n.id for n in activity.walk_scope(scope.body) if isinstance(n, gast.Name)
-            and not isinstance(n.ctx, gast.Load)
+            n.id
+            for n in activity.walk_scope(scope.body)
+            if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)
         }
         if (
             isinstance(node, gast.Call)

@@ -61,9 +61,7 @@ class _LogicalExpressions(Transformer):
             left = operands[i]
             if isinstance(left, gast.NamedExpr):
                 left = templates.name(left.target.id)
-            comparisons.append(
-                gast.Compare(left=left, ops=[op], comparators=[operands[i + 1]])
-            )
+            comparisons.append(gast.Compare(left=left, ops=[op], comparators=[operands[i + 1]]))
         result = comparisons[-1]
         for comparison in reversed(comparisons[:-1]):
             result = templates.replace_as_expression(

@@ -31,7 +31,8 @@ def transform(fn_node: gast.FunctionDef) -> gast.FunctionDef:
         name = getattr(node, "id", None) or getattr(node, "name", None)
         if isinstance(name, str) and name.startswith(naming.RUNTIME):
             raise ConversionError(
-                f"the name {name!r} uses the prefix {naming.RUNTIME!r}, reserved for generated code",
+                f"the name {name!r} uses the prefix {naming.RUNTIME!r}, "
+                "reserved for generated code",
                 _origin(node),
                 "Rename the variable.",
             )
@@ -39,4 +40,6 @@ def transform(fn_node: gast.FunctionDef) -> gast.FunctionDef:
 
 
 def _origin(node):
-    return anno.getanno(node, anno.Static.ORIGIN) if anno.hasanno(node, anno.Static.ORIGIN) else None
+    return (
+        anno.getanno(node, anno.Static.ORIGIN) if anno.hasanno(node, anno.Static.ORIGIN) else None
+    )

@@ -1,6 +1,6 @@
+from tests.transpiler.analysis.dump import dump, parse
 from transpiler import analysis, anno
 from transpiler.analysis import activity
-from tests.transpiler.analysis.dump import dump, parse
 
 
 def test_assignments_augmented_and_tuple_unpacking():
