@@ -12,14 +12,22 @@ import types
 
 # generated file name -> {generated line: (user file, user line)}
 _SOURCE_MAPS: dict[str, dict[int, tuple[str, int]]] = {}
+# generated file name -> {return-value variable: (function name, [where it returns])}
+_RETURN_VALUES: dict[str, dict[str, tuple[str, list[str]]]] = {}
 
 
 class StagingError(Exception):
     """Converted code cannot be staged as written: say which variable, where, and why."""
 
 
-def register_source_map(filename: str, lines: dict[int, tuple[str, int]]) -> None:
+def register_source_map(
+    filename: str,
+    lines: dict[int, tuple[str, int]],
+    return_values: dict[str, tuple[str, list[str]]] | None = None,
+) -> None:
+    """Registers a generated file: its line map, and its functions' return-value variables."""
     _SOURCE_MAPS[filename] = lines
+    _RETURN_VALUES[filename] = return_values or {}
 
 
 def user_location(filename: str, lineno: int) -> tuple[str, int] | None:
@@ -48,14 +56,28 @@ class Site:
         self.construct = construct
         self._frame: types.FrameType | None = sys._getframe(depth)
 
-    def __str__(self) -> str:
+    def return_value(self, name: str) -> tuple[str, list[str]] | None:
+        """(function, [its returns]) if `name` is the return-value variable of generated code."""
+        frame = self._frame
+        while frame is not None:
+            if frame.f_code.co_filename in _RETURN_VALUES:
+                return _RETURN_VALUES[frame.f_code.co_filename].get(name)
+            frame = frame.f_back
+        return None
+
+    def location(self) -> str | None:
+        """The user's `file:line` of the construct, if it is in converted code."""
         frame = self._frame
         while frame is not None:
             found = user_location(frame.f_code.co_filename, frame.f_lineno)
             if found is not None:
-                return f"{_display(found[0])}:{found[1]}, {self.construct}"
+                return f"{_display(found[0])}:{found[1]}"
             frame = frame.f_back
-        return self.construct
+        return None
+
+    def __str__(self) -> str:
+        location = self.location()
+        return f"{location}, {self.construct}" if location else self.construct
 
 
 def user_frames_note(tb: types.TracebackType | None) -> str | None:

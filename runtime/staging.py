@@ -51,6 +51,28 @@ def describe(value) -> str:
     return f"a {type(value).__name__}"
 
 
+def describe_tree(value) -> str:
+    """Like `describe`, through tuples, lists and dicts: `(float32[], int32[3])`."""
+    if isinstance(value, list):
+        return "[" + ", ".join(describe_tree(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = ", ".join(describe_tree(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {describe_tree(v)}" for k, v in value.items()) + "}"
+    return describe(value)
+
+
+def shapes_of(tree):
+    """The tree of `jax.ShapeDtypeStruct` of an array tree."""
+    return jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
+
+
+def zeros_like(shapes):
+    """Zeros shaped like a tree of `jax.ShapeDtypeStruct`: a placeholder never read."""
+    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+
 def is_array_leaf(value) -> bool:
     return isinstance(value, jax.Array | np.ndarray | np.generic | bool | int | float | complex)
 

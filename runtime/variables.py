@@ -34,3 +34,18 @@ def ld(value):
     if isinstance(value, Undefined):
         raise _unbound(value.symbol_name)
     return value
+
+
+class UndefinedReturnValue:
+    """The return value of a function before any of its `return` statements has run.
+
+    The return pass assigns a real value on every path before the function returns, so user code
+    never sees this. A staged branch or loop that sets the return value on some paths only gets
+    zeros of the right shape on the others: those paths have not returned (`do_return` is false
+    there), so the zeros are never returned either.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UndefinedReturnValue()"

@@ -83,14 +83,17 @@ def _generate(fn: types.FunctionType) -> _Generated:
     per_code = _code_cache.setdefault(fn.__code__, {})
     if options not in per_code:
         parsed = parsing.parse_function(fn)
-        node = pipeline.run(parsed.node)
-        source = loading.unparse(node)
+        converted = pipeline.run(parsed.node)
+        source = loading.unparse(converted.node)
         code, filename, line_map = loading.compile_function(
-            node, fn.__code__.co_freevars, parsed.filename
+            converted.node, fn.__code__.co_freevars, parsed.filename
         )
         from transpiler import _runtime_bridge
 
-        _runtime_bridge.register_source_map(filename, line_map)
+        return_values = {
+            name: (info.function, info.returns) for name, info in converted.return_values.items()
+        }
+        _runtime_bridge.register_source_map(filename, line_map, return_values)
         per_code[options] = _Generated(code, source, filename)
     return per_code[options]
 
@@ -122,4 +125,4 @@ def to_source(fn: Callable) -> str:
     if cached is not None:
         return cached.source
     # Transform only: printing the source needs neither compiling nor JAX.
-    return loading.unparse(pipeline.run(parsing.parse_function(target).node))
+    return loading.unparse(pipeline.run(parsing.parse_function(target).node).node)

@@ -2,24 +2,43 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import gast
 
 from transpiler import analysis
 from transpiler.naming import Namer
 from transpiler.passes import (
+    break_statements,
     conditional_expressions,
+    continue_statements,
     control_flow,
     logical_expressions,
+    return_statements,
     unsupported,
 )
 
 
-def run(fn_node: gast.FunctionDef) -> gast.FunctionDef:
+@dataclasses.dataclass
+class Converted:
+    node: gast.FunctionDef
+    # return-value variable -> what error messages say about it
+    return_values: dict[str, return_statements.ReturnValue]
+
+
+def run(fn_node: gast.FunctionDef) -> Converted:
     """Rewrites a parsed function (origins stamped) into its converted form."""
     namer = Namer.for_tree(fn_node)
+    return_values: dict[str, return_statements.ReturnValue] = {}
     # First: nothing else should waste work on, or trip over, syntax that is rejected anyway.
     unsupported.transform(fn_node)
-    # The control-flow pass reads activity, liveness and reaching definitions of the user's code.
+    # Early exits become flags before anything else looks at control flow. `return` goes first:
+    # inside a loop it becomes flag assignments plus a `break`, which the break pass rewrites.
+    fn_node = return_statements.transform(fn_node, namer, return_values)
+    fn_node = break_statements.transform(fn_node, namer)
+    fn_node = continue_statements.transform(fn_node, namer)
+    # The control-flow pass reads activity, liveness and reaching definitions of the code as the
+    # early-exit passes left it (flags included), and the break pass's EXTRA_TEST annotations.
     analysis.analyze(fn_node)
     fn_node = control_flow.transform(fn_node, namer)
     # After control flow: the lambdas these two passes add would otherwise look like closures
@@ -27,4 +46,4 @@ def run(fn_node: gast.FunctionDef) -> gast.FunctionDef:
     # functions are rewritten wherever they ended up.
     fn_node = conditional_expressions.transform(fn_node)
     fn_node = logical_expressions.transform(fn_node, namer)
-    return fn_node
+    return Converted(fn_node, return_values)

@@ -94,8 +94,15 @@ def structure_mismatch(x):
 
 
 def test_branches_disagree_on_structure():
-    with pytest.raises(StagingError, match=r"^'s' has a different structure in each branch"):
+    line = line_of(structure_mismatch, "if x > 0")
+    with pytest.raises(StagingError) as e:
         jax.jit(transpiler.convert(structure_mismatch))(1.0)
+    assert str(e.value) == (
+        f"'s' is (float32[], float32[]) in the true branch but float32[] in the false branch "
+        f"({HERE}:{line}, if statement). With a traced condition both branches must give 's' the "
+        "same structure: arrays (or tuples, lists, dicts of arrays), or the very same Python "
+        "object."
+    )
 
 
 def loop_shape_change(x, n):

@@ -73,12 +73,15 @@ class _Liveness:
     def _For(self, node, live_out):
         exit_live = self.block(node.orelse, live_out)
         target = activity.of(node.target)
+        # The break pass's extra test is evaluated before each iteration, like a while test.
+        extra = anno.getanno(node, _A.EXTRA_TEST) if anno.hasanno(node, _A.EXTRA_TEST) else None
+        extra_reads = activity.of(extra).reads if extra is not None else frozenset()
         header = frozenset()
         while True:
             self.loops.append((live_out, header))
             body_in = self.block(node.body, header)
             self.loops.pop()
-            new_header = exit_live | (body_in - target.bound) | target.reads
+            new_header = exit_live | (body_in - target.bound) | target.reads | extra_reads
             if new_header == header:
                 break
             header = new_header

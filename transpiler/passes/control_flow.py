@@ -47,9 +47,6 @@ def _function_scopes(fn_node):
             yield from _function_scopes(node)
 
 
-# -- which statements convert, and their state -----------------------------------------------------
-
-
 def _has_early_exit(node: gast.stmt) -> bool:
     """Whether `node` holds a return, or a break/continue that leaves `node` (not an inner loop)."""
 
@@ -127,7 +124,28 @@ class _LoadUndefined(gast.NodeTransformer):
         return node
 
 
-# -- the rewrite -----------------------------------------------------------------------------------
+_FOR = """
+    def loop_body(item, state_args):
+        declarations
+        bind_item
+        body
+        return state_tuple
+    state_out = rt__.for_stmt(iterable, loop_body, state_tuple, symbol_names=names)
+"""
+
+_FOR_WITH_TEST = """
+    def loop_test(state_args):
+        declarations
+        return test
+    def loop_body(item, state_args):
+        declarations
+        bind_item
+        body
+        return state_tuple
+    state_out = rt__.for_stmt(
+        iterable, loop_body, state_tuple, symbol_names=names, extra_test=loop_test
+    )
+"""
 
 
 class _ControlFlow(Transformer):
@@ -240,28 +258,22 @@ class _ControlFlow(Transformer):
         else:
             item = self.namer.new("item")
             bind_item = templates.replace("target = item", target=target, item=item)
-        template = """
-            def loop_body(item, state_args):
-                declarations
-                bind_item
-                body
-                return state_tuple
-            state_out = rt__.for_stmt(iterable, loop_body, state_tuple, symbol_names=names)
-        """
-        return (
-            placeholders
-            + self._assign_state(
-                template,
-                state,
-                declarations=declarations,
-                item=item,
-                bind_item=bind_item,
-                body=node.body,
-                iterable=self._iterable(node.iter),
-                loop_body=self.namer.new("loop_body"),
-            )
-            + node.orelse
+        replacements = dict(
+            declarations=declarations,
+            item=item,
+            bind_item=bind_item,
+            body=node.body,
+            iterable=self._iterable(node.iter),
+            loop_body=self.namer.new("loop_body"),
         )
+        template = _FOR
+        if anno.hasanno(node, _A.EXTRA_TEST):
+            # From the break pass: the loop stops fetching items once this is false.
+            template = _FOR_WITH_TEST
+            replacements.update(
+                test=anno.getanno(node, _A.EXTRA_TEST), loop_test=self.namer.new("loop_test")
+            )
+        return placeholders + self._assign_state(template, state, **replacements) + node.orelse
 
     def _iterable(self, node):
         """`range(...)` -> `rt__.range_(...)`, which accepts traced bounds."""

@@ -1,0 +1,61 @@
+"""Rewrites `break` into a flag that the loop tests, so the loop can be staged.
+
+    while x < n:                       did_break = False
+        if x == t:                     while not did_break and x < n:
+            break              ->          if x == t:
+        x += 1                                 did_break = True
+    else:                                  if not did_break:
+        found = False                          x += 1
+                                       if not did_break:
+                                           found = False
+
+A `for` loop gets the same flag; its test (`not did_break`) is attached as the EXTRA_TEST
+annotation, which the control-flow pass hands to `rt__.for_stmt(..., extra_test=...)`: the loop
+stops fetching items once it is false, and a staged `scan` masks the remaining iterations.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from transpiler import anno, templates
+from transpiler.naming import Namer
+from transpiler.passes import guards
+from transpiler.transformer import Transformer
+
+
+class _BreakStatements(Transformer):
+    def __init__(self, namer: Namer):
+        self.namer = namer
+
+    def _visit_loop(self, node):
+        node = self.generic_visit(node)  # inner loops first: their breaks are theirs
+        flag = self.namer.new("did_break")
+        body, found = guards.replace_jumps(
+            node.body, gast.Break, lambda _: templates.replace("flag = True", flag=flag)
+        )
+        if not found:
+            return node
+        node.body = guards.guard_block(body, flag, into_loops=False)
+        not_broken = templates.replace_as_expression("not flag", flag=flag)
+        if isinstance(node, gast.While):
+            node.test = templates.replace_as_expression(
+                "not flag and test", flag=flag, test=node.test
+            )
+        else:
+            anno.setanno(node, anno.Static.EXTRA_TEST, not_broken)
+        orelse = node.orelse
+        node.orelse = []
+        after = (
+            templates.replace("if not flag:\n    orelse", flag=flag, orelse=orelse)
+            if orelse
+            else []
+        )
+        return templates.replace("flag = False", flag=flag) + [node] + after
+
+    visit_While = _visit_loop
+    visit_For = _visit_loop
+
+
+def transform(fn_node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
+    return _BreakStatements(namer).visit(fn_node)

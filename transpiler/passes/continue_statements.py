@@ -1,0 +1,43 @@
+"""Rewrites `continue` into a flag that guards the rest of the loop body.
+
+    for x in xs:                   for x in xs:
+        if x < 0:                      did_continue = False
+            continue       ->          if x < 0:
+        total += x                         did_continue = True
+                                       if not did_continue:
+                                           total += x
+
+The flag is reset at the top of every iteration, so it is never loop state.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from transpiler import templates
+from transpiler.naming import Namer
+from transpiler.passes import guards
+from transpiler.transformer import Transformer
+
+
+class _ContinueStatements(Transformer):
+    def __init__(self, namer: Namer):
+        self.namer = namer
+
+    def _visit_loop(self, node):
+        node = self.generic_visit(node)
+        flag = self.namer.new("did_continue")
+        body, found = guards.replace_jumps(
+            node.body, gast.Continue, lambda _: templates.replace("flag = True", flag=flag)
+        )
+        if found:
+            reset = templates.replace("flag = False", flag=flag)
+            node.body = reset + guards.guard_block(body, flag, into_loops=False)
+        return node
+
+    visit_While = _visit_loop
+    visit_For = _visit_loop
+
+
+def transform(fn_node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
+    return _ContinueStatements(namer).visit(fn_node)

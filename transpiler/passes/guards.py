@@ -1,0 +1,84 @@
+"""Shared by the early-exit passes: run the rest of a block only while a flag is not set.
+
+    a                          a
+    flag = True     (was a     flag = True
+    b                break)    if not flag:
+    c                              b
+                                   c
+
+Applied to every block of a loop (or function) body, innermost first, so a flag set deep inside an
+`if` also guards what follows that `if`. Nested functions and classes are left alone; nested
+loops are left alone unless `into_loops` (a `return` flag must also guard code in inner loops).
+"""
+
+from __future__ import annotations
+
+import gast
+
+from transpiler import templates
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody")
+
+
+def sets_flag(node: gast.AST, flag: str) -> bool:
+    """Whether `node` assigns `flag` anywhere (outside nested function definitions)."""
+    return any(
+        isinstance(n, gast.Name) and n.id == flag and isinstance(n.ctx, gast.Store)
+        for n in gast.walk(node)
+    )
+
+
+def guard_block(stmts: list[gast.stmt], flag: str, *, into_loops: bool) -> list[gast.stmt]:
+    """`stmts` with every statement after a possible `flag = True` wrapped in `if not flag:`."""
+    for stmt in stmts:
+        _guard_children(stmt, flag, into_loops)
+    for i, stmt in enumerate(stmts):
+        if sets_flag(stmt, flag) and i + 1 < len(stmts):
+            rest = guard_block(stmts[i + 1 :], flag, into_loops=into_loops)
+            guarded = templates.replace("if not flag:\n    rest", flag=flag, rest=rest)
+            return stmts[: i + 1] + guarded
+    return stmts
+
+
+def _guard_children(stmt: gast.stmt, flag: str, into_loops: bool) -> None:
+    if isinstance(stmt, (gast.FunctionDef, gast.ClassDef, gast.Lambda)):
+        return
+    fields = _BLOCK_FIELDS
+    if isinstance(stmt, (gast.For, gast.While)) and not into_loops:
+        fields = ("orelse",)  # the else block runs in the enclosing loop's iteration
+    for field in fields:
+        block = getattr(stmt, field, None)
+        if block:
+            setattr(stmt, field, guard_block(block, flag, into_loops=into_loops))
+    for handler in getattr(stmt, "handlers", None) or []:
+        handler.body = guard_block(handler.body, flag, into_loops=into_loops)
+
+
+def replace_jumps(
+    stmts: list[gast.stmt], jump: type, replacement: callable
+) -> tuple[list[gast.stmt], bool]:
+    """Replaces each `jump` statement (Break or Continue) that belongs to the enclosing loop.
+
+    Statements after a jump in the same block never run, so they are dropped. Returns the new
+    block and whether anything was replaced.
+    """
+    out: list[gast.stmt] = []
+    found = False
+    for stmt in stmts:
+        if isinstance(stmt, jump):
+            out.extend(replacement(stmt))
+            return out, True
+        if not isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+            # A jump inside an inner loop's body belongs to that loop; in its else, to ours.
+            loop = isinstance(stmt, (gast.For, gast.While))
+            for field in ("orelse",) if loop else _BLOCK_FIELDS:
+                block = getattr(stmt, field, None)
+                if block:
+                    new, hit = replace_jumps(block, jump, replacement)
+                    setattr(stmt, field, new)
+                    found |= hit
+            for handler in getattr(stmt, "handlers", None) or []:
+                handler.body, hit = replace_jumps(handler.body, jump, replacement)
+                found |= hit
+        out.append(stmt)
+    return out, found
