@@ -225,18 +225,23 @@ def for_stmt(iterable, body, state, *, symbol_names, extra_test=None):
 
 def _python_for(items, body, state, names, site, extra_test):
     """The Python loop; once `extra_test` is traced, each remaining iteration is a masked cond."""
-    for item in items:
-        if extra_test is None:
+    if extra_test is None:
+        for item in items:
             state = body(item, *state)
-            continue
-        go = extra_test(*state)
+        return state
+    items = iter(items)
+    while True:
+        go = extra_test(*state)  # before fetching: a loop left by `break` fetches no more items
+        if not is_staged(go) and not go:
+            return state
+        try:
+            item = next(items)
+        except StopIteration:
+            return state
         if is_staged(go):
             state = _masked(go, body, item, state, names, site)
-        elif not go:
-            break
         else:
             state = body(item, *state)
-    return state
 
 
 def _masked(go, body, item, state, names, site):

@@ -1,0 +1,311 @@
+"""break, continue and return inside staged and Python control flow, against eager execution."""
+
+import itertools
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import transpiler
+from runtime import StagingError
+from tests.end_to_end.checks import (
+    check_grad,
+    check_jit,
+    check_python,
+    check_vmap,
+    primitives,
+)
+from tests.end_to_end.test_errors import line_of
+
+HERE = os.path.relpath(__file__)
+
+
+def linear_search(x, t):
+    for i in range(x.shape[0]):
+        if x[i] > t:
+            return i
+    return -1
+
+
+@pytest.mark.parametrize("t", [0.5, 2.5, 10.0])
+def test_linear_search_returns_first_index_or_minus_one(t):
+    x = jnp.array([0.0, 1.0, 3.0, 2.0, 5.0])
+    check_jit(linear_search, x, t)
+    check_python(linear_search, np.asarray(x), t)
+    check_vmap(linear_search, jnp.stack([x, x + 3.0]), jnp.array([t, t]))
+    jaxpr = primitives(linear_search, x, t)
+    assert "scan[" in jaxpr and "while[" not in jaxpr  # the early exit stays a masked scan
+
+
+def newton_until_converged(a, tol):
+    x = a
+    while True:
+        x = 0.5 * (x + a / x)
+        residual = jnp.abs(x * x - a)
+        if residual < tol:
+            break
+    return x
+
+
+def test_while_true_breaks_on_a_traced_residual():
+    for a in (2.0, 9.0, 1e4):
+        check_jit(newton_until_converged, jnp.float32(a), 1e-3)
+    check_python(newton_until_converged, 2.0, 1e-9)
+    assert "while[" in primitives(newton_until_converged, 2.0, 1e-3)
+
+
+def nested(m, limit):
+    total = 0.0
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            if m[i, j] < 0:
+                continue
+            total = total + m[i, j] * m[i, j]
+        if total > limit:
+            break
+    return total
+
+
+@pytest.mark.parametrize("limit", [5.0, 30.0, 1000.0])
+def test_nested_loops_inner_continue_outer_break(limit):
+    m = jnp.array([[1.0, -2.0, 2.0], [3.0, 1.0, -1.0], [-4.0, 4.0, 1.0]])
+    check_jit(nested, m, limit)
+    check_grad(nested, m, limit)
+    check_python(nested, np.asarray(m), limit)
+
+
+def find_or_default(xs, target):
+    result = 0.0
+    for x in xs:
+        if x == target:
+            result = x * 10
+            break
+    else:
+        result = -1.0
+    return result
+
+
+@pytest.mark.parametrize("target", [2.0, 7.0])
+def test_for_else_fires_only_when_nothing_was_found(target):
+    xs = jnp.array([1.0, 2.0, 3.0])
+    check_jit(find_or_default, xs, target)
+    check_python(find_or_default, [1.0, 2.0, 3.0], target)
+
+
+def while_else(x, n):
+    i = 0
+    while i < n:
+        if x[i] < 0:
+            break
+        i += 1
+    else:
+        i = -1
+    return i
+
+
+def test_while_else_with_traced_break():
+    for x in ([1.0, -1.0, 2.0], [1.0, 2.0, 3.0]):
+        check_jit(while_else, jnp.array(x), 3)
+        check_python(while_else, x, 3)
+
+
+def three_returns(x):
+    if x > 10:
+        return x * 2
+    if x < 0:
+        return -x
+    return x + 1
+
+
+@pytest.mark.parametrize("x", [20.0, -3.0, 3.0])
+def test_three_returns_two_inside_traced_ifs(x):
+    check_jit(three_returns, jnp.float32(x))
+    check_grad(three_returns, jnp.float32(x))
+    check_python(three_returns, x)
+
+
+def test_three_returns_under_vmap():
+    check_vmap(three_returns, jnp.array([20.0, -3.0, 3.0]))
+
+
+def sum_of_squares_until(x, limit):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] * x[i]
+        if s > limit:
+            break
+    return s
+
+
+def test_grad_through_for_range_with_traced_break():
+    # Reverse mode works: the loop stays a scan (no "Reverse-mode differentiation does not work
+    # for lax.while_loop" error), and the gradient is the eager one.
+    for limit in (3.0, 100.0):
+        check_grad(sum_of_squares_until, jnp.arange(5.0), limit)
+        check_grad(sum_of_squares_until, jnp.arange(5.0), jnp.float32(limit), argnums=(0, 1))
+
+
+def return_from_while(x):
+    i = 0
+    while i < x.shape[0]:
+        if x[i] > 3:
+            return x[i] * 2
+        i += 1
+    return -1.0
+
+
+def test_return_from_inside_a_staged_while():
+    check_jit(return_from_while, jnp.arange(10.0))
+    check_jit(return_from_while, jnp.zeros(10))
+    check_python(return_from_while, np.arange(10.0))
+
+
+def return_from_inner_loop(m):
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            if m[i, j] < 0:
+                return i * 10 + j
+    return -1
+
+
+def test_return_from_an_inner_loop_leaves_both_loops():
+    for m in ([[1, 2], [3, -4]], [[1, -2], [-3, 4]], [[1, 1], [1, 1]]):
+        check_jit(return_from_inner_loop, jnp.array(m))
+        check_python(return_from_inner_loop, np.array(m))
+
+
+def while_true_return(x):
+    n = 0
+    while True:
+        x = x / 2
+        n += 1
+        if x < 1:
+            return n
+
+
+def test_while_true_with_a_return_never_falls_off_the_end():
+    check_jit(while_true_return, jnp.float32(100.0))
+    check_python(while_true_return, 100.0)
+
+
+def test_python_break_stops_fetching_items():
+    consumed = []
+
+    def numbers():
+        for k in itertools.count():
+            consumed.append(k)
+            yield k
+
+    def f(items):
+        for item in items:
+            if item == 2:
+                break
+        return item
+
+    assert transpiler.convert(f)(numbers()) == 2
+    assert consumed == [0, 1, 2]
+
+
+def test_python_continue_break_and_return_keep_python_semantics():
+    def f(xs):
+        out = []
+        for x in xs:
+            if x is None:
+                continue
+            if x == "stop":
+                break
+            if x == "ret":
+                return "returned"
+            out.append(x)
+        else:
+            out.append("no break")
+        return out
+
+    for xs in ([1, None, 2], [1, "stop", 2], [1, "ret", "stop"], []):
+        check_python(f, xs)
+
+
+def test_return_inside_with_and_try_finally_runs_cleanup():
+    log = []
+
+    class Ctx:
+        def __enter__(self):
+            log.append("enter")
+
+        def __exit__(self, *exc):
+            log.append("exit")
+
+    def f(x):
+        with Ctx():
+            if x > 0:
+                return "positive"
+        try:
+            if x < 0:
+                return "negative"
+        finally:
+            log.append("finally")
+        return "zero"
+
+    converted = transpiler.convert(f)
+    assert [converted(v) for v in (1, -1, 0)] == ["positive", "negative", "zero"]
+    assert log == ["enter", "exit", "enter", "exit", "finally", "enter", "exit", "finally"]
+
+
+def falls_off(x):
+    if x > 0:
+        return x
+
+
+def test_falling_off_the_end_on_a_staged_path_is_an_error():
+    converted = transpiler.convert(falls_off)
+    assert converted(2.0) == 2.0 and converted(-2.0) is None
+    with pytest.raises(StagingError) as e:
+        jax.jit(converted)(1.0)
+    line = line_of(falls_off, "def falls_off")
+    ret = line_of(falls_off, "return x")
+    assert str(e.value) == (
+        f"'falls_off' returns None on one path and float32[] on another (the paths meet at "
+        f"{HERE}:{line}). Its return statements: {HERE}:{ret}, the end of 'falls_off' (an "
+        "implicit 'return None'). With traced conditions every path must return the same "
+        "structure, shapes and dtypes."
+    )
+
+
+def different_structures(x):
+    if x > 0:
+        return x, x
+    return x
+
+
+def test_returns_of_different_structure_name_the_function_and_each_return():
+    with pytest.raises(StagingError) as e:
+        jax.jit(transpiler.convert(different_structures))(1.0)
+    first = line_of(different_structures, "return x, x")
+    second = first + 1
+    assert str(e.value) == (
+        f"'different_structures' returns float32[] on one path and (float32[], float32[]) on "
+        f"another (the paths meet at {HERE}:{second}). Its return statements: {HERE}:{first}, "
+        f"{HERE}:{second}. With traced conditions every path must return the same structure, "
+        "shapes and dtypes."
+    )
+
+
+def different_shapes(x):
+    if x[0] > 0:
+        return x
+    return x[:2]
+
+
+def test_returns_of_different_shapes():
+    with pytest.raises(StagingError) as e:
+        jax.jit(transpiler.convert(different_shapes))(jnp.ones(3))
+    first = line_of(different_shapes, "return x")
+    second = first + 1
+    assert str(e.value) == (
+        f"the return value of 'different_shapes' is float32[2] in the true branch but float32[3] "
+        f"in the false branch ({HERE}:{second}, if statement). With a traced condition both "
+        "branches must give the return value of 'different_shapes' the same shape and dtype. "
+        f"Its return statements: {HERE}:{first}, {HERE}:{second}."
+    )
