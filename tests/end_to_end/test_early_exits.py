@@ -309,3 +309,51 @@ def test_returns_of_different_shapes():
         "branches must give the return value of 'different_shapes' the same shape and dtype. "
         f"Its return statements: {HERE}:{first}, {HERE}:{second}."
     )
+
+
+def first_large_row_sum(m, t):
+    total = jnp.zeros(m.shape[1])
+    for row in m:
+        if jnp.sum(row) > t:
+            break
+        total = total + row
+    return jnp.sum(total * total)
+
+
+def test_for_over_array_with_break_stays_a_differentiable_scan():
+    m = jnp.array([[1.0, 2.0], [0.5, 0.5], [4.0, 4.0], [1.0, 1.0]])
+    for t in (2.0, 100.0):
+        check_jit(first_large_row_sum, m, t)
+        check_grad(first_large_row_sum, m, t)
+    jaxpr = primitives(first_large_row_sum, m, 2.0)
+    assert "scan[" in jaxpr and "while[" not in jaxpr
+
+
+def both_branches_return(x):
+    if x > 0:
+        return x * 3
+    else:
+        return x - 1
+
+
+def test_both_branches_return():
+    for x in (2.0, -2.0):
+        check_jit(both_branches_return, jnp.float32(x))
+        check_grad(both_branches_return, jnp.float32(x))
+    check_vmap(both_branches_return, jnp.array([2.0, -2.0]))
+    assert "retval = None" not in transpiler.to_source(both_branches_return)  # never falls off
+
+
+def break_in_python_list_loop(x, factors):
+    for w in factors:
+        x = x * w
+        if x > 10:
+            break
+    return x
+
+
+def test_traced_break_in_a_loop_over_a_python_tuple_masks_the_rest():
+    for x in (1.0, 0.1):
+        check_jit(
+            break_in_python_list_loop, jnp.float32(x), (2.0, 3.0, 4.0, 5.0), static_argnums=(1,)
+        )
