@@ -1,6 +1,9 @@
 """What generated code calls while it runs (as `rt__.<name>`), and the StagingError it raises."""
 
+from runtime.builtins import bool_, enumerate_, float_, int_, max_, min_, reversed_, zip_
+from runtime.calls import call
 from runtime.control_flow import if_exp, if_stmt
+from runtime.debugging import assert_, print_
 from runtime.errors import StagingError
 from runtime.logical import and_, not_, or_
 from runtime.loops import for_stmt, range_, while_stmt
@@ -11,6 +14,17 @@ __all__ = [
     "Undefined",
     "UndefinedReturnValue",
     "and_",
+    "assert_",
+    "bool_",
+    "call",
+    "enumerate_",
+    "float_",
+    "int_",
+    "max_",
+    "min_",
+    "print_",
+    "reversed_",
+    "zip_",
     "for_stmt",
     "if_exp",
     "if_stmt",

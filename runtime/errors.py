@@ -30,6 +30,11 @@ def register_source_map(
     _RETURN_VALUES[filename] = return_values or {}
 
 
+def is_generated(filename: str) -> bool:
+    """Whether `filename` holds code the transpiler generated."""
+    return filename in _SOURCE_MAPS
+
+
 def user_location(filename: str, lineno: int) -> tuple[str, int] | None:
     """The user's (file, line) behind a line of generated code, or None for other code."""
     lines = _SOURCE_MAPS.get(filename)

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from runtime import staging
+from runtime import sequences, staging
 from runtime.control_flow import staged_cond
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, is_staged, is_traced
@@ -193,34 +193,34 @@ def for_stmt(iterable, body, state, *, symbol_names, extra_test=None):
             state = body(item, *state)
 
     (`extra_test` comes from `break`.) Python containers (lists, tuples, dicts, generators) run as
-    Python. A `range`, a NumPy array or a JAX array runs as Python until the state holds traced
-    values (at once, for a traced array); the remaining iterations then lower to one
-    `jax.lax.scan`, so compile time does not grow with the trip count. Once `extra_test` is traced,
-    the remaining iterations still run, masked: the loop stays a `scan`, which reverse-mode
-    differentiation supports. A range with a traced bound lowers to `jax.lax.while_loop`. A body
-    that cannot be staged (it changes a variable's shape, or needs the index as a Python int) runs
-    as unrolled Python instead.
+    Python. A `range`, a NumPy or JAX array, or `enumerate`/`zip`/`reversed` over them, runs as
+    Python until the state holds traced values (at once, for a traced array); the remaining
+    iterations then lower to one `jax.lax.scan`, so compile time does not grow with the trip
+    count. Once `extra_test` is traced, the remaining iterations still run, masked: the loop stays
+    a `scan`, which reverse-mode differentiation supports. A range with a traced bound lowers to
+    `jax.lax.while_loop`. A body that cannot be staged (it changes a variable's shape, or needs
+    the index as a Python int) runs as unrolled Python instead.
     """
     site = Site("for loop")
     if isinstance(iterable, TracedRange):
         return _staged_range_while(iterable, body, state, symbol_names, site, extra_test)
-    if not isinstance(iterable, range | np.ndarray | jax.Array):
-        return _python_for(iter(iterable), body, state, symbol_names, site, extra_test)
-    n, k = len(iterable), 0
+    seq = sequences.as_sequence(iterable)
+    if seq is None:
+        return _python_for(iterable, body, state, symbol_names, site, extra_test)
+    n, k = len(seq), 0
     while k < n:
         go = extra_test(*state) if extra_test is not None else True
         if not is_staged(go) and not go:
             return state
-        if is_staged(go) or (n - k >= 2 and _should_scan(iterable, state)):
-            staged = _try_scan_rest(iterable, k, body, state, symbol_names, site, extra_test)
+        if is_staged(go) or (n - k >= 2 and _should_scan(seq, state)):
+            staged = _try_scan_rest(seq, k, body, state, symbol_names, site, extra_test)
             if staged is not None:
                 return staged
             break
-        state = body(iterable[k], *state)
+        state = body(seq[k], *state)
         k += 1
-    return _python_for(
-        (iterable[i] for i in range(k, n)), body, state, symbol_names, site, extra_test
-    )
+    rest = (seq[i] for i in range(k, n))
+    return _python_for(rest, body, state, symbol_names, site, extra_test)
 
 
 def _python_for(items, body, state, names, site, extra_test):
@@ -249,29 +249,17 @@ def _masked(go, body, item, state, names, site):
     return staged_cond(go, lambda *s: body(item, *s), lambda *s: s, state, names, site)
 
 
-def _should_scan(iterable, state) -> bool:
+def _should_scan(seq, state) -> bool:
     if any(isinstance(v, Undefined) for v in state):
         return False  # one more Python iteration gives these a value (and a shape)
-    return is_traced(iterable) or staging.has_traced(state)
+    return seq.traced() or staging.has_traced(state)
 
 
-def _try_scan_rest(iterable, k, body, state, names, site, extra_test):
+def _try_scan_rest(seq, k, body, state, names, site, extra_test):
     """Iterations k.. as one `lax.scan`; None (after logging why) if the body cannot be staged."""
-    n = len(iterable)
+    n = len(seq)
     try:
-        if isinstance(iterable, range):
-            start, step = iterable[k], iterable.step
-            return _staged_scan(
-                lambda j, *s: body(start + j * step, *s),
-                state,
-                names,
-                site,
-                extra_test,
-                length=n - k,
-                first=start,
-            )
-        rest = iterable[k:] if is_traced(iterable) else jnp.asarray(iterable[k:])
-        return _staged_scan(body, state, names, site, extra_test, xs=rest, first=rest[0])
+        return _staged_scan(seq, k, body, state, names, site, extra_test)
     except Exception as e:  # noqa: BLE001 - the Python path re-runs these iterations
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         message = (
@@ -284,28 +272,24 @@ def _try_scan_rest(iterable, k, body, state, names, site, extra_test):
         return None
 
 
-def _staged_scan(body, state, names, site, extra_test, *, first, xs=None, length=None):
-    # With no xs the scan counts iterations itself and `body` maps the count to the item.
+def _staged_scan(seq, k, body, state, names, site, extra_test):
+    xs, to_item = seq.scan_inputs(k)
+
     def step(item, s):
         if extra_test is None:
             return body(item, *s)
         return _masked(extra_test(*s), body, item, s, names, site)
 
-    probe_item = 0 if xs is None else first
-    carry = _Carry(state, names, site, probe=lambda s: step(probe_item, s))
+    first = jax.tree_util.tree_map(lambda x: x[0], xs)
+    carry = _Carry(state, names, site, probe=lambda s: step(to_item(first, 0), s))
 
     def scan_body(scan_carry, x):
-        if xs is None:
-            j, dynamic = scan_carry
-            item = j
-        else:
-            dynamic, item = scan_carry, x
-        outs = carry.check(step(item, carry.merge(staging.fresh(dynamic))), dynamic)
-        return ((j + 1, outs) if xs is None else outs), None
+        j, dynamic = scan_carry
+        outs = step(to_item(x, j), carry.merge(staging.fresh(dynamic)))
+        return (j + 1, carry.check(outs, dynamic)), None
 
-    init = (jnp.asarray(0), carry.init) if xs is None else carry.init
-    final, _ = lax.scan(scan_body, init, xs, length=length)
-    return carry.merge(final[1] if xs is None else final)
+    final, _ = lax.scan(scan_body, (jnp.asarray(0), carry.init), xs, length=len(seq) - k)
+    return carry.merge(final[1])
 
 
 def _staged_range_while(r: TracedRange, body, state, names, site, extra_test):

@@ -11,9 +11,13 @@ import os
 import types
 
 import runtime
+from runtime import calls as runtime_calls
 from runtime import errors as runtime_errors
+from transpiler import api
 
 register_source_map = runtime_errors.register_source_map
+# Calls from converted code convert the user functions they reach, as `convert` would.
+runtime_calls.set_converter(api.convert)
 
 
 def wrap(generated: types.FunctionType, original: types.FunctionType) -> types.FunctionType:

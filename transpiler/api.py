@@ -1,4 +1,4 @@
-"""The public entry points: convert, jit, to_source."""
+"""The public entry points: convert, jit, to_source, do_not_convert."""
 
 from __future__ import annotations
 
@@ -13,6 +13,15 @@ from transpiler import loading, parsing, pipeline
 from transpiler.errors import ConversionError
 
 _CONVERTED_FLAG = "__transpiler_converted__"
+_DO_NOT_CONVERT = "__transpiler_do_not_convert__"
+_CACHE_ATTRIBUTE = "__transpiler_cache__"  # on the user's function: {options: converted}
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """Conversion options; part of every cache key."""
+
+    recursive: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,25 +31,25 @@ class _Generated:
     filename: str
 
 
-# Keyed by the user's code object (then by conversion options): converting a function twice, or
-# two closures made by the same `def`, reuses the generated code.
+# Keyed by the user's code object, then by options: converting a function twice, or two closures
+# made by the same `def`, reuses the generated code.
 _code_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-# Keyed by the function object: `convert(f) is convert(f)`, so `jax.jit` caches hit.
-_function_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def convert(fn: Callable | None = None) -> Callable:
+def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
     """Converts a Python function so its control flow can be staged into one JAX graph.
 
     The result is a plain Python callable. Called with Python or NumPy values it behaves exactly
     like `fn`; traced by `jax.jit`, `jax.vmap` or `jax.grad`, an `if`, `while` or `for` whose
     condition or iterable is traced becomes `lax.cond`, `lax.while_loop` or `lax.scan`.
 
-    Works as a decorator, on module-level functions, nested functions and closures (globals and
-    closure variables are read at call time), and methods (a bound method stays bound).
+    Works as a decorator (`@convert`, `@convert(recursive=False)`), on module-level functions,
+    nested functions, closures and lambdas (globals and closure variables are read at call time),
+    and methods (a bound method stays bound).
 
     Args:
       fn: the function (or bound method) to convert.
+      recursive: also convert the user functions that `fn` calls (when they are called).
 
     Returns:
       The converted function.
@@ -50,11 +59,12 @@ def convert(fn: Callable | None = None) -> Callable:
         that cannot be converted; the message names the user's file:line.
     """
     if fn is None:
-        return convert
-    if getattr(fn, _CONVERTED_FLAG, False):
+        return functools.partial(convert, recursive=recursive)
+    options = Options(recursive=recursive)
+    if getattr(fn, _CONVERTED_FLAG, False) or getattr(fn, _DO_NOT_CONVERT, False):
         return fn
     if isinstance(fn, types.MethodType):
-        return types.MethodType(convert(fn.__func__), fn.__self__)
+        return types.MethodType(convert(fn.__func__, recursive=recursive), fn.__self__)
     if not isinstance(fn, types.FunctionType):
         raise ConversionError(
             f"cannot convert {fn!r}: it is a {type(fn).__name__}, not a Python function",
@@ -63,27 +73,30 @@ def convert(fn: Callable | None = None) -> Callable:
                 "jax.jit(transpiler.convert(f)), or use @transpiler.jit."
             ),
         )
-    cached = _function_cache.get(fn)
-    if cached is not None:
-        return cached
-    generated = _generate(fn)
+    # Cached on the function itself: the cache entry dies with the function (a dict keyed by
+    # the function would keep it alive through the converted function's __wrapped__).
+    cache = fn.__dict__.get(_CACHE_ATTRIBUTE)
+    if cache is not None and options in cache:
+        return cache[options]
+    generated = _generate(fn, options)
     from transpiler import _runtime_bridge
 
-    converted = _runtime_bridge.wrap(
-        loading.instantiate(generated.code, fn, _runtime_bridge.runtime), fn
-    )
+    new = loading.instantiate(generated.code, fn, _runtime_bridge.runtime, skip=(_CACHE_ATTRIBUTE,))
+    converted = _runtime_bridge.wrap(new, fn)
+    converted.__dict__.pop(_CACHE_ATTRIBUTE, None)
     setattr(converted, _CONVERTED_FLAG, True)
     converted.__transpiler_source__ = generated.source
-    _function_cache[fn] = converted
+    fn.__dict__.setdefault(_CACHE_ATTRIBUTE, {})[options] = converted
     return converted
 
 
-def _generate(fn: types.FunctionType) -> _Generated:
-    options = ()  # conversion options join the key when there are any
+def _generate(fn: types.FunctionType, options: Options) -> _Generated:
     per_code = _code_cache.setdefault(fn.__code__, {})
     if options not in per_code:
         parsed = parsing.parse_function(fn)
-        converted = pipeline.run(parsed.node)
+        converted = pipeline.run(
+            parsed.node, fn.__globals__, fn.__code__.co_freevars, recursive=options.recursive
+        )
         source = loading.unparse(converted.node)
         code, filename, line_map = loading.compile_function(
             converted.node, fn.__code__.co_freevars, parsed.filename
@@ -107,11 +120,17 @@ def jit(fn: Callable | None = None, **jit_kwargs) -> Callable:
     return jax.jit(convert(fn), **jit_kwargs)
 
 
-def to_source(fn: Callable) -> str:
+def do_not_convert(fn: Callable) -> Callable:
+    """Marks `fn` so that converted code calls it as it is, and `convert(fn)` returns it as is."""
+    setattr(fn, _DO_NOT_CONVERT, True)
+    return fn
+
+
+def to_source(fn: Callable, *, recursive: bool = True) -> str:
     """The generated Python source of `fn` (converted or not) as a string.
 
-    Runtime operators are spelled out (`rt__.if_stmt`, `rt__.while_stmt`, ...) and the user's own
-    names are kept, so the result reads like the `lax` calls it lowers to.
+    Runtime operators are spelled out (`rt__.if_stmt`, `rt__.while_stmt`, `rt__.call`, ...) and
+    the user's own names are kept, so the result reads like the `lax` calls it lowers to.
     """
     target = inspect.unwrap(fn, stop=lambda f: hasattr(f, "__transpiler_source__"))
     if isinstance(target, types.MethodType):
@@ -121,8 +140,13 @@ def to_source(fn: Callable) -> str:
         return source
     if not isinstance(target, types.FunctionType):
         raise ConversionError(f"cannot show the source of {fn!r}: it is not a Python function")
-    cached = _code_cache.get(target.__code__, {}).get(())
+    options = Options(recursive=recursive)
+    cached = _code_cache.get(target.__code__, {}).get(options)
     if cached is not None:
         return cached.source
     # Transform only: printing the source needs neither compiling nor JAX.
-    return loading.unparse(pipeline.run(parsing.parse_function(target).node).node)
+    node = parsing.parse_function(target).node
+    converted = pipeline.run(
+        node, target.__globals__, target.__code__.co_freevars, recursive=recursive
+    )
+    return loading.unparse(converted.node)

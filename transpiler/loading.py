@@ -90,7 +90,9 @@ def compile_function(
     return fn_code, filename, line_map
 
 
-def instantiate(code: types.CodeType, fn: types.FunctionType, runtime_module) -> types.FunctionType:
+def instantiate(
+    code: types.CodeType, fn: types.FunctionType, runtime_module, skip: tuple[str, ...] = ()
+) -> types.FunctionType:
     """A function running `code` with `fn`'s globals, closure cells, defaults and metadata."""
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     cells[RUNTIME] = types.CellType(runtime_module)
@@ -101,5 +103,5 @@ def instantiate(code: types.CodeType, fn: types.FunctionType, runtime_module) ->
     new.__doc__ = fn.__doc__
     new.__module__ = fn.__module__
     new.__annotations__ = dict(getattr(fn, "__annotations__", {}))
-    new.__dict__.update(fn.__dict__)
+    new.__dict__.update({k: v for k, v in fn.__dict__.items() if k not in skip})
     return new

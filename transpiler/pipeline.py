@@ -9,11 +9,14 @@ import gast
 from transpiler import analysis
 from transpiler.naming import Namer
 from transpiler.passes import (
+    asserts,
     break_statements,
+    call_trees,
     conditional_expressions,
     continue_statements,
     control_flow,
     logical_expressions,
+    print_statements,
     return_statements,
     unsupported,
 )
@@ -26,8 +29,22 @@ class Converted:
     return_values: dict[str, return_statements.ReturnValue]
 
 
-def run(fn_node: gast.FunctionDef) -> Converted:
-    """Rewrites a parsed function (origins stamped) into its converted form."""
+def run(
+    fn_node: gast.FunctionDef,
+    globals_: dict | None = None,
+    freevars: tuple[str, ...] = (),
+    *,
+    recursive: bool = True,
+) -> Converted:
+    """Rewrites a parsed function (origins stamped) into its converted form.
+
+    Args:
+      fn_node: the function definition.
+      globals_: the function's globals, to tell library calls from user calls.
+      freevars: the names of its closure variables.
+      recursive: whether calls are rewritten so called user functions convert too.
+    """
+    globals_ = globals_ if globals_ is not None else {}
     namer = Namer.for_tree(fn_node)
     return_values: dict[str, return_statements.ReturnValue] = {}
     # First: nothing else should waste work on, or trip over, syntax that is rejected anyway.
@@ -37,6 +54,11 @@ def run(fn_node: gast.FunctionDef) -> Converted:
     fn_node = return_statements.transform(fn_node, namer, return_values)
     fn_node = break_statements.transform(fn_node, namer)
     fn_node = continue_statements.transform(fn_node, namer)
+    # Before call trees, which leave `rt__.*` calls alone.
+    fn_node = print_statements.transform(fn_node, globals_, freevars)
+    fn_node = asserts.transform(fn_node)
+    if recursive:
+        fn_node = call_trees.transform(fn_node, globals_, freevars)
     # The control-flow pass reads activity, liveness and reaching definitions of the code as the
     # early-exit passes left it (flags included), and the break pass's EXTRA_TEST annotations.
     analysis.analyze(fn_node)

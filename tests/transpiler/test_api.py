@@ -19,7 +19,9 @@ def uses_global(x):
 
 
 def test_public_api_is_exactly_these_names():
-    assert sorted(transpiler.__all__) == ["ConversionError", "convert", "jit", "to_source"]
+    assert sorted(transpiler.__all__) == [
+        "ConversionError", "convert", "do_not_convert", "jit", "to_source"
+    ]
 
 
 def test_globals_are_read_at_call_time():

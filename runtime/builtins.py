@@ -1,0 +1,104 @@
+"""Builtins that also accept traced values; with Python values each is exactly the builtin.
+
+`int(x)`, `float(x)`, `bool(x)` of a traced scalar give arrays of the dtype JAX gives the Python
+type; `min`/`max` of traced values reduce with `jnp.minimum`/`jnp.maximum`; `enumerate`, `zip` and
+`reversed` over arrays give views that a `for` loop can stage as one `lax.scan`.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import jax.numpy as jnp
+
+from runtime import sequences, staging
+from runtime.errors import Site
+from runtime.staging import has_traced, is_staged
+
+_NO_DEFAULT = object()
+
+
+def _scalar(x, name):
+    x = jnp.asarray(x)
+    if x.size != 1:
+        raise TypeError(f"only arrays with one element can be converted by {name}(), got {x.shape}")
+    return x.reshape(())
+
+
+def int_(x=0, *args, **kwargs):
+    """`int(x)`; a traced `x` -> an integer array (truncated toward zero, like `int`)."""
+    if args or kwargs or not is_staged(x):
+        return builtins.int(x, *args, **kwargs)
+    return _scalar(x, "int").astype(int)
+
+
+def float_(x=0.0):
+    """`float(x)`; a traced `x` -> a floating-point array."""
+    if not is_staged(x):
+        return builtins.float(x)
+    return _scalar(x, "float").astype(float)
+
+
+def bool_(x=False):
+    """`bool(x)`; a traced `x` -> a boolean array (`x != 0`, as Python's truth test)."""
+    if not is_staged(x):
+        return builtins.bool(x)
+    return staging.scalar_predicate(x, Site("bool()"), "argument")
+
+
+def _extreme(python_fn, jnp_reduce, jnp_pair, args, key, default):
+    if key is not None or default is not _NO_DEFAULT or not has_traced(args):
+        kwargs = {} if default is _NO_DEFAULT else {"default": default}
+        return python_fn(*args, key=key, **kwargs)
+    if len(args) == 1:
+        (items,) = args
+        if staging.is_traced(items):
+            if jnp.ndim(items) != 1:
+                raise TypeError(
+                    f"{python_fn.__name__}() of a {jnp.ndim(items)}-d array compares rows, whose "
+                    f"truth value is ambiguous; use jnp.{jnp_reduce.__name__}(x, axis=...)"
+                )
+            return jnp_reduce(items)
+        args = tuple(items)
+    result = args[0]
+    for value in args[1:]:
+        result = jnp_pair(result, value)
+    return result
+
+
+def min_(*args, key=None, default=_NO_DEFAULT):
+    """`min(...)`; traced values -> `jnp.minimum` of them (`jnp.min` of a traced vector)."""
+    return _extreme(builtins.min, jnp.min, jnp.minimum, args, key, default)
+
+
+def max_(*args, key=None, default=_NO_DEFAULT):
+    """`max(...)`; traced values -> `jnp.maximum` of them (`jnp.max` of a traced vector)."""
+    return _extreme(builtins.max, jnp.max, jnp.maximum, args, key, default)
+
+
+def enumerate_(iterable, start=0):
+    """`enumerate(iterable, start)`; over an array, a view a `for` loop can scan."""
+    base = sequences.as_sequence(iterable)
+    if base is None:
+        return builtins.enumerate(iterable, start)
+    return sequences.Enumerated(base, start)
+
+
+def zip_(*iterables, strict=False):
+    """`zip(*iterables)`; over arrays (and ranges), a view a `for` loop can scan."""
+    bases = [sequences.as_sequence(it) for it in iterables]
+    if strict or not bases or any(b is None for b in bases):
+        return builtins.zip(*iterables, strict=strict) if strict else builtins.zip(*iterables)
+    if not any(isinstance(b, sequences.ArraySequence) for b in bases):
+        return builtins.zip(*iterables)
+    return sequences.Zipped(bases)
+
+
+def reversed_(seq):
+    """`reversed(seq)`; a range stays a range, an array gives a view a `for` loop can scan."""
+    if isinstance(seq, range):
+        return seq[::-1]
+    base = sequences.as_sequence(seq)
+    if isinstance(base, sequences.ArraySequence):
+        return sequences.Reversed(base)
+    return builtins.reversed(seq)

@@ -1,0 +1,85 @@
+"""`call`: calls from converted code convert the user functions they reach, once each.
+
+Generated code writes `helper(x)` as `rt__.call(helper, x)`. What is called as it is: functions of
+JAX, NumPy and the standard library, builtins, classes, code already converted (and the functions
+nested in it), and anything marked with `do_not_convert`. Everything else written in Python —
+functions, lambdas, bound methods, `functools.partial` objects, objects with a Python `__call__` —
+is converted (by the converter `transpiler` registers) and cached. A function whose source cannot
+be had runs unconverted, with one warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import types
+import warnings
+import weakref
+from collections.abc import Callable
+
+from runtime import errors
+
+_DO_NOT_CONVERT = "__transpiler_do_not_convert__"  # set by transpiler.do_not_convert
+_LIBRARIES = {"jax", "jaxlib", "numpy", "ml_dtypes", "opt_einsum", "runtime", "transpiler"}
+_LIBRARIES |= set(getattr(sys, "stdlib_module_names", ()))
+
+_converter: Callable | None = None
+_unconvertible: weakref.WeakSet = weakref.WeakSet()  # functions that failed to convert
+_warned: set = set()  # their code objects: one warning each
+
+
+def set_converter(converter: Callable) -> None:
+    """Registers `converter(fn) -> converted fn`; it may raise to leave `fn` unconverted."""
+    global _converter
+    _converter = converter
+
+
+def call(fn, /, *args, **kwargs):
+    """`fn(*args, **kwargs)`, with `fn` converted first if it is user code."""
+    return _resolve(fn)(*args, **kwargs)
+
+
+def _resolve(fn):
+    if isinstance(fn, types.FunctionType):
+        return _convert_function(fn)  # the converter caches
+    if isinstance(fn, types.MethodType):
+        func = _resolve(fn.__func__)
+        return fn if func is fn.__func__ else types.MethodType(func, fn.__self__)
+    if isinstance(fn, functools.partial):
+        func = _resolve(fn.func)
+        return fn if func is fn.func else functools.partial(func, *fn.args, **fn.keywords)
+    if isinstance(fn, type) or inspect.isbuiltin(fn) or not callable(fn):
+        return fn
+    call_method = getattr(type(fn), "__call__", None)
+    if isinstance(call_method, types.FunctionType) and not _is_library(call_method):
+        return types.MethodType(_resolve(call_method), fn)
+    return fn
+
+
+def _is_library(fn: types.FunctionType) -> bool:
+    module = (getattr(fn, "__module__", None) or "").split(".")[0]
+    return module in _LIBRARIES
+
+
+def _convert_function(fn: types.FunctionType):
+    if (
+        _converter is None
+        or getattr(fn, _DO_NOT_CONVERT, False)
+        or getattr(fn, "__transpiler_converted__", False)
+        or errors.is_generated(fn.__code__.co_filename)
+        or _is_library(fn)
+        or fn in _unconvertible
+    ):
+        return fn
+    try:
+        return _converter(fn)
+    except Exception as e:  # noqa: BLE001 - ConversionError and kin: run the function as written
+        _unconvertible.add(fn)
+        if fn.__code__ not in _warned:
+            _warned.add(fn.__code__)
+            warnings.warn(
+                f"{fn.__qualname__} is called unconverted: {str(e).splitlines()[0]}",
+                stacklevel=4,
+            )
+        return fn

@@ -1,0 +1,146 @@
+"""Iterables a `for` loop can stage as one `lax.scan`: ranges, arrays, and enumerate/zip/reversed
+over them.
+
+Each view iterates exactly like the Python object it stands for (`enumerate(arr)` yields
+`(i, arr[i])` with a Python int `i`), so the Python path of `for_stmt` is unchanged; staged, it
+hands `lax.scan` its remaining items as arrays with a leading axis.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from runtime.staging import is_traced
+
+
+class Sequence:
+    """A sized, indexable iterable that `for_stmt` can scan over from any position `k`."""
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def __getitem__(self, k: int):
+        """The k-th item, as Python iteration would give it."""
+        raise NotImplementedError
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+    def traced(self) -> bool:
+        raise NotImplementedError
+
+    def scan_inputs(self, k: int):
+        """(xs, to_item): `lax.scan` inputs for items k.., and `to_item(x, j)` rebuilding item
+        k + j from its slice `x` of xs (or from the counter `j` when xs is None)."""
+        raise NotImplementedError
+
+
+class ArraySequence(Sequence):
+    """A NumPy or JAX array, iterated over its leading axis."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __len__(self):
+        return len(self.array)
+
+    def __getitem__(self, k):
+        return self.array[k]
+
+    def traced(self):
+        return is_traced(self.array)
+
+    def scan_inputs(self, k):
+        rest = self.array[k:]
+        return (rest if is_traced(rest) else jnp.asarray(rest)), lambda x, j: x
+
+
+class RangeSequence(Sequence):
+    """A Python `range`: scanned with a counter, no array of indices."""
+
+    def __init__(self, r: range):
+        self.range = r
+
+    def __len__(self):
+        return len(self.range)
+
+    def __getitem__(self, k):
+        return self.range[k]
+
+    def traced(self):
+        return False
+
+    def scan_inputs(self, k):
+        start, step = self.range[k], self.range.step
+        return None, lambda x, j: start + j * step
+
+
+class Enumerated(Sequence):
+    def __init__(self, base: Sequence, start: int):
+        self.base, self.start = base, start
+
+    def __len__(self):
+        return len(self.base)
+
+    def __getitem__(self, k):
+        return self.start + k, self.base[k]
+
+    def traced(self):
+        return self.base.traced()
+
+    def scan_inputs(self, k):
+        xs, item = self.base.scan_inputs(k)
+        first = self.start + k
+        return xs, lambda x, j: (first + j, item(x, j))
+
+
+class Zipped(Sequence):
+    def __init__(self, bases: list[Sequence]):
+        self.bases = bases
+
+    def __len__(self):
+        return min(len(b) for b in self.bases)
+
+    def __getitem__(self, k):
+        return tuple(b[k] for b in self.bases)
+
+    def traced(self):
+        return any(b.traced() for b in self.bases)
+
+    def scan_inputs(self, k):
+        n = len(self)
+        inputs = [b.scan_inputs(k) for b in self.bases]
+        xs = tuple(None if x is None else x[: n - k] for x, _ in inputs)
+        return xs, lambda x, j: tuple(item(xi, j) for (_, item), xi in zip(inputs, x))
+
+
+class Reversed(Sequence):
+    def __init__(self, base: ArraySequence):
+        self.base = base
+
+    def __len__(self):
+        return len(self.base)
+
+    def __getitem__(self, k):
+        return self.base[len(self.base) - 1 - k]
+
+    def traced(self):
+        return self.base.traced()
+
+    def scan_inputs(self, k):
+        rest = self.base.array[: len(self.base) - k]
+        rest = rest if is_traced(rest) else jnp.asarray(rest)
+        return jnp.flip(rest, axis=0), lambda x, j: x
+
+
+def as_sequence(iterable) -> Sequence | None:
+    """The scannable view of `iterable`, or None for Python containers and iterators."""
+    if isinstance(iterable, Sequence):
+        return iterable
+    if isinstance(iterable, range):
+        return RangeSequence(iterable)
+    if isinstance(iterable, np.ndarray | jax.Array) and np.ndim(iterable) > 0:
+        return ArraySequence(iterable)
+    return None
