@@ -1,10 +1,21 @@
 """What generated code calls while it runs (as `rt__.<name>`), and the StagingError it raises."""
 
-from runtime.builtins import bool_, enumerate_, float_, int_, max_, min_, reversed_, zip_
+from runtime.builtins import (
+    bool_,
+    enumerate_,
+    float_,
+    int_,
+    len_,
+    max_,
+    min_,
+    reversed_,
+    zip_,
+)
 from runtime.calls import call
 from runtime.control_flow import if_exp, if_stmt
 from runtime.debugging import assert_, print_
 from runtime.errors import StagingError
+from runtime.lists import list_append, list_pop, stack_list
 from runtime.logical import and_, not_, or_
 from runtime.loops import for_stmt, range_, while_stmt
 from runtime.variables import Undefined, UndefinedReturnValue, ld
@@ -20,10 +31,14 @@ __all__ = [
     "enumerate_",
     "float_",
     "int_",
+    "len_",
+    "list_append",
+    "list_pop",
     "max_",
     "min_",
     "print_",
     "reversed_",
+    "stack_list",
     "zip_",
     "for_stmt",
     "if_exp",

@@ -11,7 +11,7 @@ import builtins
 
 import jax.numpy as jnp
 
-from runtime import sequences, staging
+from runtime import lists, sequences, staging
 from runtime.errors import Site
 from runtime.staging import has_traced, is_staged
 
@@ -44,6 +44,14 @@ def bool_(x=False):
     if not is_staged(x):
         return builtins.bool(x)
     return staging.scalar_predicate(x, Site("bool()"), "argument")
+
+
+def len_(obj):
+    """`len(obj)`; for a list appended to under a traced condition, its traced length."""
+    if isinstance(obj, lists.StagedList):
+        known = obj.known_length()
+        return obj.length if known is None else known
+    return builtins.len(obj)
 
 
 def _extreme(python_fn, jnp_reduce, jnp_pair, args, key, default):

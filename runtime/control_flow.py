@@ -49,6 +49,14 @@ def if_exp(pred, if_true, if_false):
     return if_true() if pred else if_false()
 
 
+_branch_depth = 0  # how many staged branches are being traced right now, one inside the other
+
+
+def branch_depth() -> int:
+    """How deep inside traced `lax.cond` branches the caller runs (0: not inside any)."""
+    return _branch_depth
+
+
 class _Retrace(Exception):
     """Internal: trace the branches again, casting these leaves and filling these placeholders."""
 
@@ -75,7 +83,12 @@ def _cond_once(pred, if_true, if_false, state, names, site, casts, placeholders)
 
     def branch(fn, which):
         def run():
-            outs = list(fn(*staging.fresh(state)))
+            global _branch_depth
+            _branch_depth += 1
+            try:
+                outs = list(fn(*staging.fresh(state)))
+            finally:
+                _branch_depth -= 1
             assert len(outs) == len(names), "generated code returned the wrong number of values"
             dynamic = []
             for index, value in enumerate(outs):

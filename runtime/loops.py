@@ -7,6 +7,7 @@ checking that the state keeps its structure, shapes and dtypes.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import warnings
 
@@ -15,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from runtime import lists as lists_
 from runtime import sequences, staging
 from runtime.control_flow import staged_cond
 from runtime.errors import Site, StagingError
@@ -27,28 +29,36 @@ UNROLL_WARNING_THRESHOLD = 100
 """A `for` loop that cannot be staged warns when it unrolls more iterations than this."""
 
 
-def while_stmt(test, body, state, *, symbol_names):
+def while_stmt(test, body, state, *, symbol_names, max_iterations=None):
     """Functional form of a while statement.
 
     Same semantics as::
 
-        while test(*state):
+        while test(*state):          # and, given max_iterations, at most that many times
             state = body(*state)
 
     The test is evaluated in Python while it gives Python values. As soon as it gives a traced
     value, the rest of the loop lowers to `jax.lax.while_loop`, starting from the state as it is
-    then; every state variable must keep its shape and dtype across iterations.
+    then; every state variable must keep its shape and dtype across iterations. With
+    `max_iterations` (from `transpiler.loop_options`) it lowers to a `lax.scan` of that many
+    iterations, each masked by the test, which reverse-mode differentiation supports.
     """
-    while True:
+    iterations = 0
+    while max_iterations is None or iterations < max_iterations:
         pred = test(*state)
         if is_staged(pred):
-            return _staged_while(test, body, state, symbol_names, Site("while loop"))
+            left = None if max_iterations is None else max_iterations - iterations
+            return _staged_while(test, body, state, symbol_names, Site("while loop"), left)
         if not pred:
-            return state
+            break
         state = body(*state)
+        iterations += 1
+    return state
 
 
-def _staged_while(test, body, state, names, site):
+def _staged_while(test, body, state, names, site, max_iterations=None):
+    if max_iterations is not None:
+        return _bounded_while(test, body, state, names, site, max_iterations)
     carry = _Carry(state, names, site, probe=lambda s: body(*s))
 
     def cond_fun(dynamic):
@@ -57,19 +67,38 @@ def _staged_while(test, body, state, names, site):
     def body_fun(dynamic):
         return carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
 
-    return carry.merge(lax.while_loop(cond_fun, body_fun, carry.init))
+    return carry.finish(lax.while_loop(cond_fun, body_fun, carry.init))
+
+
+def _bounded_while(test, body, state, names, site, max_iterations):
+    """A while loop run as a scan of `max_iterations` iterations that do nothing once the test
+    is false (and the state stops changing, so it stays false)."""
+
+    def step(s):
+        return _masked(test(*s), body, s, names, site)
+
+    carry = _Carry(state, names, site, probe=step, trip_count=max_iterations)
+
+    def scan_body(dynamic, _):
+        return carry.check(step(carry.merge(staging.fresh(dynamic))), dynamic), None
+
+    final, _ = lax.scan(scan_body, carry.init, None, length=max_iterations)
+    return carry.finish(final)
 
 
 class _Carry:
     """The state of a staged loop: array variables are carried, other Python objects stay put.
 
-    A return value not set yet (`UndefinedReturnValue`) that the body may set starts as zeros
-    shaped like what the body sets; `probe(state)` runs the body once, abstractly, to find out.
+    Before the loop starts, the body is traced once, abstractly (`probe(state)`), if the state
+    holds what only the body can size: a return value not set yet (`UndefinedReturnValue`) starts
+    as zeros shaped like what the body sets, and a Python list the body appends to becomes a
+    `StagedList` with room for `trip_count` iterations of appends.
     """
 
-    def __init__(self, state, names, site, probe):
+    def __init__(self, state, names, site, probe, trip_count=None):
         self.names, self.site = names, site
-        state = self._fill_return_values(state, probe)
+        self.static_lengths: dict[int, int] = {}
+        state = self._size_from_body(state, probe, trip_count)
         self.static: dict[int, object] = {}
         init = []
         for index, (name, value) in enumerate(zip(names, state)):
@@ -85,22 +114,64 @@ class _Carry:
                 self.static[index] = value
         self.init = tuple(init)
 
-    @staticmethod
-    def _fill_return_values(state, probe):
+    def _size_from_body(self, state, probe, trip_count):
         unset = [i for i, v in enumerate(state) if isinstance(v, UndefinedReturnValue)]
-        if not unset:
+        lists = [i for i, v in enumerate(state) if type(v) is list]
+        if not unset and not lists:
             return state
+        probe_state = list(staging.fresh(state))
+        for i in lists:
+            probe_state[i] = lists_.ProbeList(state[i])
         found = []
 
         def run():
-            outs = probe(staging.fresh(state))
+            outs = probe(tuple(probe_state))
             found.extend(i for i in unset if staging.is_array_tree(outs[i]))
             return [staging.as_arrays(outs[i]) for i in found]
 
         shapes = dict(zip(found, jax.eval_shape(run)))
-        return tuple(
-            staging.zeros_like(shapes[i]) if i in shapes else value for i, value in enumerate(state)
-        )
+        state = list(state)
+        for i in unset:
+            if i in shapes:
+                state[i] = staging.zeros_like(shapes[i])
+        for i in lists:
+            probed = probe_state[i]
+            if probed.appended:
+                state[i] = self._staged_list(i, state[i], probed, trip_count)
+        return tuple(state)
+
+    def _staged_list(self, index, items, probed, trip_count):
+        name, site = self.names[index], self.site
+        per_iteration = len(probed.appended)
+        if trip_count is None:
+            raise StagingError(
+                f"'{name}' is appended to in a staged {site.construct} ({site}) whose number of "
+                "iterations is not known, so the list has no fixed size. Put "
+                "`transpiler.loop_options(max_iterations=N)` as the first statement of the loop "
+                "body to bound it, or loop over a range."
+            )
+        elements = {(a.shape, a.dtype) for a in probed.appended}
+        elements |= {(jnp.shape(x), jnp.asarray(x).dtype) for x in items}
+        if len(elements) != 1:
+            kinds = ", ".join(sorted(f"{jnp.dtype(d).name}{list(s)}" for s, d in elements))
+            raise StagingError(
+                f"'{name}' gets items of different shapes or dtypes in the staged "
+                f"{site.construct} ({site}): {kinds}. A list built in a staged loop is stacked "
+                "into one array, so all its items must have one shape and dtype."
+            )
+        ((shape, dtype),) = elements
+        capacity = len(items) + per_iteration * trip_count
+        if not probed.conditional:
+            self.static_lengths[index] = capacity
+        return lists_.StagedList.create(items, capacity, jax.ShapeDtypeStruct(shape, dtype))
+
+    def finish(self, dynamic):
+        """The state after the loop: lists that always grew get their length back as an int."""
+        state = list(self.merge(dynamic))
+        for index, length in self.static_lengths.items():
+            staged = state[index]
+            state[index] = lists_.StagedList(staged.buffer, staged.length, length)
+        return tuple(state)
 
     def merge(self, dynamic):
         dynamic = iter(dynamic)
@@ -182,7 +253,7 @@ def range_(*args):
     return TracedRange(start, stop, step)
 
 
-def for_stmt(iterable, body, state, *, symbol_names, extra_test=None):
+def for_stmt(iterable, body, state, *, symbol_names, extra_test=None, max_iterations=None):
     """Functional form of a for statement.
 
     Same semantics as::
@@ -192,7 +263,8 @@ def for_stmt(iterable, body, state, *, symbol_names, extra_test=None):
                 break
             state = body(item, *state)
 
-    (`extra_test` comes from `break`.) Python containers (lists, tuples, dicts, generators) run as
+    (`extra_test` comes from `break`; `max_iterations`, from `transpiler.loop_options`, stops the
+    loop after that many iterations.) Python containers (lists, tuples, dicts, generators) run as
     Python. A `range`, a NumPy or JAX array, or `enumerate`/`zip`/`reversed` over them, runs as
     Python until the state holds traced values (at once, for a traced array); the remaining
     iterations then lower to one `jax.lax.scan`, so compile time does not grow with the trip
@@ -203,17 +275,22 @@ def for_stmt(iterable, body, state, *, symbol_names, extra_test=None):
     """
     site = Site("for loop")
     if isinstance(iterable, TracedRange):
-        return _staged_range_while(iterable, body, state, symbol_names, site, extra_test)
+        return _staged_range_while(
+            iterable, body, state, symbol_names, site, extra_test, max_iterations
+        )
     seq = sequences.as_sequence(iterable)
     if seq is None:
-        return _python_for(iterable, body, state, symbol_names, site, extra_test)
+        items = iterable if max_iterations is None else itertools.islice(iterable, max_iterations)
+        return _python_for(items, body, state, symbol_names, site, extra_test)
     n, k = len(seq), 0
+    if max_iterations is not None:
+        n = min(n, max_iterations)
     while k < n:
         go = extra_test(*state) if extra_test is not None else True
         if not is_staged(go) and not go:
             return state
         if is_staged(go) or (n - k >= 2 and _should_scan(seq, state)):
-            staged = _try_scan_rest(seq, k, body, state, symbol_names, site, extra_test)
+            staged = _try_scan_rest(seq, k, n, body, state, symbol_names, site, extra_test)
             if staged is not None:
                 return staged
             break
@@ -239,14 +316,14 @@ def _python_for(items, body, state, names, site, extra_test):
         except StopIteration:
             return state
         if is_staged(go):
-            state = _masked(go, body, item, state, names, site)
+            state = _masked(go, lambda *s, item=item: body(item, *s), state, names, site)
         else:
             state = body(item, *state)
 
 
-def _masked(go, body, item, state, names, site):
-    """One iteration that runs only if `go`: the staged form of `if go: state = body(...)`."""
-    return staged_cond(go, lambda *s: body(item, *s), lambda *s: s, state, names, site)
+def _masked(go, body, state, names, site):
+    """The staged form of `if go: state = body(*state)`: one iteration that may do nothing."""
+    return staged_cond(go, body, lambda *s: s, state, names, site)
 
 
 def _should_scan(seq, state) -> bool:
@@ -255,11 +332,10 @@ def _should_scan(seq, state) -> bool:
     return seq.traced() or staging.has_traced(state)
 
 
-def _try_scan_rest(seq, k, body, state, names, site, extra_test):
-    """Iterations k.. as one `lax.scan`; None (after logging why) if the body cannot be staged."""
-    n = len(seq)
+def _try_scan_rest(seq, k, n, body, state, names, site, extra_test):
+    """Iterations k..n as one `lax.scan`; None (after logging why) if the body cannot be staged."""
     try:
-        return _staged_scan(seq, k, body, state, names, site, extra_test)
+        return _staged_scan(seq, k, n, body, state, names, site, extra_test)
     except Exception as e:  # noqa: BLE001 - the Python path re-runs these iterations
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         message = (
@@ -272,27 +348,30 @@ def _try_scan_rest(seq, k, body, state, names, site, extra_test):
         return None
 
 
-def _staged_scan(seq, k, body, state, names, site, extra_test):
+def _staged_scan(seq, k, n, body, state, names, site, extra_test):
     xs, to_item = seq.scan_inputs(k)
+    xs = jax.tree_util.tree_map(lambda x: x[: n - k], xs)
 
     def step(item, s):
         if extra_test is None:
             return body(item, *s)
-        return _masked(extra_test(*s), body, item, s, names, site)
+        return _masked(extra_test(*s), lambda *s: body(item, *s), s, names, site)
 
     first = jax.tree_util.tree_map(lambda x: x[0], xs)
-    carry = _Carry(state, names, site, probe=lambda s: step(to_item(first, 0), s))
+    carry = _Carry(
+        state, names, site, probe=lambda s: step(to_item(first, 0), s), trip_count=n - k
+    )
 
     def scan_body(scan_carry, x):
         j, dynamic = scan_carry
         outs = step(to_item(x, j), carry.merge(staging.fresh(dynamic)))
         return (j + 1, carry.check(outs, dynamic)), None
 
-    final, _ = lax.scan(scan_body, (jnp.asarray(0), carry.init), xs, length=len(seq) - k)
-    return carry.merge(final[1])
+    final, _ = lax.scan(scan_body, (jnp.asarray(0), carry.init), xs, length=n - k)
+    return carry.finish(final[1])
 
 
-def _staged_range_while(r: TracedRange, body, state, names, site, extra_test):
+def _staged_range_while(r: TracedRange, body, state, names, site, extra_test, max_iterations):
     step_sign = jnp.sign(r.step)
     trip_count = jnp.maximum(0, (r.stop - r.start + r.step - step_sign) // r.step)
 
@@ -305,5 +384,6 @@ def _staged_range_while(r: TracedRange, body, state, names, site, extra_test):
     def counted_body(j, *s):
         return (j + 1, *body(r.start + j * r.step, *s))
 
-    final = _staged_while(test, counted_body, (0, *state), ("<iteration>", *names), site)
+    names = ("<iteration>", *names)
+    final = _staged_while(test, counted_body, (0, *state), names, site, max_iterations)
     return final[1:]

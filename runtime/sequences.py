@@ -143,4 +143,8 @@ def as_sequence(iterable) -> Sequence | None:
         return RangeSequence(iterable)
     if isinstance(iterable, np.ndarray | jax.Array) and np.ndim(iterable) > 0:
         return ArraySequence(iterable)
+    from runtime.lists import StagedList
+
+    if isinstance(iterable, StagedList):
+        return ArraySequence(iterable.stacked())  # a list a staged loop built: its items
     return None

@@ -29,6 +29,7 @@ class Static(enum.Enum):
     EXTRA_TEST = (
         "an expression on a For node: the loop also stops once it is false (set by the break pass)"
     )
+    LOOP_OPTIONS = "a dict on a loop node: option name -> expression, from transpiler.loop_options"
     SCOPE = (
         "an `activity.Scope` on a function node: its parameters, globals/nonlocals, closure reads"
     )

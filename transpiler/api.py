@@ -120,6 +120,23 @@ def jit(fn: Callable | None = None, **jit_kwargs) -> Callable:
     return jax.jit(convert(fn), **jit_kwargs)
 
 
+def loop_options(*, max_iterations: int | None = None) -> None:
+    """Options for the loop whose body this call opens; does nothing when it runs.
+
+    Written as the first statement of a loop body in converted code::
+
+        while tok != end:
+            transpiler.loop_options(max_iterations=64)
+            ...
+
+    Args:
+      max_iterations: the loop runs at most this many iterations (in Python too). A staged
+        `while` becomes a `lax.scan` of that many iterations, masked once its test is false:
+        reverse-mode differentiable, and lists appended to in it get a buffer of that size.
+    """
+    del max_iterations
+
+
 def do_not_convert(fn: Callable) -> Callable:
     """Marks `fn` so that converted code calls it as it is, and `convert(fn)` returns it as is."""
     setattr(fn, _DO_NOT_CONVERT, True)

@@ -15,6 +15,8 @@ from transpiler.passes import (
     conditional_expressions,
     continue_statements,
     control_flow,
+    directives,
+    lists,
     logical_expressions,
     print_statements,
     return_statements,
@@ -49,6 +51,10 @@ def run(
     return_values: dict[str, return_statements.ReturnValue] = {}
     # First: nothing else should waste work on, or trip over, syntax that is rejected anyway.
     unsupported.transform(fn_node)
+    # Before the early-exit passes, which move loop bodies around: the directive must be first.
+    from transpiler import api
+
+    fn_node = directives.transform(fn_node, globals_, api.loop_options)
     # Early exits become flags before anything else looks at control flow. `return` goes first:
     # inside a loop it becomes flag assignments plus a `break`, which the break pass rewrites.
     fn_node = return_statements.transform(fn_node, namer, return_values)
@@ -57,6 +63,8 @@ def run(
     # Before call trees, which leave `rt__.*` calls alone.
     fn_node = print_statements.transform(fn_node, globals_, freevars)
     fn_node = asserts.transform(fn_node)
+    # Appends become assignments before the analyses, so appended lists are loop state.
+    fn_node = lists.transform(fn_node, namer)
     if recursive:
         fn_node = call_trees.transform(fn_node, globals_, freevars)
     # The control-flow pass reads activity, liveness and reaching definitions of the code as the

@@ -21,7 +21,9 @@ from transpiler.analysis import activity
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
-STAGED_BUILTINS = frozenset({"int", "float", "bool", "min", "max", "enumerate", "zip", "reversed"})
+STAGED_BUILTINS = frozenset(
+    {"int", "float", "bool", "len", "min", "max", "enumerate", "zip", "reversed"}
+)
 """Builtins with a runtime version that also accepts traced values: `int` -> `rt__.int_`."""
 
 # Frame-sensitive builtins (and `super`, whose zero-argument form needs its own frame).

@@ -234,19 +234,16 @@ class _ControlFlow(Transformer):
                 return state_tuple
             state_out = rt__.while_stmt(loop_test, loop_body, state_tuple, symbol_names=names)
         """
-        return (
-            placeholders
-            + self._assign_state(
-                template,
-                state,
-                declarations=declarations,
-                body=node.body,
-                test=node.test,
-                loop_test=self.namer.new("loop_test"),
-                loop_body=self.namer.new("loop_body"),
-            )
-            + node.orelse
+        loop = self._assign_state(
+            template,
+            state,
+            declarations=declarations,
+            body=node.body,
+            test=node.test,
+            loop_test=self.namer.new("loop_test"),
+            loop_body=self.namer.new("loop_body"),
         )
+        return placeholders + _with_loop_options(loop, node) + node.orelse
 
     def visit_For(self, node):
         if not _convertible(node):
@@ -273,7 +270,8 @@ class _ControlFlow(Transformer):
             replacements.update(
                 test=anno.getanno(node, _A.EXTRA_TEST), loop_test=self.namer.new("loop_test")
             )
-        return placeholders + self._assign_state(template, state, **replacements) + node.orelse
+        loop = self._assign_state(template, state, **replacements)
+        return placeholders + _with_loop_options(loop, node) + node.orelse
 
     def _iterable(self, node):
         """`range(...)` -> `rt__.range_(...)`, which accepts traced bounds."""
@@ -311,3 +309,12 @@ class _ControlFlow(Transformer):
             **replacements,
         )
         return stmts
+
+
+def _with_loop_options(stmts: list[gast.stmt], node: gast.stmt) -> list[gast.stmt]:
+    """Adds the loop's `loop_options(...)` as keywords of its runtime call (the last statement)."""
+    if anno.hasanno(node, _A.LOOP_OPTIONS):
+        call = stmts[-1].value
+        for name, value in anno.getanno(node, _A.LOOP_OPTIONS).items():
+            call.keywords.append(gast.keyword(arg=name, value=value))
+    return stmts

@@ -1,0 +1,143 @@
+"""Lists that a staged loop appends to: a fixed-size buffer plus a length, stacked on exit.
+
+Generated code writes `out.append(x)` as `out = rt__.list_append(out, x)`, so the list is loop
+state. With Python values that is exactly `out.append(x)` (the same list object, mutated). When a
+staged loop carries a Python list that its body appends to, the loop turns it into a `StagedList`:
+an array buffer with room for every item the loop can append (its trip count, or the loop's
+`max_iterations`) and the number of items in it.
+
+If every iteration appends the same number of items unconditionally, the length after the loop is
+known, the buffer is exactly that long, and the list behaves as the Python list would (`len`,
+indexing, iteration, `jnp.stack`). If appends happen under a traced condition (an `if`, or after a
+`break`), the length is traced: `len(out)` gives an array, and `jnp.stack(out)` gives the whole
+buffer, padded with zeros after the last item.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from runtime import control_flow, staging
+from runtime.staging import is_traced
+
+
+@jax.tree_util.register_pytree_node_class
+class StagedList:
+    """A list of same-shaped arrays stored as `buffer[:length]`."""
+
+    def __init__(self, buffer, length, static_length: int | None = None):
+        self.buffer = buffer
+        self.length = length
+        self.static_length = static_length  # known after a loop that always appends
+
+    @classmethod
+    def create(cls, items: list, capacity: int, element: jax.ShapeDtypeStruct) -> StagedList:
+        buffer = jnp.zeros((capacity, *element.shape), element.dtype)
+        for i, item in enumerate(items):
+            buffer = buffer.at[i].set(item)
+        return cls(buffer, jnp.asarray(len(items)))
+
+    def tree_flatten(self):
+        return (self.buffer, self.length), self.static_length
+
+    @classmethod
+    def tree_unflatten(cls, static_length, children):
+        return cls(*children, static_length)
+
+    def known_length(self) -> int | None:
+        if self.static_length is not None:
+            return self.static_length
+        return None if is_traced(self.length) else int(self.length)
+
+    def append(self, item) -> StagedList:
+        item = jnp.asarray(item, self.buffer.dtype)
+        if item.shape != self.buffer.shape[1:]:
+            raise ValueError(
+                f"appending a {staging.describe(item)} to a list of "
+                f"{staging.describe(self.buffer[0])} items built in a staged loop"
+            )
+        buffer = lax.dynamic_update_index_in_dim(self.buffer, item, self.length, 0)
+        return StagedList(buffer, self.length + 1)
+
+    def pop(self) -> tuple[StagedList, object]:
+        last = self.length - 1
+        item = lax.dynamic_index_in_dim(self.buffer, last, 0, keepdims=False)
+        known = self.known_length()
+        return StagedList(self.buffer, last, None if known is None else known - 1), item
+
+    def stacked(self):
+        """The items as one array: exactly them when the length is known, else the buffer."""
+        known = self.known_length()
+        return self.buffer if known is None else self.buffer[:known]
+
+    def __len__(self) -> int:
+        known = self.known_length()
+        if known is None:
+            raise TypeError(
+                "this list was appended to under a traced condition in a staged loop, so its "
+                "length is traced; len() of it is an array in converted code (rt__.len_)"
+            )
+        return known
+
+    def __getitem__(self, index):
+        if isinstance(index, int) and index < 0:
+            index = self.length + index if self.known_length() is None else len(self) + index
+        if isinstance(index, slice):
+            return self.stacked()[index]
+        return self.buffer[index]
+
+    def __iter__(self):
+        return iter(self.stacked())
+
+    def __jax_array__(self):
+        return self.stacked()
+
+    def __repr__(self) -> str:
+        return f"StagedList(length={self.length}, buffer={staging.describe(self.buffer)})"
+
+
+def list_append(target, item):
+    """Functional form of `target.append(item)`: returns the list (the same object, if Python)."""
+    if isinstance(target, StagedList):
+        return target.append(item)
+    target.append(item)
+    return target
+
+
+def list_pop(target, *index):
+    """Functional form of `item = target.pop(*index)`: returns `(target, item)`."""
+    if isinstance(target, StagedList):
+        if index:
+            raise NotImplementedError("pop(i) of a list built in a staged loop; use pop()")
+        return target.pop()
+    item = target.pop(*index)
+    return target, item
+
+
+def stack_list(stack, target, *args, **kwargs):
+    """`stack(target, ...)` (`jnp.stack`, `jnp.array`, ...) that stacks a StagedList at once."""
+    if not isinstance(target, StagedList):
+        return stack(target, *args, **kwargs)
+    result = target.stacked()
+    axis = kwargs.pop("axis", args[0] if args and isinstance(args[0], int) else 0)
+    if axis:
+        result = jnp.moveaxis(result, 0, axis)
+    dtype = kwargs.pop("dtype", None)
+    return result if dtype is None else result.astype(dtype)
+
+
+class ProbeList(list):
+    """Stands for a Python list while a staged loop's body is traced once to learn what it
+    appends: records each append, and whether it happened under a traced condition."""
+
+    def __init__(self, items):
+        super().__init__(items)
+        self.appended: list = []
+        self.conditional = False
+
+    def append(self, item):
+        self.appended.append(jnp.asarray(item))
+        self.conditional |= control_flow.branch_depth() > 0
+        super().append(item)

@@ -1,0 +1,64 @@
+"""Reads `transpiler.loop_options(...)` at the top of a loop body into the loop's annotations.
+
+    while tok != end:                                   while tok != end:
+        transpiler.loop_options(max_iterations=64)  ->      ...    (LOOP_OPTIONS = {max_iterations: 64})
+        ...
+
+The control-flow pass passes the options on (`rt__.while_stmt(..., max_iterations=64)`). The call
+is recognised by what it refers to in the function's globals, whatever it is imported as.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from transpiler import anno
+from transpiler.errors import ConversionError
+from transpiler.transformer import Transformer
+
+_OPTIONS = frozenset({"max_iterations"})
+
+
+class _Directives(Transformer):
+    def __init__(self, globals_: dict, directive):
+        self.globals = globals_
+        self.directive = directive
+
+    def _is_directive(self, stmt: gast.stmt) -> bool:
+        if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
+            return False
+        func, path = stmt.value.func, []
+        while isinstance(func, gast.Attribute):
+            path.append(func.attr)
+            func = func.value
+        if not isinstance(func, gast.Name) or func.id not in self.globals:
+            return False
+        value = self.globals[func.id]
+        for attr in reversed(path):
+            value = getattr(value, attr, None)
+        return value is self.directive
+
+    def _visit_loop(self, node):
+        node = self.generic_visit(node)
+        if node.body and self._is_directive(node.body[0]):
+            call = node.body[0].value
+            options = {}
+            for keyword in call.keywords:
+                if keyword.arg not in _OPTIONS:
+                    raise ConversionError(
+                        f"loop_options() has no option {keyword.arg!r}",
+                        anno.getanno(call, anno.Static.ORIGIN)
+                        if anno.hasanno(call, anno.Static.ORIGIN) else None,
+                        f"Known options: {', '.join(sorted(_OPTIONS))}.",
+                    )
+                options[keyword.arg] = keyword.value
+            anno.setanno(node, anno.Static.LOOP_OPTIONS, options)
+            node.body = node.body[1:] or [gast.Pass()]
+        return node
+
+    visit_While = _visit_loop
+    visit_For = _visit_loop
+
+
+def transform(fn_node: gast.FunctionDef, globals_: dict, directive) -> gast.FunctionDef:
+    return _Directives(globals_, directive).visit(fn_node)
