@@ -14,12 +14,13 @@ import numpy as np
 from jax import lax
 
 from runtime import staging
+from runtime.attributes import Attributes
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, describe_tree, is_staged
 from runtime.variables import Undefined, UndefinedReturnValue
 
 
-def if_stmt(pred, if_true, if_false, state, *, symbol_names):
+def if_stmt(pred, if_true, if_false, state, *, symbol_names, attributes=None):
     """Functional form of an if statement.
 
     Same semantics as::
@@ -31,10 +32,25 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names):
 
     A traced `pred` lowers to `jax.lax.cond`: both branches are traced, and each variable in the
     state must come out of both with the same structure, shape and dtype (Python scalars are
-    promoted the way JAX promotes weakly typed values).
+    promoted the way JAX promotes weakly typed values). `attributes` names the object attributes
+    the branches assign (see `runtime.attributes`); they are staged with the state.
     """
     if is_staged(pred):
-        return staged_cond(pred, if_true, if_false, state, symbol_names, Site("if statement"))
+        site = Site("if statement")
+        if not attributes:
+            return staged_cond(pred, if_true, if_false, state, symbol_names, site)
+        attrs, n = Attributes(attributes), len(state)
+        with attrs.staged():
+            out = staged_cond(
+                pred,
+                attrs.wrap(if_true, n),
+                attrs.wrap(if_false, n),
+                (*state, *attrs.values()),
+                (*symbol_names, *attrs.labels),
+                site,
+            )
+        attrs.set(out[n:])
+        return out[:n]
     return if_true(*state) if pred else if_false(*state)
 
 

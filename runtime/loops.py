@@ -18,6 +18,7 @@ from jax import lax
 
 from runtime import lists as lists_
 from runtime import sequences, staging
+from runtime.attributes import Attributes
 from runtime.control_flow import staged_cond
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, is_staged, is_traced
@@ -29,7 +30,7 @@ UNROLL_WARNING_THRESHOLD = 100
 """A `for` loop that cannot be staged warns when it unrolls more iterations than this."""
 
 
-def while_stmt(test, body, state, *, symbol_names, max_iterations=None):
+def while_stmt(test, body, state, *, symbol_names, max_iterations=None, attributes=None):
     """Functional form of a while statement.
 
     Same semantics as::
@@ -42,7 +43,20 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None):
     then; every state variable must keep its shape and dtype across iterations. With
     `max_iterations` (from `transpiler.loop_options`) it lowers to a `lax.scan` of that many
     iterations, each masked by the test, which reverse-mode differentiation supports.
+    `attributes` names the object attributes the body assigns (see `runtime.attributes`).
     """
+    if attributes:
+        attrs, n = Attributes(attributes), len(state)
+        with attrs.staged():
+            out = while_stmt(
+                attrs.wrap(test, n, returns_state=False),
+                attrs.wrap(body, n),
+                (*state, *attrs.values()),
+                symbol_names=(*symbol_names, *attrs.labels),
+                max_iterations=max_iterations,
+            )
+        attrs.set(out[n:])
+        return out[:n]
     iterations = 0
     while max_iterations is None or iterations < max_iterations:
         pred = test(*state)
@@ -253,7 +267,9 @@ def range_(*args):
     return TracedRange(start, stop, step)
 
 
-def for_stmt(iterable, body, state, *, symbol_names, extra_test=None, max_iterations=None):
+def for_stmt(
+    iterable, body, state, *, symbol_names, extra_test=None, max_iterations=None, attributes=None
+):
     """Functional form of a for statement.
 
     Same semantics as::
@@ -271,8 +287,22 @@ def for_stmt(iterable, body, state, *, symbol_names, extra_test=None, max_iterat
     count. Once `extra_test` is traced, the remaining iterations still run, masked: the loop stays
     a `scan`, which reverse-mode differentiation supports. A range with a traced bound lowers to
     `jax.lax.while_loop`. A body that cannot be staged (it changes a variable's shape, or needs
-    the index as a Python int) runs as unrolled Python instead.
+    the index as a Python int) runs as unrolled Python instead. `attributes` names the object
+    attributes the body assigns (see `runtime.attributes`).
     """
+    if attributes:
+        attrs, n = Attributes(attributes), len(state)
+        with attrs.staged():
+            out = for_stmt(
+                iterable,
+                attrs.wrap(body, n, leading=1),
+                (*state, *attrs.values()),
+                symbol_names=(*symbol_names, *attrs.labels),
+                extra_test=extra_test and attrs.wrap(extra_test, n, returns_state=False),
+                max_iterations=max_iterations,
+            )
+        attrs.set(out[n:])
+        return out[:n]
     site = Site("for loop")
     if isinstance(iterable, TracedRange):
         return _staged_range_while(

@@ -21,6 +21,7 @@ class Activity:
     reads: frozenset[str] = frozenset()
     bound: frozenset[str] = frozenset()
     mutated: frozenset[str] = frozenset()
+    attributes: frozenset[str] = frozenset()  # dotted paths assigned: "self.count", "a.b.c"
 
     @property
     def modified(self) -> frozenset[str]:
@@ -28,14 +29,18 @@ class Activity:
 
     def __or__(self, other: Activity) -> Activity:
         return Activity(
-            self.reads | other.reads, self.bound | other.bound, self.mutated | other.mutated
+            self.reads | other.reads,
+            self.bound | other.bound,
+            self.mutated | other.mutated,
+            self.attributes | other.attributes,
         )
 
     def __str__(self) -> str:
         def fmt(names):
             return "{" + ", ".join(sorted(names)) + "}"
 
-        return f"reads={fmt(self.reads)} bound={fmt(self.bound)} mutated={fmt(self.mutated)}"
+        text = f"reads={fmt(self.reads)} bound={fmt(self.bound)} mutated={fmt(self.mutated)}"
+        return text + (f" attributes={fmt(self.attributes)}" if self.attributes else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +138,17 @@ def _free_reads(node: gast.FunctionDef | gast.Lambda) -> frozenset[str]:
     return frozenset(inner.reads - (own - declared_nonlocal)) | frozenset(declared_nonlocal)
 
 
+def dotted_path(node: gast.expr) -> str | None:
+    """`"a.b.c"` for an attribute chain of names, else None."""
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not parts or not isinstance(node, gast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
 def _base_name(node: gast.expr) -> str | None:
     while isinstance(node, (gast.Attribute, gast.Subscript, gast.Starred)):
         node = node.value
@@ -144,9 +160,15 @@ class _Collector(gast.NodeVisitor):
         self.reads: set[str] = set()
         self.bound: set[str] = set()
         self.mutated: set[str] = set()
+        self.attributes: set[str] = set()
 
     def activity(self) -> Activity:
-        return Activity(frozenset(self.reads), frozenset(self.bound), frozenset(self.mutated))
+        return Activity(
+            frozenset(self.reads),
+            frozenset(self.bound),
+            frozenset(self.mutated),
+            frozenset(self.attributes),
+        )
 
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load):
@@ -166,6 +188,9 @@ class _Collector(gast.NodeVisitor):
             if base is not None:
                 self.mutated.add(base)
                 self.reads.add(base)
+            path = dotted_path(node)
+            if path is not None:
+                self.attributes.add(path)
         self.visit(node.value)
         if isinstance(node, gast.Subscript):
             self.visit(node.slice)
@@ -179,6 +204,9 @@ class _Collector(gast.NodeVisitor):
             self.bound.add(node.target.id)
         else:
             self.visit(node.target)
+            path = dotted_path(node.target)
+            if path is not None:
+                self.reads.add(path.split(".")[0])
         self.visit(node.value)
 
     def visit_AnnAssign(self, node):

@@ -3,7 +3,8 @@
 A backward analysis over the structured AST (no goto, so no general CFG is needed): `break` jumps
 to the loop's exit, `continue` to its header, `return` to the function's end; loops iterate to a
 fixed point. Names that a nested function or lambda reads from this scope are treated as live
-everywhere, since the nested function may run at any later time.
+everywhere, since the nested function may run at any later time, and so are names declared
+`global` or `nonlocal`, whose values outlive the call.
 
 Annotates every statement with LIVE_IN and LIVE_OUT, and every loop with LOOP_LIVE_IN (live at
 the top of its body, each iteration).
@@ -22,7 +23,8 @@ _A = anno.Static
 def analyze(fn_node: gast.FunctionDef) -> None:
     """Annotates `fn_node` and its nested functions; needs the activity analysis."""
     scope = anno.getanno(fn_node, _A.SCOPE)
-    _Liveness(scope.closure_reads).block(fn_node.body, frozenset())
+    # Global and nonlocal names outlive the call, like the names closures read.
+    _Liveness(scope.closure_reads | scope.declared).block(fn_node.body, frozenset())
     for node in activity.walk_scope(fn_node.body):
         if isinstance(node, gast.FunctionDef):
             analyze(node)

@@ -78,8 +78,13 @@ def _convertible(node: gast.stmt) -> bool:
     return isinstance(node, (gast.If, gast.While, gast.For)) and not _has_early_exit(node)
 
 
-def _state(node: gast.stmt, declared: frozenset[str]) -> list[str]:
-    """The names a converted statement passes in and out, in a stable order."""
+def _state(node: gast.stmt) -> list[str]:
+    """The names a converted statement passes in and out, in a stable order.
+
+    Names declared `global` or `nonlocal` are state like any other (liveness keeps them live):
+    the generated functions take them as parameters, and the assignment of the returned state,
+    in the user's function, writes the global or nonlocal as the original statement would.
+    """
     modified = anno.getanno(node, _A.BODY_ACTIVITY).modified
     if isinstance(node, (gast.While, gast.For)):
         # orelse runs after the loop as plain statements: only the body is loop state.
@@ -91,21 +96,28 @@ def _state(node: gast.stmt, declared: frozenset[str]) -> list[str]:
         for block in (node.body, node.orelse):
             if block:
                 used |= anno.getanno(block[0], _A.LIVE_IN)
-    return sorted((modified & used) - declared)
+    return sorted(modified & used)
 
 
-def _declared(fn_node) -> frozenset[str]:
-    return anno.getanno(fn_node, _A.SCOPE).declared
+def _attributes(node: gast.stmt) -> list[str]:
+    """Attribute paths (`self.count`) the statement assigns, on objects that exist before it."""
+    if isinstance(node, gast.If):
+        act = anno.getanno(node, _A.BODY_ACTIVITY)
+    else:
+        act = activity.of_block(node.body)
+        if isinstance(node, gast.For):
+            act = act | activity.of(node.target)
+    return sorted(path for path in act.attributes if path.split(".")[0] not in act.bound)
 
 
 def _undefined_names(fn_node) -> set[str]:
     """State names of this scope's converted statements that may have no value before them."""
-    declared = _declared(fn_node)
+    declared = anno.getanno(fn_node, _A.SCOPE).declared
     undefined = set()
     for node in activity.walk_scope(fn_node.body):
         if isinstance(node, gast.stmt) and _convertible(node):
             defined = anno.getanno(node, _A.DEFINED_IN)
-            undefined |= {n for n in _state(node, declared) if n not in defined}
+            undefined |= {n for n in _state(node) if n not in defined and n not in declared}
     return undefined
 
 
@@ -124,9 +136,27 @@ class _LoadUndefined(gast.NodeTransformer):
         return node
 
 
+_IF = """
+    def if_true(state_args):
+        body
+        return state_tuple
+    def if_false(state_args):
+        orelse
+        return state_tuple
+    state_out = rt__.if_stmt(test, if_true, if_false, state_tuple, symbol_names=names)
+"""
+
+_WHILE = """
+    def loop_test(state_args):
+        return test
+    def loop_body(state_args):
+        body
+        return state_tuple
+    state_out = rt__.while_stmt(loop_test, loop_body, state_tuple, symbol_names=names)
+"""
+
 _FOR = """
     def loop_body(item, state_args):
-        declarations
         bind_item
         body
         return state_tuple
@@ -135,10 +165,8 @@ _FOR = """
 
 _FOR_WITH_TEST = """
     def loop_test(state_args):
-        declarations
         return test
     def loop_body(item, state_args):
-        declarations
         bind_item
         body
         return state_tuple
@@ -167,88 +195,54 @@ class _ControlFlow(Transformer):
         return out
 
     def _prepare(self, node):
-        """Converts the sub-blocks first; returns (state, declarations, placeholders)."""
-        scope = self.scopes[-1]
-        declared = _declared(scope)
-        state = _state(node, declared)  # from the annotations, before the sub-blocks change
+        """Converts the sub-blocks; returns (state, attributes, placeholders) from the
+        annotations, which describe the statement as it was before its sub-blocks changed."""
+        state, attributes = _state(node), _attributes(node)
         node.body = self._visit_block(node.body)
         node.orelse = self._visit_block(node.orelse)
         defined = anno.getanno(node, _A.DEFINED_IN)
+        declared = anno.getanno(self.scopes[-1], _A.SCOPE).declared
         placeholders = []
         for name in state:
-            if name not in defined:
+            if name not in defined and name not in declared:
                 placeholders += templates.replace(
                     f"name = {RUNTIME}.Undefined(label)", name=name, label=templates.constant(name)
                 )
-        modified = anno.getanno(node, _A.BODY_ACTIVITY).modified & declared
-        declarations = self._declarations(scope, modified)
-        return state, declarations, placeholders
-
-    def _declarations(self, scope, names):
-        """`global` / `nonlocal` statements the generated functions need for `names`."""
-        result = []
-        for stmt in activity.walk_scope(scope.body):
-            if isinstance(stmt, (gast.Global, gast.Nonlocal)):
-                wanted = [n for n in stmt.names if n in names]
-                if wanted:
-                    result.append(type(stmt)(names=wanted))
-        return result
+        return state, attributes, placeholders
 
     def visit_If(self, node):
         if not _convertible(node):
             return self.generic_visit(node)
-        state, declarations, placeholders = self._prepare(node)
-        template = """
-            def if_true(state_args):
-                declarations
-                body
-                return state_tuple
-            def if_false(state_args):
-                declarations
-                orelse
-                return state_tuple
-            state_out = rt__.if_stmt(test, if_true, if_false, state_tuple, symbol_names=names)
-        """
-        return placeholders + self._assign_state(
-            template,
+        state, attributes, placeholders = self._prepare(node)
+        stmts = self._assign_state(
+            _IF,
             state,
-            declarations=declarations,
             body=node.body,
             orelse=node.orelse or [gast.Pass()],
             test=node.test,
             if_true=self.namer.new("if_true"),
             if_false=self.namer.new("if_false"),
         )
+        return placeholders + _with_keywords(stmts, node, attributes)
 
     def visit_While(self, node):
         if not _convertible(node):
             return self.generic_visit(node)
-        state, declarations, placeholders = self._prepare(node)
-        template = """
-            def loop_test(state_args):
-                declarations
-                return test
-            def loop_body(state_args):
-                declarations
-                body
-                return state_tuple
-            state_out = rt__.while_stmt(loop_test, loop_body, state_tuple, symbol_names=names)
-        """
-        loop = self._assign_state(
-            template,
+        state, attributes, placeholders = self._prepare(node)
+        stmts = self._assign_state(
+            _WHILE,
             state,
-            declarations=declarations,
             body=node.body,
             test=node.test,
             loop_test=self.namer.new("loop_test"),
             loop_body=self.namer.new("loop_body"),
         )
-        return placeholders + _with_loop_options(loop, node) + node.orelse
+        return placeholders + _with_keywords(stmts, node, attributes) + node.orelse
 
     def visit_For(self, node):
         if not _convertible(node):
             return self.generic_visit(node)
-        state, declarations, placeholders = self._prepare(node)
+        state, attributes, placeholders = self._prepare(node)
         target = node.target
         if isinstance(target, gast.Name) and target.id not in state:
             item, bind_item = target.id, []
@@ -256,7 +250,6 @@ class _ControlFlow(Transformer):
             item = self.namer.new("item")
             bind_item = templates.replace("target = item", target=target, item=item)
         replacements = dict(
-            declarations=declarations,
             item=item,
             bind_item=bind_item,
             body=node.body,
@@ -270,8 +263,8 @@ class _ControlFlow(Transformer):
             replacements.update(
                 test=anno.getanno(node, _A.EXTRA_TEST), loop_test=self.namer.new("loop_test")
             )
-        loop = self._assign_state(template, state, **replacements)
-        return placeholders + _with_loop_options(loop, node) + node.orelse
+        stmts = self._assign_state(template, state, **replacements)
+        return placeholders + _with_keywords(stmts, node, attributes) + node.orelse
 
     def _iterable(self, node):
         """`range(...)` -> `rt__.range_(...)`, which accepts traced bounds."""
@@ -311,10 +304,23 @@ class _ControlFlow(Transformer):
         return stmts
 
 
-def _with_loop_options(stmts: list[gast.stmt], node: gast.stmt) -> list[gast.stmt]:
-    """Adds the loop's `loop_options(...)` as keywords of its runtime call (the last statement)."""
+def _with_keywords(stmts: list[gast.stmt], node: gast.stmt, attributes: list[str]):
+    """Adds the statement's attribute state (`attributes={'self.n': (self, 'n')}`) and its
+    loop's `loop_options(...)` as keywords of its runtime call, the last of `stmts`."""
+    call = stmts[-1].value
+    if attributes:
+        pairs = [
+            templates.replace_as_expression(
+                "(obj, attr)",
+                obj=templates.replace_as_expression(path.rsplit(".", 1)[0]),
+                attr=templates.constant(path.rsplit(".", 1)[1]),
+            )
+            for path in attributes
+        ]
+        labels = [templates.constant(path) for path in attributes]
+        value = gast.Dict(keys=labels, values=pairs)
+        call.keywords.append(gast.keyword(arg="attributes", value=value))
     if anno.hasanno(node, _A.LOOP_OPTIONS):
-        call = stmts[-1].value
         for name, value in anno.getanno(node, _A.LOOP_OPTIONS).items():
             call.keywords.append(gast.keyword(arg=name, value=value))
     return stmts
