@@ -48,7 +48,8 @@ class Scope:
     """What a function's own scope looks like."""
 
     params: frozenset[str]
-    declared: frozenset[str]  # global / nonlocal: never state of generated control flow
+    declared: frozenset[str]  # declared global or nonlocal here
+    globals: frozenset[str]  # declared global here
     closure_reads: frozenset[str]  # names its nested functions and lambdas read from it
 
 
@@ -57,9 +58,13 @@ def analyze(fn_node: gast.FunctionDef) -> None:
     _annotate_function(fn_node)
 
 
-def of(node: gast.AST) -> Activity:
-    """The activity of any node (expression or statement), computed now, not annotated."""
-    collector = _Collector()
+def of(node: gast.AST, writers: dict[str, frozenset[str]] | None = None) -> Activity:
+    """The activity of any node (expression or statement), computed now, not annotated.
+
+    `writers` maps the names of nested functions to the names they assign with `nonlocal`:
+    code that refers to such a function (to call it) may modify those names.
+    """
+    collector = _Collector(writers or {})
     collector.visit(node)
     return collector.activity()
 
@@ -72,32 +77,61 @@ def params_of(args: gast.arguments) -> frozenset[str]:
 
 def _annotate_function(fn_node: gast.FunctionDef) -> None:
     declared: set[str] = set()
+    globals_: set[str] = set()
     closure_reads: set[str] = set()
     for node in walk_scope(fn_node.body):
         if isinstance(node, (gast.Global, gast.Nonlocal)):
             declared.update(node.names)
+            if isinstance(node, gast.Global):
+                globals_.update(node.names)
         elif isinstance(node, (gast.FunctionDef, gast.Lambda)):
             closure_reads |= _free_reads(node)
+    writers = _nonlocal_writers(fn_node)
     for stmt in _walk_own_statements(fn_node.body):
-        anno.setanno(stmt, anno.Static.ACTIVITY, of(stmt))
-        if isinstance(stmt, (gast.If, gast.While, gast.For)):
-            body = of_block(stmt.body) | of_block(stmt.orelse)
+        anno.setanno(stmt, anno.Static.ACTIVITY, of(stmt, writers))
+        if isinstance(stmt, gast.If):
+            body = of_block(stmt.body, writers) | of_block(stmt.orelse, writers)
             anno.setanno(stmt, anno.Static.BODY_ACTIVITY, body)
+        elif isinstance(stmt, (gast.While, gast.For)):
+            # A loop's else block runs once, after it: not part of what the loop carries.
+            anno.setanno(stmt, anno.Static.BODY_ACTIVITY, of_block(stmt.body, writers))
     anno.setanno(
         fn_node,
         anno.Static.SCOPE,
-        Scope(params_of(fn_node.args), frozenset(declared), frozenset(closure_reads)),
+        Scope(
+            params_of(fn_node.args),
+            frozenset(declared),
+            frozenset(globals_),
+            frozenset(closure_reads),
+        ),
     )
     for node in walk_scope(fn_node.body):
         if isinstance(node, gast.FunctionDef):
             _annotate_function(node)
 
 
-def of_block(stmts: list[gast.stmt]) -> Activity:
+def of_block(stmts: list[gast.stmt], writers: dict | None = None) -> Activity:
     result = Activity()
     for stmt in stmts:
-        result = result | of(stmt)
+        result = result | of(stmt, writers)
     return result
+
+
+def _nonlocal_writers(fn_node: gast.FunctionDef) -> dict[str, frozenset[str]]:
+    """Nested functions of `fn_node` -> the names of `fn_node` they assign through `nonlocal`."""
+    writers = {}
+    for node in walk_scope(fn_node.body):
+        if isinstance(node, gast.FunctionDef):
+            declared = {
+                name
+                for inner in walk_scope(node.body)
+                if isinstance(inner, gast.Nonlocal)
+                for name in inner.names
+            }
+            assigned = of_block(node.body).bound
+            if declared & assigned:
+                writers[node.name] = frozenset(declared & assigned)
+    return writers
 
 
 def _walk_own_statements(stmts):
@@ -127,7 +161,7 @@ def walk_scope(stmts):
 
 def _free_reads(node: gast.FunctionDef | gast.Lambda) -> frozenset[str]:
     """Names a nested function reads that are not its own locals."""
-    inner = _Collector()
+    inner = _Collector({})
     body = node.body if isinstance(node.body, list) else [node.body]
     for stmt in body:
         inner.visit(stmt)
@@ -156,7 +190,8 @@ def _base_name(node: gast.expr) -> str | None:
 
 
 class _Collector(gast.NodeVisitor):
-    def __init__(self):
+    def __init__(self, writers: dict[str, frozenset[str]]):
+        self.writers = writers
         self.reads: set[str] = set()
         self.bound: set[str] = set()
         self.mutated: set[str] = set()
@@ -173,6 +208,7 @@ class _Collector(gast.NodeVisitor):
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load):
             self.reads.add(node.id)
+            self.bound |= self.writers.get(node.id, frozenset())
         elif isinstance(node.ctx, gast.Store):
             self.bound.add(node.id)
         elif isinstance(node.ctx, gast.Del):
@@ -234,13 +270,13 @@ class _Collector(gast.NodeVisitor):
         self.bound.add(node.name)
         for expr in [*node.bases, *node.keywords, *node.decorator_list]:
             self.visit(expr)
-        inner = _Collector()
+        inner = _Collector({})
         for stmt in node.body:
             inner.visit(stmt)
         self.reads |= inner.reads - inner.bound
 
     def _visit_comprehension(self, node):
-        inner = _Collector()
+        inner = _Collector({})
         for gen in node.generators:
             inner.visit(gen)
         for field in ("elt", "key", "value"):

@@ -86,9 +86,6 @@ def _state(node: gast.stmt) -> list[str]:
     in the user's function, writes the global or nonlocal as the original statement would.
     """
     modified = anno.getanno(node, _A.BODY_ACTIVITY).modified
-    if isinstance(node, (gast.While, gast.For)):
-        # orelse runs after the loop as plain statements: only the body is loop state.
-        modified = activity.of_block(node.body).modified
     if isinstance(node, gast.For):
         modified |= activity.of(node.target).bound
     used = anno.getanno(node, _A.LIVE_OUT) | anno.getanno(node, _A.LIVE_IN)
@@ -101,12 +98,9 @@ def _state(node: gast.stmt) -> list[str]:
 
 def _attributes(node: gast.stmt) -> list[str]:
     """Attribute paths (`self.count`) the statement assigns, on objects that exist before it."""
-    if isinstance(node, gast.If):
-        act = anno.getanno(node, _A.BODY_ACTIVITY)
-    else:
-        act = activity.of_block(node.body)
-        if isinstance(node, gast.For):
-            act = act | activity.of(node.target)
+    act = anno.getanno(node, _A.BODY_ACTIVITY)
+    if isinstance(node, gast.For):
+        act = act | activity.of(node.target)
     return sorted(path for path in act.attributes if path.split(".")[0] not in act.bound)
 
 
@@ -138,9 +132,11 @@ class _LoadUndefined(gast.NodeTransformer):
 
 _IF = """
     def if_true(state_args):
+        prologue
         body
         return state_tuple
     def if_false(state_args):
+        prologue
         orelse
         return state_tuple
     state_out = rt__.if_stmt(test, if_true, if_false, state_tuple, symbol_names=names)
@@ -148,8 +144,10 @@ _IF = """
 
 _WHILE = """
     def loop_test(state_args):
+        prologue
         return test
     def loop_body(state_args):
+        prologue
         body
         return state_tuple
     state_out = rt__.while_stmt(loop_test, loop_body, state_tuple, symbol_names=names)
@@ -157,6 +155,7 @@ _WHILE = """
 
 _FOR = """
     def loop_body(item, state_args):
+        prologue
         bind_item
         body
         return state_tuple
@@ -165,8 +164,10 @@ _FOR = """
 
 _FOR_WITH_TEST = """
     def loop_test(state_args):
+        prologue
         return test
     def loop_body(item, state_args):
+        prologue
         bind_item
         body
         return state_tuple
@@ -285,8 +286,31 @@ class _ControlFlow(Transformer):
             node.func = templates.replace_as_expression(f"{RUNTIME}.range_")
         return node
 
+    def _cells(self, state):
+        """The parameters for `state`, and the statements that open each generated function.
+
+        A state variable that a nested function reads or writes (through its closure cell), or
+        that is declared global or nonlocal, must live in that one place while the generated
+        functions run, or the nested function would see a stale value. Such a variable enters
+        under another name and is written to its cell first: `nonlocal acc; acc = acc_1`.
+        """
+        scope = anno.getanno(self.scopes[-1], _A.SCOPE)
+        shared = scope.closure_reads | scope.declared
+        params, prologue = [], []
+        for name in state:
+            if name not in shared:
+                params.append(name)
+                continue
+            param = self.namer.new(name)
+            params.append(param)
+            declaration = gast.Global if name in scope.globals else gast.Nonlocal
+            prologue.append(declaration(names=[name]))
+            prologue += templates.replace("name = param", name=name, param=param)
+        return params, prologue
+
     def _assign_state(self, template, state, **replacements):
         template = template.replace("rt__", RUNTIME)
+        params, prologue = self._cells(state)
         names = templates.constant(tuple(state))
         if not state:
             template = template.replace("state_out = ", "")
@@ -295,7 +319,8 @@ class _ControlFlow(Transformer):
             state_out = state
         stmts = templates.replace(
             template,
-            state_args=state,
+            state_args=params,
+            prologue=prologue,
             state_tuple=templates.names_tuple(state),
             names=names,
             **({"state_out": state_out} if state else {}),
