@@ -388,9 +388,7 @@ def _staged_scan(seq, k, n, body, state, names, site, extra_test):
         return _masked(extra_test(*s), lambda *s: body(item, *s), s, names, site)
 
     first = jax.tree_util.tree_map(lambda x: x[0], xs)
-    carry = _Carry(
-        state, names, site, probe=lambda s: step(to_item(first, 0), s), trip_count=n - k
-    )
+    carry = _Carry(state, names, site, probe=lambda s: step(to_item(first, 0), s), trip_count=n - k)
 
     def scan_body(scan_carry, x):
         j, dynamic = scan_carry

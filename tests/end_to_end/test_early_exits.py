@@ -263,10 +263,10 @@ def test_falling_off_the_end_on_a_staged_path_is_an_error():
     assert converted(2.0) == 2.0 and converted(-2.0) is None
     with pytest.raises(StagingError) as e:
         jax.jit(converted)(1.0)
-    line = line_of(falls_off, "def falls_off")
+    line = line_of(falls_off, "if x > 0")
     ret = line_of(falls_off, "return x")
     assert str(e.value) == (
-        f"'falls_off' returns None on one path and float32[] on another (the paths meet at "
+        f"'falls_off' returns float32[] on one path and None on another (the paths meet at "
         f"{HERE}:{line}). Its return statements: {HERE}:{ret}, the end of 'falls_off' (an "
         "implicit 'return None'). With traced conditions every path must return the same "
         "structure, shapes and dtypes."
@@ -285,8 +285,8 @@ def test_returns_of_different_structure_name_the_function_and_each_return():
     first = line_of(different_structures, "return x, x")
     second = first + 1
     assert str(e.value) == (
-        f"'different_structures' returns float32[] on one path and (float32[], float32[]) on "
-        f"another (the paths meet at {HERE}:{second}). Its return statements: {HERE}:{first}, "
+        f"'different_structures' returns (float32[], float32[]) on one path and float32[] on "
+        f"another (the paths meet at {HERE}:{first - 1}). Its return statements: {HERE}:{first}, "
         f"{HERE}:{second}. With traced conditions every path must return the same structure, "
         "shapes and dtypes."
     )
@@ -304,8 +304,8 @@ def test_returns_of_different_shapes():
     first = line_of(different_shapes, "return x")
     second = first + 1
     assert str(e.value) == (
-        f"the return value of 'different_shapes' is float32[2] in the true branch but float32[3] "
-        f"in the false branch ({HERE}:{second}, if statement). With a traced condition both "
+        f"the return value of 'different_shapes' is float32[3] in the true branch but float32[2] "
+        f"in the false branch ({HERE}:{first - 1}, if statement). With a traced condition both "
         "branches must give the return value of 'different_shapes' the same shape and dtype. "
         f"Its return statements: {HERE}:{first}, {HERE}:{second}."
     )

@@ -20,7 +20,12 @@ def uses_global(x):
 
 def test_public_api_is_exactly_these_names():
     assert sorted(transpiler.__all__) == [
-        "ConversionError", "convert", "do_not_convert", "jit", "loop_options", "to_source"
+        "ConversionError",
+        "convert",
+        "do_not_convert",
+        "jit",
+        "loop_options",
+        "to_source",
     ]
 
 

@@ -48,7 +48,8 @@ class _Directives(Transformer):
                     raise ConversionError(
                         f"loop_options() has no option {keyword.arg!r}",
                         anno.getanno(call, anno.Static.ORIGIN)
-                        if anno.hasanno(call, anno.Static.ORIGIN) else None,
+                        if anno.hasanno(call, anno.Static.ORIGIN)
+                        else None,
                         f"Known options: {', '.join(sorted(_OPTIONS))}.",
                     )
                 options[keyword.arg] = keyword.value

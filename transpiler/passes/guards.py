@@ -35,9 +35,34 @@ def guard_block(stmts: list[gast.stmt], flag: str, *, into_loops: bool) -> list[
     for i, stmt in enumerate(stmts):
         if sets_flag(stmt, flag) and i + 1 < len(stmts):
             rest = guard_block(stmts[i + 1 :], flag, into_loops=into_loops)
+            if isinstance(stmt, gast.If):
+                # `if p: ...; flag = True` followed by more: the rest belongs in the other
+                # branch, which never sets the flag. One `if` instead of two.
+                if _always_sets(stmt.body, flag) and not sets_flag_in(stmt.orelse, flag):
+                    stmt.orelse = stmt.orelse + rest
+                    return stmts[: i + 1]
+                if _always_sets(stmt.orelse, flag) and not sets_flag_in(stmt.body, flag):
+                    stmt.body = stmt.body + rest
+                    return stmts[: i + 1]
             guarded = templates.replace("if not flag:\n    rest", flag=flag, rest=rest)
             return stmts[: i + 1] + guarded
     return stmts
+
+
+def sets_flag_in(stmts: list[gast.stmt], flag: str) -> bool:
+    return any(sets_flag(s, flag) for s in stmts)
+
+
+def _always_sets(stmts: list[gast.stmt], flag: str) -> bool:
+    """Whether every path through `stmts` ends with `flag` set (nothing follows the jump)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, gast.Assign) and sets_flag(last, flag):
+        return True
+    if isinstance(last, gast.If):
+        return _always_sets(last.body, flag) and _always_sets(last.orelse, flag)
+    return False
 
 
 def _guard_children(stmt: gast.stmt, flag: str, into_loops: bool) -> None:

@@ -14,6 +14,24 @@ def expect(source: str) -> str:
     return textwrap.dedent(source).strip("\n")
 
 
+def test_break_then_control_flow_behaves_like_python():
+    import transpiler
+
+    def f(m):
+        count = 0
+        for row in m:
+            for v in row:
+                if v < 0:
+                    break
+                count += 1
+            else:
+                count += 100
+        return count
+
+    for m in ([[1, -1, 1], [1, 1]], [[-1], []]):
+        assert transpiler.convert(f)(m) == f(m)
+
+
 class _ReturnPass:
     """return_statements.transform with the signature `apply` expects."""
 
@@ -44,7 +62,7 @@ def test_continue():
                 did_continue = False
                 if x < 0:
                     did_continue = True
-                if not did_continue:
+                else:
                     total += x
             return total
         """
@@ -77,7 +95,7 @@ def test_break_in_while_with_else():
             while not did_break and i < n:
                 if i == stop:
                     did_break = True
-                if not did_break:
+                else:
                     i += 1
             if not did_break:
                 i = -1
@@ -121,11 +139,25 @@ def test_break_of_an_inner_loop_leaves_only_that_loop():
         break_statements,
         namer=True,
     )
-    assert "did_break_1" not in generated  # the outer loop has no break of its own
-    for m in ([[1, -1, 1], [1, 1]], [[-1], []]):
-        # The inner `for` has no extra test here (that is the control-flow pass's job), so it
-        # keeps iterating, guarded; the results still match.
-        assert new(m) == old(m)
+    assert generated == expect(
+        """
+        def f(m):
+            count = 0
+            for row in m:
+                did_break = False
+                for v in row:
+                    if v < 0:
+                        did_break = True
+                    else:
+                        count += 1
+                if not did_break:
+                    count += 100
+            return count
+        """
+    )
+    # The outer loop has no break of its own. The inner `for` stops through its EXTRA_TEST, which
+    # only the control-flow pass applies: run as plain Python here, it would go on iterating.
+    assert "did_break_1" not in generated
 
 
 def test_returns():
@@ -148,7 +180,7 @@ def test_returns():
             if x > 10:
                 retval = x * 2
                 do_return = True
-            if not do_return:
+            else:
                 y = x + 1
                 retval = y
                 do_return = True
