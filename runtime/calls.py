@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 import types
 import warnings
 import weakref
@@ -21,8 +20,6 @@ from collections.abc import Callable
 from runtime import errors
 
 _DO_NOT_CONVERT = "__transpiler_do_not_convert__"  # set by transpiler.do_not_convert
-_LIBRARIES = {"jax", "jaxlib", "numpy", "ml_dtypes", "opt_einsum", "runtime", "transpiler"}
-_LIBRARIES |= set(getattr(sys, "stdlib_module_names", ()))
 
 _converter: Callable | None = None
 _unconvertible: weakref.WeakSet = weakref.WeakSet()  # functions that failed to convert
@@ -30,7 +27,8 @@ _warned: set = set()  # their code objects: one warning each
 
 
 def set_converter(converter: Callable) -> None:
-    """Registers `converter(fn) -> converted fn`; it may raise to leave `fn` unconverted."""
+    """Registers `converter(fn) -> fn to call`: the converted function, or `fn` itself for library
+    code; it may raise to leave `fn` unconverted (with a warning)."""
     global _converter
     _converter = converter
 
@@ -51,15 +49,11 @@ def _resolve(fn):
         return fn if func is fn.func else functools.partial(func, *fn.args, **fn.keywords)
     if isinstance(fn, type) or inspect.isbuiltin(fn) or not callable(fn):
         return fn
-    call_method = getattr(type(fn), "__call__", None)
-    if isinstance(call_method, types.FunctionType) and not _is_library(call_method):
-        return types.MethodType(_resolve(call_method), fn)
+    call_method = type(fn).__call__
+    if isinstance(call_method, types.FunctionType):
+        converted = _resolve(call_method)
+        return fn if converted is call_method else types.MethodType(converted, fn)
     return fn
-
-
-def _is_library(fn: types.FunctionType) -> bool:
-    module = (getattr(fn, "__module__", None) or "").split(".")[0]
-    return module in _LIBRARIES
 
 
 def _convert_function(fn: types.FunctionType):
@@ -68,7 +62,6 @@ def _convert_function(fn: types.FunctionType):
         or getattr(fn, _DO_NOT_CONVERT, False)
         or getattr(fn, "__transpiler_converted__", False)
         or errors.is_generated(fn.__code__.co_filename)
-        or _is_library(fn)
         or fn in _unconvertible
     ):
         return fn

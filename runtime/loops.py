@@ -21,7 +21,7 @@ from runtime import sequences, staging
 from runtime.attributes import Attributes
 from runtime.control_flow import staged_cond
 from runtime.errors import Site, StagingError
-from runtime.staging import describe, is_staged, is_traced
+from runtime.staging import describe, is_staged
 from runtime.variables import Undefined, UndefinedReturnValue
 
 logger = logging.getLogger("transpiler")

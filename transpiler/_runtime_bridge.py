@@ -17,7 +17,7 @@ from transpiler import api
 
 register_source_map = runtime_errors.register_source_map
 # Calls from converted code convert the user functions they reach, as `convert` would.
-runtime_calls.set_converter(api.convert)
+runtime_calls.set_converter(api.convert_call)
 
 
 def wrap(generated: types.FunctionType, original: types.FunctionType) -> types.FunctionType:

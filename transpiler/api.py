@@ -9,7 +9,7 @@ import types
 import weakref
 from collections.abc import Callable
 
-from transpiler import loading, parsing, pipeline
+from transpiler import libraries, loading, parsing, pipeline
 from transpiler.errors import ConversionError
 
 _CONVERTED_FLAG = "__transpiler_converted__"
@@ -109,6 +109,13 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
         _runtime_bridge.register_source_map(filename, line_map, return_values)
         per_code[options] = _Generated(code, source, filename)
     return per_code[options]
+
+
+def convert_call(fn: types.FunctionType) -> Callable:
+    """What converted code calls for `fn`: `fn` itself for library code, else `convert(fn)`."""
+    if libraries.is_library(fn):
+        return fn
+    return convert(fn)
 
 
 def jit(fn: Callable | None = None, **jit_kwargs) -> Callable:

@@ -13,7 +13,7 @@ import pytest
 
 import transpiler
 from runtime import StagingError
-from tests.end_to_end.checks import assert_tree_close, check_grad, check_jit, check_python
+from tests.end_to_end.checks import check_grad, check_jit, check_python
 from tests.end_to_end.test_errors import line_of
 
 HERE = os.path.relpath(__file__)
@@ -296,8 +296,9 @@ class Linear:
     b: jax.Array
 
 
-def train(params, batches, lr):
-    for batch in batches:
+def train(params, xs, ys, lr):
+    for i in range(xs.shape[0]):
+        batch = Batch(xs[i], ys[i])
         pred = batch.x @ params["w"] + params["b"]
         err = pred - batch.y
         if jnp.mean(err * err) > 1e-3:
@@ -312,11 +313,11 @@ def test_training_step_carries_a_dict_of_parameters_through_a_staged_loop():
     key = jax.random.PRNGKey(1)
     xs = jax.random.normal(key, (4, 5, 3))
     ys = xs @ jnp.array([1.0, -2.0, 0.5]) + 0.3
-    batches = Batch(xs, ys)  # a namedtuple of arrays: scanned over its leading axis, row by row
     params = {"w": jnp.zeros(3), "b": jnp.float32(0.0)}
-    python_batches = [Batch(x, y) for x, y in zip(xs, ys)]
-    expected = train(params, python_batches, 0.05)
-    assert_tree_close(jax.jit(transpiler.convert(train))(params, python_batches, 0.05), expected)
+    check_jit(train, params, xs, ys, 0.05)
+    check_grad(lambda p: train(p, xs, ys, 0.05)["b"], params)
+    jaxpr = str(jax.make_jaxpr(transpiler.convert(train))(params, xs, ys, 0.05))
+    assert jaxpr.count("scan[") == 1 and "cond[" in jaxpr
 
 
 def update(layer, steps):

@@ -1,8 +1,8 @@
 """Reads `transpiler.loop_options(...)` at the top of a loop body into the loop's annotations.
 
-    while tok != end:                                   while tok != end:
-        transpiler.loop_options(max_iterations=64)  ->      ...    (LOOP_OPTIONS = {max_iterations: 64})
-        ...
+    while tok != end:                                  while tok != end:
+        transpiler.loop_options(max_iterations=64)  ->     ...
+        ...                                            with LOOP_OPTIONS {max_iterations: 64}
 
 The control-flow pass passes the options on (`rt__.while_stmt(..., max_iterations=64)`). The call
 is recognised by what it refers to in the function's globals, whatever it is imported as.
