@@ -28,7 +28,7 @@ def _primitives(jaxpr) -> str:
 
 
 def _row(label: str, value) -> None:
-    print(f"  {label:<34} {value}")
+    print(f"  {label:<40} {value}")
 
 
 def main(show_graph: bool = True) -> None:
@@ -98,3 +98,20 @@ def main(show_graph: bool = True) -> None:
     _row("band_count converted, NumPy input", band_c(values, 0.0, 2.0))
     count, total = jax.jit(band_c)(values, 0.0, 2.0)
     _row("band_count converted + jit", (int(count), round(float(total), 6)))
+
+    # 4. A model class, a helper, a list, an early exit --------------------------------------------
+    decoder = _load_sample("greedy_decoder").TinyDecoder(seed=1)
+    decode_c = transpiler.convert(decoder.decode)
+    print("\n== samples/greedy_decoder.py: method + helper call + list.append + break, bounded ==")
+    h0 = jnp.ones(8) * 0.1
+    tokens, n, score = decoder.decode(h0, 4)
+    _row("eager Python: tokens, score", (tokens.tolist(), round(float(score), 4)))
+    tokens_c, n_c, score_c = jax.jit(decode_c)(h0, 4)
+    _row(
+        "converted + jit: tokens, score", (tokens_c[: int(n_c)].tolist(), round(float(score_c), 4))
+    )
+    _row("converted + jit: the token buffer", tokens_c.tolist())
+    grad_eager = jax.grad(lambda h: decoder.decode(h, 4, temperature=1.0)[2])(h0)
+    grad_c = jax.jit(jax.grad(lambda h: decode_c(h, 4, temperature=1.0)[2]))(h0)
+    _row("d score / d h0, eager (norm)", f"{float(jnp.linalg.norm(grad_eager)):.6f}")
+    _row("d score / d h0, converted + jit (norm)", f"{float(jnp.linalg.norm(grad_c)):.6f}")

@@ -115,9 +115,7 @@ def test_directives_reject_unknown_options():
 
 def test_print_statements_only_rewrite_the_builtin():
     fn = parse("def f(x):\n    print('x', x, sep='=')\n")
-    assert "rt__.print_('x', x, sep='=')" in loading.unparse(
-        print_statements.transform(fn, {}, ())
-    )
+    assert "rt__.print_('x', x, sep='=')" in loading.unparse(print_statements.transform(fn, {}, ()))
     shadowed = parse("def f(x, print):\n    print(x)\n")
     assert "rt__" not in loading.unparse(print_statements.transform(shadowed, {}, ()))
 
