@@ -45,13 +45,7 @@ def array_branches(x):
 
 
 def array_branches_sum(x):
-    if jnp.sum(x) > 0:
-        x = x * 2
-        scale = 2.0
-    else:
-        x = x - 1
-        scale = 1
-    return jnp.sum(x * scale)
+    return jnp.sum(array_branches(x))  # converted too, when called from converted code
 
 
 def test_branches_over_arrays_promote_python_scalars():

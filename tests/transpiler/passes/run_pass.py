@@ -25,3 +25,8 @@ def apply(source: str, pass_module, *, analyses: bool = False, namer: bool = Fal
     original = {}
     exec(compile(source, "<original>", "exec"), original)
     return generated, namespace[fn_node.name], original[fn_node.name]
+
+
+def expect(source: str) -> str:
+    """An expected generated source, written indented in a test."""
+    return textwrap.dedent(source).strip("\n")

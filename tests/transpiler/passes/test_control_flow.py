@@ -1,17 +1,11 @@
-import textwrap
-
 import pytest
 
-from tests.transpiler.passes.run_pass import apply
+from tests.transpiler.passes.run_pass import apply, expect
 from transpiler.passes import control_flow
 
 
 def convert(source):
     return apply(source, control_flow, analyses=True, namer=True)
-
-
-def expect(source: str) -> str:
-    return textwrap.dedent(source).strip("\n")
 
 
 def test_if_else():

@@ -1,35 +1,32 @@
 """The early-exit passes on their own: readable output that still runs as plain Python."""
 
+import inspect
 import textwrap
 
 import gast
 
-from tests.transpiler.passes.run_pass import apply
+import transpiler
+from tests.transpiler.passes.run_pass import apply, expect
 from transpiler import anno, loading
 from transpiler.naming import Namer
 from transpiler.passes import break_statements, continue_statements, return_statements
 
 
-def expect(source: str) -> str:
-    return textwrap.dedent(source).strip("\n")
+def inner_break(m):
+    count = 0
+    for row in m:
+        for v in row:
+            if v < 0:
+                break
+            count += 1
+        else:
+            count += 100
+    return count
 
 
 def test_break_then_control_flow_behaves_like_python():
-    import transpiler
-
-    def f(m):
-        count = 0
-        for row in m:
-            for v in row:
-                if v < 0:
-                    break
-                count += 1
-            else:
-                count += 100
-        return count
-
     for m in ([[1, -1, 1], [1, 1]], [[-1], []]):
-        assert transpiler.convert(f)(m) == f(m)
+        assert transpiler.convert(inner_break)(m) == inner_break(m)
 
 
 class _ReturnPass:
@@ -123,25 +120,10 @@ def test_break_in_for_sets_the_extra_test():
 
 
 def test_break_of_an_inner_loop_leaves_only_that_loop():
-    generated, new, old = apply(
-        """
-        def f(m):
-            count = 0
-            for row in m:
-                for v in row:
-                    if v < 0:
-                        break
-                    count += 1
-                else:
-                    count += 100
-            return count
-        """,
-        break_statements,
-        namer=True,
-    )
+    generated, _, _ = apply(inspect.getsource(inner_break), break_statements, namer=True)
     assert generated == expect(
         """
-        def f(m):
+        def inner_break(m):
             count = 0
             for row in m:
                 did_break = False

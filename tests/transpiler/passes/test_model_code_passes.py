@@ -7,15 +7,11 @@ import numpy as np
 import pytest
 
 import transpiler
-from tests.transpiler.passes.run_pass import apply
+from tests.transpiler.passes.run_pass import apply, expect
 from transpiler import anno, loading
 from transpiler.errors import ConversionError
 from transpiler.naming import Namer
 from transpiler.passes import asserts, call_trees, directives, lists, print_statements
-
-
-def expect(source: str) -> str:
-    return textwrap.dedent(source).strip("\n")
 
 
 def parse(source: str) -> gast.FunctionDef:
