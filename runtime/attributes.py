@@ -9,7 +9,7 @@ left behind on the object: after the statement each attribute holds its final va
 
 from __future__ import annotations
 
-import contextlib
+from runtime.staging import has_traced
 
 
 class Attributes:
@@ -24,23 +24,31 @@ class Attributes:
         for (obj, name), value in zip(self.pairs, values):
             setattr(obj, name, value)
 
-    def wrap(self, fn, n_state: int, leading: int = 0, returns_state: bool = True):
-        """`fn(*leading, *state)` as a function of `(*leading, *state, *attribute values)`."""
+    def around(self, state, names, run):
+        """Runs a staged statement with the attribute values appended to its state.
 
-        def wrapped(*args):
-            head, state = args[:leading], args[leading : leading + n_state]
-            self.set(args[leading + n_state :])
-            out = fn(*head, *state)
-            return (*out, *self.values()) if returns_state else out
+        `run(state, names, wrap)` runs the statement on the extended state; `wrap(fn, leading=0,
+        returns_state=True)` turns a function of the variables into one of the extended state.
+        Afterwards the attributes hold their final values; returns the variables. If the statement
+        raises, an attribute left holding a traced value gets its first value back (a value traced
+        inside a `lax` body must not stay on the object); Python values stay as Python left them.
+        """
+        n, before = len(state), self.values()
 
-        return wrapped
+        def wrap(fn, leading: int = 0, returns_state: bool = True):
+            def wrapped(*args):
+                self.set(args[leading + n :])
+                out = fn(*args[: leading + n])
+                return (*out, *self.values()) if returns_state else out
 
-    @contextlib.contextmanager
-    def staged(self):
-        """Restores the attributes if staging fails: a half-traced value must not stay."""
-        before = self.values()
+            return wrapped
+
         try:
-            yield
+            out = run((*state, *before), (*names, *self.labels), wrap)
         except BaseException:
-            self.set(before)
+            for (obj, name), value in zip(self.pairs, before):
+                if has_traced(getattr(obj, name)):
+                    setattr(obj, name, value)
             raise
+        self.set(out[n:])
+        return out[:n]

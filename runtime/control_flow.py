@@ -39,18 +39,13 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names, attributes=None):
         site = Site("if statement")
         if not attributes:
             return staged_cond(pred, if_true, if_false, state, symbol_names, site)
-        attrs, n = Attributes(attributes), len(state)
-        with attrs.staged():
-            out = staged_cond(
-                pred,
-                attrs.wrap(if_true, n),
-                attrs.wrap(if_false, n),
-                (*state, *attrs.values()),
-                (*symbol_names, *attrs.labels),
-                site,
-            )
-        attrs.set(out[n:])
-        return out[:n]
+        return Attributes(attributes).around(
+            state,
+            symbol_names,
+            lambda state, names, wrap: staged_cond(
+                pred, wrap(if_true), wrap(if_false), state, names, site
+            ),
+        )
     return if_true(*state) if pred else if_false(*state)
 
 

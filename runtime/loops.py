@@ -46,17 +46,17 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, attribut
     `attributes` names the object attributes the body assigns (see `runtime.attributes`).
     """
     if attributes:
-        attrs, n = Attributes(attributes), len(state)
-        with attrs.staged():
-            out = while_stmt(
-                attrs.wrap(test, n, returns_state=False),
-                attrs.wrap(body, n),
-                (*state, *attrs.values()),
-                symbol_names=(*symbol_names, *attrs.labels),
+        return Attributes(attributes).around(
+            state,
+            symbol_names,
+            lambda state, names, wrap: while_stmt(
+                wrap(test, returns_state=False),
+                wrap(body),
+                state,
+                symbol_names=names,
                 max_iterations=max_iterations,
-            )
-        attrs.set(out[n:])
-        return out[:n]
+            ),
+        )
     iterations = 0
     while max_iterations is None or iterations < max_iterations:
         pred = test(*state)
@@ -291,18 +291,18 @@ def for_stmt(
     attributes the body assigns (see `runtime.attributes`).
     """
     if attributes:
-        attrs, n = Attributes(attributes), len(state)
-        with attrs.staged():
-            out = for_stmt(
+        return Attributes(attributes).around(
+            state,
+            symbol_names,
+            lambda state, names, wrap: for_stmt(
                 iterable,
-                attrs.wrap(body, n, leading=1),
-                (*state, *attrs.values()),
-                symbol_names=(*symbol_names, *attrs.labels),
-                extra_test=extra_test and attrs.wrap(extra_test, n, returns_state=False),
+                wrap(body, leading=1),
+                state,
+                symbol_names=names,
+                extra_test=extra_test and wrap(extra_test, returns_state=False),
                 max_iterations=max_iterations,
-            )
-        attrs.set(out[n:])
-        return out[:n]
+            ),
+        )
     site = Site("for loop")
     if isinstance(iterable, TracedRange):
         return _staged_range_while(
