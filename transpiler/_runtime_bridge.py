@@ -29,7 +29,9 @@ def wrap(generated: types.FunctionType, original: types.FunctionType) -> types.F
             return generated(*args, **kwargs)
         except Exception as e:  # noqa: BLE001 - annotated and re-raised unchanged
             _add_user_location(e)
-            e.with_traceback(_without_own_frames(e.__traceback__))
+            # A StagingError names the user's line itself: generated frames would only distract.
+            hide_generated = isinstance(e, runtime_errors.StagingError)
+            e.with_traceback(_without_own_frames(e.__traceback__, hide_generated))
             raise
 
     return converted
@@ -49,11 +51,18 @@ _OWN_DIRECTORIES = tuple(
 )
 
 
-def _without_own_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """The traceback minus the frames of `runtime/` and `transpiler/`: users see their code."""
+def _without_own_frames(
+    tb: types.TracebackType | None, hide_generated: bool = False
+) -> types.TracebackType | None:
+    """The traceback minus the frames of `runtime/` and `transpiler/` (and of generated code, if
+    `hide_generated`): users see their code."""
     kept = []
     while tb is not None:
-        if not tb.tb_frame.f_code.co_filename.startswith(_OWN_DIRECTORIES):
+        filename = tb.tb_frame.f_code.co_filename
+        hidden = filename.startswith(_OWN_DIRECTORIES) or (
+            hide_generated and runtime_errors.is_generated(filename)
+        )
+        if not hidden:
             kept.append(tb)
         tb = tb.tb_next
     result = None
