@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from runtime import staging
+from runtime import lists, staging
 from runtime.attributes import Attributes
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, describe_tree, is_staged
@@ -60,56 +60,58 @@ def if_exp(pred, if_true, if_false):
     return if_true() if pred else if_false()
 
 
-_branch_depth = 0  # how many staged branches are being traced right now, one inside the other
-
-
-def branch_depth() -> int:
-    """How deep inside traced `lax.cond` branches the caller runs (0: not inside any)."""
-    return _branch_depth
-
-
 class _Retrace(Exception):
-    """Internal: trace the branches again, casting these leaves and filling these placeholders."""
+    """Internal: trace the branches again, casting these leaves, filling these placeholders,
+    and holding these Python lists (appended to in one branch only) as staged lists."""
 
-    def __init__(self, casts, placeholders):
-        self.casts = casts  # {(variable index, leaf index): dtype}
-        self.placeholders = placeholders  # {variable index: tree of ShapeDtypeStruct}
+    def __init__(self, casts=None, placeholders=None, lists=None, resize=None):
+        self.casts = casts or {}  # {(variable index, leaf index): dtype}
+        self.placeholders = placeholders or {}  # {variable index: tree of ShapeDtypeStruct}
+        self.lists = lists or {}  # {variable index: (capacity, item ShapeDtypeStruct)}
+        self.resize = resize or {}  # {variable index: capacity} of staged lists to even out
 
 
 def staged_cond(pred, if_true, if_false, state, names, site):
     """`lax.cond` over functions of the state; returns the new state. `names` label the state."""
     pred = staging.scalar_predicate(pred, site, "condition")
-    casts, placeholders = {}, {}
-    for _ in range(3):  # at most: fill placeholders, then cast
+    fixes = _Retrace()
+    for _ in range(5):  # at most: stage lists, even them out, fill placeholders, then cast
         try:
-            return _cond_once(pred, if_true, if_false, state, names, site, casts, placeholders)
+            return _cond_once(pred, if_true, if_false, state, names, site, fixes)
         except _Retrace as retrace:
-            casts = {**casts, **retrace.casts}
-            placeholders = {**placeholders, **retrace.placeholders}
+            fixes = _Retrace(
+                {**fixes.casts, **retrace.casts},
+                {**fixes.placeholders, **retrace.placeholders},
+                resize={**fixes.resize, **retrace.resize},
+            )
+            state = tuple(
+                lists.StagedList.create(value, *retrace.lists[i]) if i in retrace.lists else value
+                for i, value in enumerate(state)
+            )
     raise AssertionError("retracing the branches did not converge")
 
 
-def _cond_once(pred, if_true, if_false, state, names, site, casts, placeholders):
+def _cond_once(pred, if_true, if_false, state, names, site, fixes):
     traced: list[tuple[str, list]] = []  # (branch, outputs) for each branch traced so far
 
     def branch(fn, which):
         def run():
-            global _branch_depth
-            _branch_depth += 1
-            try:
+            with staging.tracing_branch():
                 outs = list(fn(*staging.fresh(state)))
-            finally:
-                _branch_depth -= 1
             assert len(outs) == len(names), "generated code returned the wrong number of values"
             dynamic = []
             for index, value in enumerate(outs):
-                if isinstance(value, UndefinedReturnValue) and index in placeholders:
-                    value = staging.zeros_like(placeholders[index])
+                if isinstance(value, UndefinedReturnValue) and index in fixes.placeholders:
+                    value = staging.zeros_like(fixes.placeholders[index])
+                if isinstance(value, lists.StagedList) and index in fixes.resize:
+                    # Both branches get the larger buffer; the length is known in neither.
+                    value = value.resized(fixes.resize[index], value.fixed)
+                    value = lists.StagedList(value.buffer, value.length, None, value.fixed)
                 if staging.is_array_tree(value):
                     leaves, treedef = jax.tree_util.tree_flatten(staging.as_arrays(value))
                     leaves = [
-                        lax.convert_element_type(leaf, casts[index, j])
-                        if (index, j) in casts
+                        lax.convert_element_type(leaf, fixes.casts[index, j])
+                        if (index, j) in fixes.casts
                         else leaf
                         for j, leaf in enumerate(leaves)
                     ]
@@ -164,6 +166,12 @@ def _compare_branches(first, second, names, site):
                 f"run in the graph, so '{name}' needs a value on both paths: give it one before "
                 "the if, or in both branches."
             )
+        grown = _appended_in_one_branch(a, b)
+        if grown is not None:
+            raise _Retrace(lists={index: grown})
+        if isinstance(a, lists.StagedList) and isinstance(b, lists.StagedList):
+            if (a.capacity, a.static_length) != (b.capacity, b.static_length):
+                raise _Retrace(resize={index: max(a.capacity, b.capacity)})
         array_a, array_b = staging.is_array_tree(a), staging.is_array_tree(b)
         if not (array_a or array_b) and a is b:
             continue  # the same Python object either way: nothing to stage
@@ -176,6 +184,22 @@ def _compare_branches(first, second, names, site):
             casts[index, j] = dtype
     if casts or placeholders:
         raise _Retrace(casts, placeholders)
+
+
+def _appended_in_one_branch(a, b):
+    """(capacity, item type) if `a` and `b` are Python lists of arrays, one the other plus
+    appended items of one shape and dtype (an `append` under a traced condition); else None."""
+    if type(a) is not list or type(b) is not list or len(a) == len(b):
+        return None
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    if any(x is not y for x, y in zip(short, long)):
+        return None
+    items = [jnp.asarray(v) for v in long]
+    kinds = {(v.shape, v.dtype) for v in items}
+    if len(kinds) != 1:
+        return None
+    ((shape, dtype),) = kinds
+    return len(long), jax.ShapeDtypeStruct(shape, dtype)
 
 
 def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:

@@ -15,36 +15,57 @@ buffer, padded with zeros after the last item.
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from runtime import control_flow, staging
+from runtime import staging
 from runtime.staging import is_traced
 
 
 @jax.tree_util.register_pytree_node_class
 class StagedList:
-    """A list of same-shaped arrays stored as `buffer[:length]`."""
+    """A list of same-shaped arrays stored as `buffer[:length]`.
 
-    def __init__(self, buffer, length, static_length: int | None = None):
+    A list carried by a staged loop is `fixed`: its buffer was sized for every append the loop
+    can make, and appends write into it. Any other staged list grows its buffer by one row per
+    append, as Python would grow the list.
+    """
+
+    def __init__(self, buffer, length, static_length: int | None = None, fixed: bool = False):
         self.buffer = buffer
         self.length = length
         self.static_length = static_length  # known after a loop that always appends
+        self.fixed = fixed
 
     @classmethod
-    def create(cls, items: list, capacity: int, element: jax.ShapeDtypeStruct) -> StagedList:
+    def create(cls, items, capacity: int, element: jax.ShapeDtypeStruct) -> StagedList:
+        """A list holding `items` (Python) with room for `capacity` items in all."""
         buffer = jnp.zeros((capacity, *element.shape), element.dtype)
         for i, item in enumerate(items):
             buffer = buffer.at[i].set(item)
         return cls(buffer, jnp.asarray(len(items)))
 
+    @property
+    def capacity(self) -> int:
+        return self.buffer.shape[0]
+
+    def resized(self, capacity: int, fixed: bool) -> StagedList:
+        """The same items in a buffer of `capacity` rows (never fewer than now)."""
+        extra = capacity - self.capacity
+        buffer = self.buffer
+        if extra > 0:
+            buffer = jnp.concatenate([buffer, jnp.zeros((extra, *buffer.shape[1:]), buffer.dtype)])
+        return StagedList(buffer, self.length, self.static_length, fixed)
+
     def tree_flatten(self):
-        return (self.buffer, self.length), self.static_length
+        return (self.buffer, self.length), (self.static_length, self.fixed)
 
     @classmethod
-    def tree_unflatten(cls, static_length, children):
-        return cls(*children, static_length)
+    def tree_unflatten(cls, aux, children):
+        return cls(*children, *aux)
 
     def known_length(self) -> int | None:
         if self.static_length is not None:
@@ -58,14 +79,17 @@ class StagedList:
                 f"appending a {staging.describe(item)} to a list of "
                 f"{staging.describe(self.buffer[0])} items built in a staged loop"
             )
-        buffer = lax.dynamic_update_index_in_dim(self.buffer, item, self.length, 0)
-        return StagedList(buffer, self.length + 1)
+        grown = self if self.fixed else self.resized(self.capacity + 1, fixed=False)
+        buffer = lax.dynamic_update_index_in_dim(grown.buffer, item, self.length, 0)
+        known = self.known_length()
+        return StagedList(buffer, self.length + 1, None if known is None else known + 1, self.fixed)
 
     def pop(self) -> tuple[StagedList, object]:
         last = self.length - 1
         item = lax.dynamic_index_in_dim(self.buffer, last, 0, keepdims=False)
         known = self.known_length()
-        return StagedList(self.buffer, last, None if known is None else known - 1), item
+        popped = StagedList(self.buffer, last, None if known is None else known - 1, self.fixed)
+        return popped, item
 
     def stacked(self):
         """The items as one array: exactly them when the length is known, else the buffer."""
@@ -129,15 +153,32 @@ def stack_list(stack, target, *args, **kwargs):
 
 
 class ProbeList(list):
-    """Stands for a Python list while a staged loop's body is traced once to learn what it
-    appends: records each append, and whether it happened under a traced condition."""
+    """Stands for a list while a staged loop's body is traced once, abstractly, to learn what it
+    appends: counts the appends of one iteration (an append inside a nested staged loop counts
+    once per iteration of that loop), their types, and whether any is under a traced condition.
+    """
 
-    def __init__(self, items):
+    def __init__(self, items, base: StagedList | None = None):
         super().__init__(items)
+        self.base = base  # a staged list being probed: reads come from it
+        self.depth = len(staging.loop_trip_counts())
+        self.count = 0
+        self.unbounded = False
         self.appended: list = []
         self.conditional = False
 
     def append(self, item):
-        self.appended.append(jnp.asarray(item))
-        self.conditional |= control_flow.branch_depth() > 0
+        item = jnp.asarray(item)
+        trips = staging.loop_trip_counts()[self.depth :]
+        if any(n is None for n in trips):
+            self.unbounded = True
+        else:
+            self.count += math.prod(trips)
+        self.appended.append(item)
+        self.conditional |= staging.branch_depth() > 0
         super().append(item)
+
+    def __getitem__(self, index):
+        if self.base is not None and not (isinstance(index, int) and index < 0 and len(self)):
+            return self.base[index]
+        return super().__getitem__(index)

@@ -79,7 +79,8 @@ def _staged_while(test, body, state, names, site, max_iterations=None):
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
 
     def body_fun(dynamic):
-        return carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
+        with staging.tracing_loop(None):
+            return carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
 
     return carry.finish(lax.while_loop(cond_fun, body_fun, carry.init))
 
@@ -94,7 +95,8 @@ def _bounded_while(test, body, state, names, site, max_iterations):
     carry = _Carry(state, names, site, probe=step, trip_count=max_iterations)
 
     def scan_body(dynamic, _):
-        return carry.check(step(carry.merge(staging.fresh(dynamic))), dynamic), None
+        with staging.tracing_loop(max_iterations):
+            return carry.check(step(carry.merge(staging.fresh(dynamic))), dynamic), None
 
     final, _ = lax.scan(scan_body, carry.init, None, length=max_iterations)
     return carry.finish(final)
@@ -112,6 +114,7 @@ class _Carry:
     def __init__(self, state, names, site, probe, trip_count=None):
         self.names, self.site = names, site
         self.static_lengths: dict[int, int] = {}
+        self.planned: set[int] = set()  # the lists this loop sized (and fixed)
         state = self._size_from_body(state, probe, trip_count)
         self.static: dict[int, object] = {}
         init = []
@@ -130,12 +133,14 @@ class _Carry:
 
     def _size_from_body(self, state, probe, trip_count):
         unset = [i for i, v in enumerate(state) if isinstance(v, UndefinedReturnValue)]
-        lists = [i for i, v in enumerate(state) if type(v) is list]
+        lists = [i for i, v in enumerate(state) if _growable(v)]
         if not unset and not lists:
             return state
         probe_state = list(staging.fresh(state))
         for i in lists:
-            probe_state[i] = lists_.ProbeList(state[i])
+            value = state[i]
+            staged = isinstance(value, lists_.StagedList)
+            probe_state[i] = lists_.ProbeList([] if staged else value, value if staged else None)
         found = []
 
         def run():
@@ -149,23 +154,27 @@ class _Carry:
             if i in shapes:
                 state[i] = staging.zeros_like(shapes[i])
         for i in lists:
-            probed = probe_state[i]
-            if probed.appended:
-                state[i] = self._staged_list(i, state[i], probed, trip_count)
+            if probe_state[i].appended:
+                state[i] = self._staged_list(i, state[i], probe_state[i], trip_count)
         return tuple(state)
 
-    def _staged_list(self, index, items, probed, trip_count):
+    def _staged_list(self, index, value, probed, trip_count):
+        """The list `value` as a fixed StagedList with room for the loop's appends."""
         name, site = self.names[index], self.site
-        per_iteration = len(probed.appended)
-        if trip_count is None:
+        if trip_count is None or probed.unbounded:
+            where = "" if trip_count is None else " (in a nested while loop)"
             raise StagingError(
-                f"'{name}' is appended to in a staged {site.construct} ({site}) whose number of "
-                "iterations is not known, so the list has no fixed size. Put "
+                f"'{name}' is appended to in a staged {site.construct} ({site}){where} whose "
+                "number of iterations is not known, so the list has no fixed size. Put "
                 "`transpiler.loop_options(max_iterations=N)` as the first statement of the loop "
                 "body to bound it, or loop over a range."
             )
+        staged = isinstance(value, lists_.StagedList)
         elements = {(a.shape, a.dtype) for a in probed.appended}
-        elements |= {(jnp.shape(x), jnp.asarray(x).dtype) for x in items}
+        if staged:
+            elements.add((value.buffer.shape[1:], value.buffer.dtype))
+        else:
+            elements |= {(jnp.shape(x), jnp.asarray(x).dtype) for x in value}
         if len(elements) != 1:
             kinds = ", ".join(sorted(f"{jnp.dtype(d).name}{list(s)}" for s, d in elements))
             raise StagingError(
@@ -174,17 +183,25 @@ class _Carry:
                 "into one array, so all its items must have one shape and dtype."
             )
         ((shape, dtype),) = elements
-        capacity = len(items) + per_iteration * trip_count
-        if not probed.conditional:
-            self.static_lengths[index] = capacity
-        return lists_.StagedList.create(items, capacity, jax.ShapeDtypeStruct(shape, dtype))
+        appends = probed.count * trip_count
+        if not staged:
+            value = lists_.StagedList.create(value, len(value), jax.ShapeDtypeStruct(shape, dtype))
+            value = lists_.StagedList(value.buffer, value.length, len(value.buffer))
+        known = value.known_length()
+        if known is not None and not probed.conditional:
+            self.static_lengths[index] = known + appends
+        self.planned.add(index)
+        carried = value.resized(value.capacity + appends, fixed=True)
+        # In the loop the length is a traced count; it is known again after (static_lengths).
+        return lists_.StagedList(carried.buffer, carried.length, None, fixed=True)
 
     def finish(self, dynamic):
-        """The state after the loop: lists that always grew get their length back as an int."""
+        """The state after the loop: its lists can grow again; those that always grew get their
+        length back as an int."""
         state = list(self.merge(dynamic))
-        for index, length in self.static_lengths.items():
-            staged = state[index]
-            state[index] = lists_.StagedList(staged.buffer, staged.length, length)
+        for index in self.planned:
+            value, length = state[index], self.static_lengths.get(index)
+            state[index] = lists_.StagedList(value.buffer, value.length, length, fixed=False)
         return tuple(state)
 
     def merge(self, dynamic):
@@ -245,6 +262,11 @@ class _Carry:
                     f"its final dtype before the loop, or cast inside it with "
                     f".astype(jnp.{np.dtype(x.dtype).name})."
                 )
+
+
+def _growable(value) -> bool:
+    """A list a loop may append to: a Python list, or a staged list not sized by a loop."""
+    return type(value) is list or (isinstance(value, lists_.StagedList) and not value.fixed)
 
 
 class TracedRange:
@@ -392,7 +414,8 @@ def _staged_scan(seq, k, n, body, state, names, site, extra_test):
 
     def scan_body(scan_carry, x):
         j, dynamic = scan_carry
-        outs = step(to_item(x, j), carry.merge(staging.fresh(dynamic)))
+        with staging.tracing_loop(n - k):
+            outs = step(to_item(x, j), carry.merge(staging.fresh(dynamic)))
         return (j + 1, carry.check(outs, dynamic)), None
 
     final, _ = lax.scan(scan_body, (jnp.asarray(0), carry.init), xs, length=n - k)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 
 import jax
@@ -10,6 +11,43 @@ import numpy as np
 
 from runtime.errors import Site, StagingError
 from runtime.variables import Undefined
+
+
+_branch_depth = 0  # how many staged branches are being traced right now, one inside the other
+
+
+def branch_depth() -> int:
+    """How deep inside traced `lax.cond` branches the caller runs (0: not inside any)."""
+    return _branch_depth
+
+
+@contextlib.contextmanager
+def tracing_branch():
+    """Marks the code inside as running in a branch being traced for `lax.cond`."""
+    global _branch_depth
+    _branch_depth += 1
+    try:
+        yield
+    finally:
+        _branch_depth -= 1
+
+
+_loop_trip_counts: list[int | None] = []  # staged loops being traced, outermost first
+
+
+def loop_trip_counts() -> list[int | None]:
+    """Trip counts (None: unknown) of the staged loops whose bodies are being traced now."""
+    return _loop_trip_counts
+
+
+@contextlib.contextmanager
+def tracing_loop(trip_count: int | None):
+    """Marks the code inside as running in the body of a staged loop being traced."""
+    _loop_trip_counts.append(trip_count)
+    try:
+        yield
+    finally:
+        _loop_trip_counts.pop()
 
 
 def is_traced(value) -> bool:

@@ -414,3 +414,45 @@ def test_assert_with_python_values_is_python():
     with pytest.raises(AssertionError) as e:
         converted(-1)
     assert str(e.value) == "got -1"
+
+
+def nested_append(x):
+    out = []
+    for i in range(3):
+        for j in range(2):
+            out.append(x * i + j)
+    return jnp.stack(out), len(out)
+
+
+def nested_conditional_append(x):
+    out = []
+    for i in range(3):
+        for j in range(2):
+            if x * i > j:
+                out.append(x * i + j)
+    return jnp.stack(out), len(out)
+
+
+def bounded_while_with_inner_append(x):
+    out = []
+    k = 0
+    while x > 0 and k < 3:
+        transpiler.loop_options(max_iterations=3)
+        k += 1
+        for j in range(2):
+            out.append(x + j)
+        x = x - 1
+    return jnp.stack(out), len(out)
+
+
+def test_appends_in_nested_loops_are_counted_per_inner_iteration():
+    check_jit(nested_append, jnp.float32(2.0))
+    stacked, n = jax.jit(transpiler.convert(nested_conditional_append))(jnp.float32(2.0))
+    expected, expected_n = nested_conditional_append(2.0)
+    assert int(n) == expected_n == 4
+    np.testing.assert_array_equal(stacked[:4], expected)
+    np.testing.assert_array_equal(stacked[4:], 0)  # padding: the buffer has room for all 6
+    stacked, n = jax.jit(transpiler.convert(bounded_while_with_inner_append))(jnp.float32(2.0))
+    expected, expected_n = bounded_while_with_inner_append(2.0)
+    assert int(n) == expected_n == 4
+    np.testing.assert_array_equal(stacked[:4], expected)

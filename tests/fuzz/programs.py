@@ -1,0 +1,95 @@
+"""Random programs mixing every converted construct, over integers so results compare exactly.
+
+Each program is a function `f(x, y)` of two ints: nested `if`/`elif`/`else`, `for` over small
+ranges, `while` loops (each bounded by its own counter, incremented first so `continue` cannot
+skip it), `break`, `continue`, `return` under conditions, ternaries, `and`/`or`/`not` and chained
+comparisons. Values stay small (`% 97`), so int32 under `jax.jit` equals Python's ints.
+"""
+
+from __future__ import annotations
+
+import random
+
+
+class _Generator:
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+        self.counters = 0
+        self.lines: list[str] = []
+
+    def expr(self, depth=0) -> str:
+        r = self.rng.random()
+        atoms = ["a", "b", "x", "y", str(self.rng.randint(0, 9))]
+        if depth > 1 or r < 0.4:
+            return self.rng.choice(atoms)
+        if r < 0.8:
+            op = self.rng.choice(["+", "-", "*"])
+            return f"(({self.expr(depth + 1)} {op} {self.expr(depth + 1)}) % 97)"
+        return f"({self.expr(depth + 1)} if {self.cond(depth + 1)} else {self.expr(depth + 1)})"
+
+    def cond(self, depth=0) -> str:
+        r = self.rng.random()
+        cmp = self.rng.choice(["<", ">", "<=", ">=", "==", "!="])
+        simple = f"{self.expr(depth + 1)} {cmp} {self.expr(depth + 1)}"
+        if depth > 1 or r < 0.5:
+            return simple
+        if r < 0.65:
+            return f"{self.expr(depth + 1)} < {self.expr(depth + 1)} < {self.expr(depth + 1)}"
+        if r < 0.8:
+            op = self.rng.choice(["and", "or"])
+            return f"({simple} {op} {self.cond(depth + 1)})"
+        return f"not ({simple})"
+
+    def emit(self, indent: int, text: str) -> None:
+        self.lines.append("    " * indent + text)
+
+    def block(self, indent: int, depth: int, in_loop: bool) -> None:
+        for _ in range(self.rng.randint(1, 3)):
+            self.statement(indent, depth, in_loop)
+
+    def statement(self, indent: int, depth: int, in_loop: bool) -> None:
+        r = self.rng.random()
+        if depth >= 3 or r < 0.35:
+            self.emit(indent, f"{self.rng.choice('ab')} = {self.expr()}")
+        elif r < 0.55:
+            self.emit(indent, f"if {self.cond()}:")
+            self.block(indent + 1, depth + 1, in_loop)
+            if self.rng.random() < 0.3:
+                self.emit(indent, f"elif {self.cond()}:")
+                self.block(indent + 1, depth + 1, in_loop)
+            if self.rng.random() < 0.5:
+                self.emit(indent, "else:")
+                self.block(indent + 1, depth + 1, in_loop)
+        elif r < 0.7:
+            self.emit(indent, f"for i{depth} in range({self.rng.randint(0, 4)}):")
+            self.emit(indent + 1, f"a = (a + i{depth}) % 97")
+            self.block(indent + 1, depth + 1, True)
+            if self.rng.random() < 0.2:
+                self.emit(indent, "else:")
+                self.emit(indent + 1, "b = (b + 1) % 97")
+        elif r < 0.8:
+            k = f"k{self.counters}"
+            self.counters += 1
+            self.emit(indent, f"{k} = 0")
+            self.emit(indent, f"while {self.cond()} and {k} < 4:")
+            self.emit(indent + 1, f"{k} += 1")
+            self.block(indent + 1, depth + 1, True)
+        elif r < 0.9 and in_loop:
+            self.emit(indent, f"if {self.cond()}:")
+            self.emit(indent + 1, self.rng.choice(["break", "continue"]))
+        else:
+            self.emit(indent, f"if {self.cond()}:")
+            self.emit(indent + 1, f"return {self.expr()}")
+
+    def program(self) -> str:
+        self.emit(0, "def f(x, y):")
+        self.emit(1, "a = x % 97")
+        self.emit(1, "b = y % 97")
+        self.block(1, 0, False)
+        self.emit(1, "return (a + b) % 97")
+        return "\n".join(self.lines) + "\n"
+
+
+def program(seed: int) -> str:
+    """The source of random program number `seed`."""
+    return _Generator(seed).program()
