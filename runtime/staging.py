@@ -12,7 +12,6 @@ import numpy as np
 from runtime.errors import Site, StagingError
 from runtime.variables import Undefined
 
-
 _branch_depth = 0  # how many staged branches are being traced right now, one inside the other
 
 
