@@ -75,7 +75,7 @@ def staged_cond(pred, if_true, if_false, state, names, site):
     """`lax.cond` over functions of the state; returns the new state. `names` label the state."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
-    for _ in range(5):  # at most: stage lists, even them out, fill placeholders, then cast
+    for _ in range(6):  # at most: stage lists (twice), even them out, fill placeholders, cast
         try:
             return _cond_once(pred, if_true, if_false, state, names, site, fixes)
         except _Retrace as retrace:
@@ -169,6 +169,11 @@ def _compare_branches(first, second, names, site):
         grown = _appended_in_one_branch(a, b)
         if grown is not None:
             raise _Retrace(lists={index: grown})
+        staged = [v for v in (a, b) if isinstance(v, lists.StagedList)]
+        if len(staged) == 1 and type(a if staged[0] is b else b) is list:
+            # A list one branch staged (a staged loop appended to it): stage it on entry.
+            item = jax.ShapeDtypeStruct(staged[0].buffer.shape[1:], staged[0].buffer.dtype)
+            raise _Retrace(lists={index: (staged[0].capacity, item)})
         if isinstance(a, lists.StagedList) and isinstance(b, lists.StagedList):
             if (a.capacity, a.static_length) != (b.capacity, b.static_length):
                 raise _Retrace(resize={index: max(a.capacity, b.capacity)})

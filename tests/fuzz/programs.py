@@ -2,8 +2,10 @@
 
 Each program is a function `f(x, y)` of two ints: nested `if`/`elif`/`else`, `for` over small
 ranges, `while` loops (each bounded by its own counter, incremented first so `continue` cannot
-skip it), `break`, `continue`, `return` under conditions, ternaries, `and`/`or`/`not` and chained
-comparisons. Values stay small (`% 97`), so int32 under `jax.jit` equals Python's ints.
+skip it, some also by `loop_options(max_iterations=...)`), `break`, `continue`, `return` under
+conditions, ternaries, `and`/`or`/`not`, chained comparisons, calls of a helper with early
+returns, and `append`s to a list inside loops whose length is part of the result. Values stay
+small (`% 97`), so int32 under `jax.jit` equals Python's ints.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ class _Generator:
         atoms = ["a", "b", "x", "y", str(self.rng.randint(0, 9))]
         if depth > 1 or r < 0.4:
             return self.rng.choice(atoms)
-        if r < 0.8:
+        if r < 0.75:
             op = self.rng.choice(["+", "-", "*"])
             return f"(({self.expr(depth + 1)} {op} {self.expr(depth + 1)}) % 97)"
+        if r < 0.85:
+            return f"helper({self.expr(depth + 1)})"
         return f"({self.expr(depth + 1)} if {self.cond(depth + 1)} else {self.expr(depth + 1)})"
 
     def cond(self, depth=0) -> str:
@@ -43,27 +47,30 @@ class _Generator:
     def emit(self, indent: int, text: str) -> None:
         self.lines.append("    " * indent + text)
 
-    def block(self, indent: int, depth: int, in_loop: bool) -> None:
+    def block(self, indent: int, depth: int, in_loop: bool, can_append: bool = False) -> None:
         for _ in range(self.rng.randint(1, 3)):
-            self.statement(indent, depth, in_loop)
+            self.statement(indent, depth, in_loop, can_append)
 
-    def statement(self, indent: int, depth: int, in_loop: bool) -> None:
+    def statement(self, indent: int, depth: int, in_loop: bool, can_append: bool) -> None:
+        # Appends only where every enclosing loop has a known bound (a staged list needs one).
         r = self.rng.random()
+        if can_append and self.rng.random() < 0.15:
+            self.emit(indent, f"acc.append({self.expr()})")
         if depth >= 3 or r < 0.35:
             self.emit(indent, f"{self.rng.choice('ab')} = {self.expr()}")
         elif r < 0.55:
             self.emit(indent, f"if {self.cond()}:")
-            self.block(indent + 1, depth + 1, in_loop)
+            self.block(indent + 1, depth + 1, in_loop, can_append)
             if self.rng.random() < 0.3:
                 self.emit(indent, f"elif {self.cond()}:")
-                self.block(indent + 1, depth + 1, in_loop)
+                self.block(indent + 1, depth + 1, in_loop, can_append)
             if self.rng.random() < 0.5:
                 self.emit(indent, "else:")
-                self.block(indent + 1, depth + 1, in_loop)
+                self.block(indent + 1, depth + 1, in_loop, can_append)
         elif r < 0.7:
             self.emit(indent, f"for i{depth} in range({self.rng.randint(0, 4)}):")
             self.emit(indent + 1, f"a = (a + i{depth}) % 97")
-            self.block(indent + 1, depth + 1, True)
+            self.block(indent + 1, depth + 1, True, can_append or depth == 0)
             if self.rng.random() < 0.2:
                 self.emit(indent, "else:")
                 self.emit(indent + 1, "b = (b + 1) % 97")
@@ -72,8 +79,14 @@ class _Generator:
             self.counters += 1
             self.emit(indent, f"{k} = 0")
             self.emit(indent, f"while {self.cond()} and {k} < 4:")
+            bounded = self.rng.random() < 0.5
+            if bounded:
+                self.emit(indent + 1, "transpiler.loop_options(max_iterations=4)")
             self.emit(indent + 1, f"{k} += 1")
-            self.block(indent + 1, depth + 1, True)
+            self.block(indent + 1, depth + 1, True, bounded and (can_append or depth == 0))
+            if self.rng.random() < 0.2:
+                self.emit(indent, "else:")
+                self.emit(indent + 1, "a = (a * 2) % 97")
         elif r < 0.9 and in_loop:
             self.emit(indent, f"if {self.cond()}:")
             self.emit(indent + 1, self.rng.choice(["break", "continue"]))
@@ -82,11 +95,23 @@ class _Generator:
             self.emit(indent + 1, f"return {self.expr()}")
 
     def program(self) -> str:
-        self.emit(0, "def f(x, y):")
-        self.emit(1, "a = x % 97")
-        self.emit(1, "b = y % 97")
+        self.lines += [
+            "import transpiler",
+            "",
+            "",
+            "def helper(v):",
+            "    if v > 50:",
+            "        return v - 50",
+            "    return (v * 3) % 97",
+            "",
+            "",
+            "def f(x, y):",
+            "    a = x % 97",
+            "    b = y % 97",
+            "    acc = []",
+        ]
         self.block(1, 0, False)
-        self.emit(1, "return (a + b) % 97")
+        self.emit(1, "return (a + b + len(acc)) % 97")
         return "\n".join(self.lines) + "\n"
 
 
