@@ -456,3 +456,22 @@ def test_appends_in_nested_loops_are_counted_per_inner_iteration():
     expected, expected_n = bounded_while_with_inner_append(2.0)
     assert int(n) == expected_n == 4
     np.testing.assert_array_equal(stacked[:4], expected)
+
+
+State = collections.namedtuple("State", "position velocity")
+
+
+def simulate(state, steps):
+    for _ in range(steps):
+        if state.position > 1.0:
+            state = State(state.position, -abs(state.velocity))
+        state = State(state.position + 0.1 * state.velocity, state.velocity)
+    return state
+
+
+def test_namedtuple_state_through_a_staged_loop_and_branch():
+    start = State(jnp.float32(0.5), jnp.float32(2.0))
+    check_jit(simulate, start, 20, static_argnums=(1,))
+    check_grad(lambda v: simulate(State(jnp.float32(0.5), v), 20).position, jnp.float32(2.0))
+    jaxpr = str(jax.make_jaxpr(transpiler.convert(simulate), static_argnums=1)(start, 20))
+    assert "scan[" in jaxpr and "cond[" in jaxpr
