@@ -99,35 +99,36 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes):
             with staging.tracing_branch():
                 outs = list(fn(*staging.fresh(state)))
             assert len(outs) == len(names), "generated code returned the wrong number of values"
-            dynamic = []
-            for index, value in enumerate(outs):
-                if isinstance(value, UndefinedReturnValue) and index in fixes.placeholders:
-                    value = staging.zeros_like(fixes.placeholders[index])
-                if isinstance(value, lists.StagedList) and index in fixes.resize:
-                    # Both branches get the larger buffer; the length is known in neither.
-                    value = value.resized(fixes.resize[index], value.fixed)
-                    value = lists.StagedList(value.buffer, value.length, None, value.fixed)
-                if staging.is_array_tree(value):
-                    leaves, treedef = jax.tree_util.tree_flatten(staging.as_arrays(value))
-                    leaves = [
-                        lax.convert_element_type(leaf, fixes.casts[index, j])
-                        if (index, j) in fixes.casts
-                        else leaf
-                        for j, leaf in enumerate(leaves)
-                    ]
-                    value = jax.tree_util.tree_unflatten(treedef, leaves)
-                    dynamic.append(value)
-                outs[index] = value
+            outs = [_branch_output(i, value, fixes) for i, value in enumerate(outs)]
             if traced:
                 _compare_branches(traced[0], (which, outs), names, site)
             traced.append((which, outs))
-            return dynamic
+            return [value for value in outs if staging.is_array_tree(value)]
 
         return run
 
     dynamic = iter(lax.cond(pred, branch(if_true, "true"), branch(if_false, "false")))
     _, outs = traced[0]
     return tuple(next(dynamic) if staging.is_array_tree(value) else value for value in outs)
+
+
+def _branch_output(index, value, fixes: _Retrace):
+    """A branch's value of state variable `index` as the cond returns it, with what retracing
+    asked for: placeholders filled, staged lists evened out, dtypes promoted."""
+    if isinstance(value, UndefinedReturnValue) and index in fixes.placeholders:
+        value = staging.zeros_like(fixes.placeholders[index])
+    if isinstance(value, lists.StagedList) and index in fixes.resize:
+        # Both branches get the larger buffer; the length is known in neither.
+        value = value.resized(fixes.resize[index], value.fixed)
+        value = lists.StagedList(value.buffer, value.length, None, value.fixed)
+    if not staging.is_array_tree(value):
+        return value
+    leaves, treedef = jax.tree_util.tree_flatten(staging.as_arrays(value))
+    leaves = [
+        lax.convert_element_type(leaf, fixes.casts[index, j]) if (index, j) in fixes.casts else leaf
+        for j, leaf in enumerate(leaves)
+    ]
+    return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
 def _label(name: str, site: Site) -> str:
