@@ -50,6 +50,9 @@ def compile_function(
     # def rt__factory(rt__, <free variables>):   <- makes them free variables of the function
     #     def fn(...): ...
     factory_args = [templates.name(n, gast.Param()) for n in (RUNTIME, *freevars)]
+    # The `def` binds the function's name in the factory; declared global there, a recursive
+    # reference stays the global lookup it is in the user's module. (The factory never runs.)
+    declare = [] if fn_node.name in freevars else [gast.Global(names=[fn_node.name])]
     factory = gast.FunctionDef(
         name=f"{RUNTIME}factory",
         args=gast.arguments(
@@ -61,7 +64,7 @@ def compile_function(
             kwarg=None,
             defaults=[],
         ),
-        body=[fn_node],
+        body=[*declare, fn_node],
         decorator_list=[],
         returns=None,
         type_comment=None,

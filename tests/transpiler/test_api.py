@@ -221,3 +221,41 @@ def test_jit_passes_options_to_jax(jit_kwargs):
         return x
 
     assert float(transpiler.jit(f, **jit_kwargs)(0.0, 3)) == 3.0
+
+
+def factorial(n):
+    if n <= 1:
+        return 1
+    return n * factorial(n - 1)
+
+
+def test_recursive_functions_call_the_global_name():
+    assert transpiler.convert(factorial)(5) == 120
+
+
+class Base:
+    def f(self, x):
+        return x + 1
+
+
+class Child(Base):
+    def f(self, x):
+        y = super().f(x)
+        if y > 2:
+            y = y * 2
+        return y
+
+
+def test_zero_argument_super_in_a_converted_method():
+    child = Child()
+    assert transpiler.convert(child.f)(3.0) == 8.0
+    assert float(jax.jit(transpiler.convert(child.f))(3.0)) == 8.0
+
+
+def test_modules_imported_inside_the_function_are_called_as_they_are():
+    def f(x):
+        import jax.numpy as np_local
+
+        return np_local.sum(x) if x.shape[0] > 1 else x[0]
+
+    assert float(jax.jit(transpiler.convert(f))(jnp.ones(3))) == 3.0
