@@ -259,3 +259,16 @@ def test_modules_imported_inside_the_function_are_called_as_they_are():
         return np_local.sum(x) if x.shape[0] > 1 else x[0]
 
     assert float(jax.jit(transpiler.convert(f))(jnp.ones(3))) == 3.0
+
+
+class ChildInBranch(Base):
+    def f(self, x):
+        if x > 2:
+            x = super().f(x)
+        return x
+
+
+def test_zero_argument_super_inside_a_staged_branch():
+    child = ChildInBranch()
+    assert float(jax.jit(transpiler.convert(child.f))(3.0)) == 4.0
+    assert transpiler.convert(child.f)(1.0) == 1.0

@@ -40,8 +40,11 @@ class _CallTrees(Transformer):
         self.globals = globals_
         self.freevars = freevars
         self.local_names: list[frozenset[str]] = []
+        self.self_name: str | None = None  # the method's first parameter, for `super()`
 
     def visit_FunctionDef(self, node):
+        if not self.local_names and "__class__" in self.freevars and node.args.args:
+            self.self_name = node.args.args[0].id
         bound = activity.params_of(node.args)
         for stmt in node.body:
             bound |= activity.of(stmt).bound
@@ -60,6 +63,11 @@ class _CallTrees(Transformer):
         node = self.generic_visit(node)
         func = node.func
         if isinstance(func, gast.Name):
+            if func.id == "super" and not node.args and self.self_name is not None:
+                # Zero-argument super() finds its class and instance in its own frame; generated
+                # functions nested in the method (a branch, a loop body) have neither.
+                node.args = [templates.name("__class__"), templates.name(self.self_name)]
+                return node
             if func.id in _NEVER_WRAPPED or func.id.startswith(RUNTIME):
                 return node
             if self._is_builtin(func.id):
