@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--no-graph", action="store_true", help="do not print the full jaxpr")
     source = commands.add_parser("source", help="print the generated source of a function")
     source.add_argument("file", type=pathlib.Path)
-    source.add_argument("function")
+    source.add_argument("function", help="a function, or Class.method, defined in FILE")
     args = parser.parse_args(argv)
 
     if args.command == "demo":
@@ -29,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     spec = importlib.util.spec_from_file_location(args.file.stem, args.file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    fn = getattr(module, args.function, None)
+    fn = module
+    for part in args.function.split("."):
+        fn = getattr(fn, part, None)
     if fn is None:
         print(f"{args.file} has no function {args.function!r}", file=sys.stderr)
         return 2
