@@ -111,11 +111,11 @@ class _Carry:
     `StagedList` with room for `trip_count` iterations of appends.
     """
 
-    def __init__(self, state, names, site, probe, trip_count=None):
+    def __init__(self, state, names, site, probe, trip_count=None, probe_args=()):
         self.names, self.site = names, site
         self.static_lengths: dict[int, int] = {}
         self.planned: set[int] = set()  # the lists this loop sized (and fixed)
-        state = self._size_from_body(state, probe, trip_count)
+        state = self._size_from_body(state, probe, trip_count, probe_args)
         self.static: dict[int, object] = {}
         init = []
         for index, (name, value) in enumerate(zip(names, state)):
@@ -131,7 +131,7 @@ class _Carry:
                 self.static[index] = value
         self.init = tuple(init)
 
-    def _size_from_body(self, state, probe, trip_count):
+    def _size_from_body(self, state, probe, trip_count, probe_args):
         unset = [i for i, v in enumerate(state) if isinstance(v, UndefinedReturnValue)]
         lists = [i for i, v in enumerate(state) if _growable(v)]
         if not unset and not lists:
@@ -141,14 +141,22 @@ class _Carry:
             value = state[i]
             staged = isinstance(value, lists_.StagedList)
             probe_state[i] = lists_.ProbeList([] if staged else value, value if staged else None)
+        # What the loop carries enters the probe abstract, as it enters the loop: a test on it is
+        # traced there too, not decided by the values the state has before the loop.
+        carried = {
+            i: staging.as_arrays(v)
+            for i, v in enumerate(probe_state)
+            if i not in lists and staging.is_array_tree(v)
+        }
         found = []
 
-        def run():
-            outs = probe(tuple(probe_state))
+        def run(carried, probe_args):
+            values = [carried.get(i, v) for i, v in enumerate(probe_state)]
+            outs = probe(tuple(values), *probe_args)
             found.extend(i for i in unset if staging.is_array_tree(outs[i]))
             return [staging.as_arrays(outs[i]) for i in found]
 
-        shapes = dict(zip(found, jax.eval_shape(run)))
+        shapes = dict(zip(found, jax.eval_shape(run, carried, probe_args)))
         state = list(state)
         for i in unset:
             if i in shapes:
@@ -410,7 +418,14 @@ def _staged_scan(seq, k, n, body, state, names, site, extra_test):
         return _masked(extra_test(*s), lambda *s: body(item, *s), s, names, site)
 
     first = jax.tree_util.tree_map(lambda x: x[0], xs)
-    carry = _Carry(state, names, site, probe=lambda s: step(to_item(first, 0), s), trip_count=n - k)
+    carry = _Carry(
+        state,
+        names,
+        site,
+        probe=lambda s, x, j: step(to_item(x, j), s),
+        trip_count=n - k,
+        probe_args=(first, jnp.asarray(0)),
+    )
 
     def scan_body(scan_carry, x):
         j, dynamic = scan_carry

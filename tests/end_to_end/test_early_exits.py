@@ -357,3 +357,28 @@ def test_traced_break_in_a_loop_over_a_python_tuple_masks_the_rest():
         check_jit(
             break_in_python_list_loop, jnp.float32(x), (2.0, 3.0, 4.0, 5.0), static_argnums=(1,)
         )
+
+
+def return_on_carried_python_value(x, y):
+    b = 0
+    k = 0
+    while b < y and k < 4:
+        transpiler.loop_options(max_iterations=4)
+        k += 1
+        if b > 5:  # `b` starts as a Python int: the loop carries it traced all the same
+            return b * 10
+        b = b + x
+    return b
+
+
+def return_at_a_loop_index(x):
+    for i in range(4):
+        if i == 2:  # the scan's index is traced
+            return x * i
+    return x
+
+
+def test_returns_that_only_a_traced_iteration_reaches():
+    for x, y in [(3, 100), (1, 2), (4, 9)]:
+        check_jit(return_on_carried_python_value, x, y)
+    check_jit(return_at_a_loop_index, jnp.float32(3.0))
