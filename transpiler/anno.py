@@ -51,7 +51,3 @@ def getanno(node: gast.AST, key: Static) -> Any:
         raise KeyError(
             f"{type(node).__name__} node has no {key.name} annotation; run the analysis first"
         ) from None
-
-
-def delanno(node: gast.AST, key: Static) -> None:
-    node.__dict__.get(_FIELD, {}).pop(key, None)
