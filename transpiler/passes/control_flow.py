@@ -219,7 +219,7 @@ class _ControlFlow(Transformer):
             _IF,
             state,
             body=node.body,
-            orelse=node.orelse or [gast.Pass()],
+            orelse=node.orelse,
             test=node.test,
             if_true=self.namer.new("if_true"),
             if_false=self.namer.new("if_false"),

@@ -59,7 +59,6 @@ def test_undefined_placeholders_and_guarded_reads():
                 return (y,)
 
             def if_false(y):
-                pass
                 return (y,)
             y, = rt__.if_stmt(x, if_true, if_false, (y,), symbol_names=('y',))
             return rt__.ld(y)
