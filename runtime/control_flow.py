@@ -92,23 +92,24 @@ def staged_cond(pred, if_true, if_false, state, names, site):
 
 
 def _cond_once(pred, if_true, if_false, state, names, site, fixes):
-    traced: list[tuple[str, list]] = []  # (branch, outputs) for each branch traced so far
+    # (branch, outputs as returned, outputs as the function gave them), per branch traced so far
+    traced: list[tuple[str, list, list]] = []
 
     def branch(fn, which):
         def run():
             with staging.tracing_branch():
-                outs = list(fn(*staging.fresh(state)))
-            assert len(outs) == len(names), "generated code returned the wrong number of values"
-            outs = [_branch_output(i, value, fixes) for i, value in enumerate(outs)]
+                raw = list(fn(*staging.fresh(state)))
+            assert len(raw) == len(names), "generated code returned the wrong number of values"
+            outs = [_branch_output(i, value, fixes) for i, value in enumerate(raw)]
             if traced:
-                _compare_branches(traced[0], (which, outs), names, site)
-            traced.append((which, outs))
+                _compare_branches(traced[0], (which, outs, raw), names, site)
+            traced.append((which, outs, raw))
             return [value for value in outs if staging.is_array_tree(value)]
 
         return run
 
     dynamic = iter(lax.cond(pred, branch(if_true, "true"), branch(if_false, "false")))
-    _, outs = traced[0]
+    _, outs, _ = traced[0]
     return tuple(next(dynamic) if staging.is_array_tree(value) else value for value in outs)
 
 
@@ -153,6 +154,7 @@ def _compare_branches(first, second, names, site):
     for index, name in enumerate(names):
         values = {first[0]: first[1][index], second[0]: second[1][index]}
         a, b = values["true"], values["false"]
+        raw = {first[0]: first[2][index], second[0]: second[2][index]}
         unset = [w for w, v in values.items() if isinstance(v, UndefinedReturnValue)]
         other = a if unset == ["false"] else b
         if len(unset) == 1 and staging.is_array_tree(other):
@@ -167,7 +169,8 @@ def _compare_branches(first, second, names, site):
                 f"run in the graph, so '{name}' needs a value on both paths: give it one before "
                 "the if, or in both branches."
             )
-        grown = _appended_in_one_branch(a, b)
+        # Lists are compared as the branches left them: the items both kept are the same objects.
+        grown = _appended_in_one_branch(raw["true"], raw["false"])
         if grown is not None:
             raise _Retrace(lists={index: grown})
         staged = [v for v in (a, b) if isinstance(v, lists.StagedList)]

@@ -475,3 +475,19 @@ def test_namedtuple_state_through_a_staged_loop_and_branch():
     check_grad(lambda v: simulate(State(jnp.float32(0.5), v), 20).position, jnp.float32(2.0))
     jaxpr = str(jax.make_jaxpr(transpiler.convert(simulate), static_argnums=1)(start, 20))
     assert "scan[" in jaxpr and "cond[" in jaxpr
+
+
+def append_python_then_traced(x):
+    out = [1]
+    out.append(2)
+    if x > 0:
+        out.append(x)
+    return jnp.stack(out), len(out)
+
+
+def test_append_under_a_traced_if_after_python_appends():
+    for x in (5, -5):
+        stacked, n = jax.jit(transpiler.convert(append_python_then_traced))(x)
+        expected, expected_n = append_python_then_traced(x)
+        assert int(n) == expected_n
+        np.testing.assert_array_equal(stacked[: int(n)], expected)
