@@ -220,7 +220,7 @@ def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:
         if x.shape == y.shape and x.dtype == y.dtype:
             continue
         if x.shape == y.shape and (jax.typeof(x).weak_type or jax.typeof(y).weak_type):
-            casts[j] = jnp.result_type(_dtype_like(x), _dtype_like(y))
+            casts[j] = jnp.result_type(staging.dtype_like(x), staging.dtype_like(y))
             continue
         mismatch = "shape and dtype" if x.shape != y.shape else "dtype"
         fix = (
@@ -252,10 +252,3 @@ def _raise_mismatch(name, a, b, site):
         f"branch ({site}). With a traced condition both branches must give {label} the same "
         "structure: arrays (or tuples, lists, dicts of arrays), or the very same Python object."
     )
-
-
-def _dtype_like(x):
-    """Something `jnp.result_type` promotes as it would promote `x`, weak type included."""
-    if not jax.typeof(x).weak_type:
-        return x.dtype
-    return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[np.dtype(x.dtype).kind]

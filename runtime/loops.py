@@ -240,7 +240,7 @@ class _Carry:
                     f"{describe(value)} after one iteration ({self.site}). A staged loop can "
                     "only carry arrays (or tuples, lists and dicts of arrays)."
                 )
-            value = staging.as_arrays(value)
+            value = _adopt_weak_dtypes(staging.as_arrays(value), prev)
             self._check_leaves(name, prev, value)
             result.append(value)
         return tuple(result)
@@ -270,6 +270,26 @@ class _Carry:
                     f"its final dtype before the loop, or cast inside it with "
                     f".astype(jnp.{np.dtype(x.dtype).name})."
                 )
+
+
+def _adopt_weak_dtypes(value, prev):
+    """`value` with each weakly typed leaf (a Python number assigned in the loop, `total = 0`)
+    cast to the dtype the loop carries there, where JAX's promotion would give that dtype
+    (a Python int into a float32 variable; not a float result into an int variable)."""
+    if jax.tree_util.tree_structure(value) != jax.tree_util.tree_structure(prev):
+        return value  # reported by the structure check
+    return jax.tree_util.tree_map(
+        lambda y, x: (
+            lax.convert_element_type(y, x.dtype)
+            if y.dtype != x.dtype
+            and jax.typeof(y).weak_type
+            and y.shape == x.shape
+            and jnp.result_type(x.dtype, staging.dtype_like(y)) == x.dtype
+            else y
+        ),
+        value,
+        prev,
+    )
 
 
 def _growable(value) -> bool:

@@ -88,6 +88,13 @@ def describe(value) -> str:
     return f"a {type(value).__name__}"
 
 
+def dtype_like(x):
+    """Something `jnp.result_type` promotes as it would promote `x`, weak type included."""
+    if not jax.typeof(x).weak_type:
+        return x.dtype
+    return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[np.dtype(x.dtype).kind]
+
+
 def describe_tree(value) -> str:
     """Like `describe`, through tuples, lists and dicts: `(float32[], int32[3])`."""
     if isinstance(value, list):

@@ -263,3 +263,20 @@ def test_staged_for_graph_does_not_grow_with_the_trip_count():
     assert re.sub(r"length=\d+", "", small) == re.sub(r"length=\d+", "", large)
     out = jax.jit(transpiler.convert(compile_time_independent), static_argnums=1)(jnp.ones(3), 50)
     assert_tree_close(out, compile_time_independent(jnp.ones(3), 50), rtol=1e-4)
+
+
+def reset_to_python_int(x):
+    total = x
+    i = 0
+    while total < 10.0 and i < 5:
+        total = total * 2
+        if total > 6.0:
+            total = 1  # a Python int into a float32 loop variable: promoted as JAX would
+        i += 1
+    return total
+
+
+def test_python_numbers_assigned_in_a_staged_loop_take_the_loop_dtype():
+    check_jit(reset_to_python_int, jnp.float32(2.0))
+    out = jax.jit(transpiler.convert(reset_to_python_int))(jnp.float32(2.0))
+    assert out.dtype == jnp.float32
