@@ -94,11 +94,15 @@ def staged_cond(pred, if_true, if_false, state, names, site):
 def _cond_once(pred, if_true, if_false, state, names, site, fixes):
     # (branch, outputs as returned, outputs as the function gave them), per branch traced so far
     traced: list[tuple[str, list, list]] = []
+    # Lists standing in for a staged loop's lists while its body is probed: count per branch.
+    probes = {id(v): (v, *v.branches()) for v in state if isinstance(v, lists.ProbeList)}
+    appended: dict[str, dict[int, int]] = {}
 
     def branch(fn, which):
         def run():
-            with staging.tracing_branch():
-                raw = list(fn(*staging.fresh(state)))
+            starts = {key: start() for key, (_, start, _) in probes.items()}
+            raw = list(fn(*staging.fresh(state)))
+            appended[which] = {key: p.count - starts[key] for key, (p, _, _) in probes.items()}
             assert len(raw) == len(names), "generated code returned the wrong number of values"
             outs = [_branch_output(i, value, fixes) for i, value in enumerate(raw)]
             if traced:
@@ -109,6 +113,8 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes):
         return run
 
     dynamic = iter(lax.cond(pred, branch(if_true, "true"), branch(if_false, "false")))
+    for key, (_, _, finish) in probes.items():
+        finish(appended["true"][key], appended["false"][key])
     _, outs, _ = traced[0]
     return tuple(next(dynamic) if staging.is_array_tree(value) else value for value in outs)
 
@@ -203,12 +209,8 @@ def _appended_in_one_branch(a, b):
     short, long = (a, b) if len(a) < len(b) else (b, a)
     if any(x is not y for x, y in zip(short, long)):
         return None
-    items = [jnp.asarray(v) for v in long]
-    kinds = {(v.shape, v.dtype) for v in items}
-    if len(kinds) != 1:
-        return None
-    ((shape, dtype),) = kinds
-    return len(long), jax.ShapeDtypeStruct(shape, dtype)
+    element = lists.item_type(long)
+    return None if element is None else (len(long), element)
 
 
 def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:

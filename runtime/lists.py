@@ -122,6 +122,22 @@ class StagedList:
         return f"StagedList(length={self.length}, buffer={staging.describe(self.buffer)})"
 
 
+def item_type(items, dtype=None) -> jax.ShapeDtypeStruct | None:
+    """The one type a staged list of `items` stores: their common shape, and the dtype stacking
+    them gives (`jnp.stack` promotion: `[1, 2.5]` -> float32), or `dtype` if every item promotes
+    to it. None if the shapes differ or an item does not fit `dtype`."""
+    items = [jnp.asarray(item) for item in items]
+    shapes = {item.shape for item in items}
+    if len(shapes) != 1:
+        return None
+    proxies = [staging.dtype_like(item) for item in items]
+    if dtype is None:
+        dtype = jnp.result_type(*proxies)
+    elif any(jnp.result_type(dtype, proxy) != dtype for proxy in proxies):
+        return None
+    return jax.ShapeDtypeStruct(shapes.pop(), dtype)
+
+
 def list_append(target, item):
     """Functional form of `target.append(item)`: returns the list (the same object, if Python)."""
     if isinstance(target, StagedList):
@@ -175,8 +191,23 @@ class ProbeList(list):
         else:
             self.count += math.prod(trips)
         self.appended.append(item)
-        self.conditional |= staging.branch_depth() > 0
         super().append(item)
+
+    def branches(self):
+        """Counts the appends of a staged `if` (see `runtime.control_flow`): call `start()` as
+        each branch starts; `finish(counts)` with what each branch appended."""
+        before = self.count
+
+        def start():
+            self.count = before
+            return before
+
+        def finish(first: int, second: int):
+            # The list grows by the longer branch; a length that depends on the branch is traced.
+            self.count = before + max(first, second)
+            self.conditional |= first != second
+
+        return start, finish
 
     def __getitem__(self, index):
         if self.base is not None and not (isinstance(index, int) and index < 0 and len(self)):

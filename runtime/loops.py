@@ -178,22 +178,23 @@ class _Carry:
                 "body to bound it, or loop over a range."
             )
         staged = isinstance(value, lists_.StagedList)
-        elements = {(a.shape, a.dtype) for a in probed.appended}
+        items = probed.appended + ([] if staged else list(value))
         if staged:
-            elements.add((value.buffer.shape[1:], value.buffer.dtype))
+            element = lists_.item_type([value.buffer[0], *items], value.buffer.dtype)
         else:
-            elements |= {(jnp.shape(x), jnp.asarray(x).dtype) for x in value}
-        if len(elements) != 1:
-            kinds = ", ".join(sorted(f"{jnp.dtype(d).name}{list(s)}" for s, d in elements))
+            element = lists_.item_type(items)
+        if element is None:
+            shown = [jnp.asarray(x) for x in items] + ([value.buffer[0]] if staged else [])
+            kinds = ", ".join(sorted({describe(x) for x in shown}))
             raise StagingError(
                 f"'{name}' gets items of different shapes or dtypes in the staged "
                 f"{site.construct} ({site}): {kinds}. A list built in a staged loop is stacked "
-                "into one array, so all its items must have one shape and dtype."
+                "into one array, so all its items must have one shape (and dtypes that promote "
+                "to one)."
             )
-        ((shape, dtype),) = elements
         appends = probed.count * trip_count
         if not staged:
-            value = lists_.StagedList.create(value, len(value), jax.ShapeDtypeStruct(shape, dtype))
+            value = lists_.StagedList.create(value, len(value), element)
             value = lists_.StagedList(value.buffer, value.length, len(value.buffer))
         known = value.known_length()
         if known is not None and not probed.conditional:

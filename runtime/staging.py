@@ -8,28 +8,10 @@ import numbers
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from runtime.errors import Site, StagingError
 from runtime.variables import Undefined
-
-_branch_depth = 0  # how many staged branches are being traced right now, one inside the other
-
-
-def branch_depth() -> int:
-    """How deep inside traced `lax.cond` branches the caller runs (0: not inside any)."""
-    return _branch_depth
-
-
-@contextlib.contextmanager
-def tracing_branch():
-    """Marks the code inside as running in a branch being traced for `lax.cond`."""
-    global _branch_depth
-    _branch_depth += 1
-    try:
-        yield
-    finally:
-        _branch_depth -= 1
-
 
 _loop_trip_counts: list[int | None] = []  # staged loops being traced, outermost first
 
@@ -88,11 +70,14 @@ def describe(value) -> str:
     return f"a {type(value).__name__}"
 
 
+_PYTHON_ZERO = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}  # by dtype kind
+
+
 def dtype_like(x):
     """Something `jnp.result_type` promotes as it would promote `x`, weak type included."""
     if not jax.typeof(x).weak_type:
         return x.dtype
-    return {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}[np.dtype(x.dtype).kind]
+    return _PYTHON_ZERO[np.dtype(x.dtype).kind]
 
 
 def describe_tree(value) -> str:
@@ -108,13 +93,22 @@ def describe_tree(value) -> str:
 
 
 def shapes_of(tree):
-    """The tree of `jax.ShapeDtypeStruct` of an array tree."""
-    return jax.tree_util.tree_map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
+    """The tree of `jax.ShapeDtypeStruct` (weak types kept) of an array tree."""
+    return jax.tree_util.tree_map(
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, weak_type=jax.typeof(x).weak_type), tree
+    )
 
 
 def zeros_like(shapes):
-    """Zeros shaped like a tree of `jax.ShapeDtypeStruct`: a placeholder never read."""
-    return jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+    """Zeros shaped like a tree of `jax.ShapeDtypeStruct`: a placeholder never read. A weakly
+    typed one stays weakly typed, so it promotes like the Python number it stands in for."""
+
+    def zeros(s):
+        if getattr(s, "weak_type", False):
+            return lax.full(s.shape, _PYTHON_ZERO[np.dtype(s.dtype).kind])
+        return jnp.zeros(s.shape, s.dtype)
+
+    return jax.tree_util.tree_map(zeros, shapes)
 
 
 def is_array_leaf(value) -> bool:

@@ -382,3 +382,15 @@ def test_returns_that_only_a_traced_iteration_reaches():
     for x, y in [(3, 100), (1, 2), (4, 9)]:
         check_jit(return_on_carried_python_value, x, y)
     check_jit(return_at_a_loop_index, jnp.float32(3.0))
+
+
+def int_and_float_returns(x, y):
+    if x > y:
+        if x > 2 * y:
+            return 9  # a Python int on one path, float32 on others: promoted as JAX would
+    return y * 0.5
+
+
+def test_python_int_and_float_returns_promote():
+    for x, y in [(5.0, 1.0), (3.0, 2.0), (1.0, 2.0)]:
+        check_jit(int_and_float_returns, jnp.float32(x), jnp.float32(y))

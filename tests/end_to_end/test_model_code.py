@@ -491,3 +491,18 @@ def test_append_under_a_traced_if_after_python_appends():
         expected, expected_n = append_python_then_traced(x)
         assert int(n) == expected_n
         np.testing.assert_array_equal(stacked[: int(n)], expected)
+
+
+def mixed_number_items(xs):
+    out = [0]
+    for x in xs:
+        if x > 0:
+            out.append(x)
+        else:
+            out.append(1)
+    return jnp.stack(out)
+
+
+def test_list_items_promote_like_jnp_stack():
+    xs = jnp.array([0.5, -1.0, 2.0])
+    check_jit(mixed_number_items, xs)
