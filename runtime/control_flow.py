@@ -142,9 +142,10 @@ def _label(name: str, site: Site) -> str:
     """How messages call a state variable: `'x'`, `the value`, `the return value of 'f'`."""
     if name == "<value>":
         return "the value"
-    returned = site.return_value(name.split("[")[0])
+    variable, bracket, path = name.partition("[")
+    returned = site.return_value(variable)
     if returned is not None:
-        return f"the return value of '{returned[0]}'{name[len(name.split('[')[0]) :]}"
+        return f"the return value of '{returned[0]}'{bracket}{path}"
     return f"'{name}'"
 
 

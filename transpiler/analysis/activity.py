@@ -69,6 +69,20 @@ def of(node: gast.AST, writers: dict[str, frozenset[str]] | None = None) -> Acti
     return collector.activity()
 
 
+def local_names(fn_node: gast.FunctionDef | gast.Lambda) -> frozenset[str]:
+    """The names local to a function: its parameters and the names its own scope binds, less
+    those it declares global or nonlocal."""
+    body = fn_node.body if isinstance(fn_node.body, list) else [fn_node.body]
+    bound = params_of(fn_node.args) | of_block(body).bound
+    declared = {
+        name
+        for node in walk_scope(body)
+        if isinstance(node, (gast.Global, gast.Nonlocal))
+        for name in node.names
+    }
+    return bound - declared
+
+
 def params_of(args: gast.arguments) -> frozenset[str]:
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     params += [a for a in (args.vararg, args.kwarg) if a is not None]

@@ -45,10 +45,7 @@ class _CallTrees(Transformer):
     def visit_FunctionDef(self, node):
         if not self.local_names and "__class__" in self.freevars and node.args.args:
             self.self_name = node.args.args[0].id
-        bound = activity.params_of(node.args)
-        for stmt in node.body:
-            bound |= activity.of(stmt).bound
-        self.local_names.append(bound)
+        self.local_names.append(activity.local_names(node))
         node.body = [self.visit(stmt) for stmt in node.body]
         self.local_names.pop()
         return node

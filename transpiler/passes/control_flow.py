@@ -181,11 +181,14 @@ class _ControlFlow(Transformer):
     def __init__(self, namer: Namer):
         self.namer = namer
         self.scopes: list[gast.FunctionDef] = []
+        self.local_names: list[frozenset[str]] = []  # of each scope, before it is rewritten
 
     def visit_FunctionDef(self, node):
         self.scopes.append(node)
+        self.local_names.append(activity.local_names(node))
         node.body = self._visit_block(node.body)
         self.scopes.pop()
+        self.local_names.pop()
         return node
 
     def _visit_block(self, stmts):
@@ -269,17 +272,11 @@ class _ControlFlow(Transformer):
 
     def _iterable(self, node):
         """`range(...)` -> `rt__.range_(...)`, which accepts traced bounds."""
-        scope = self.scopes[-1]
-        local_names = anno.getanno(scope, _A.SCOPE).params | {
-            n.id
-            for n in activity.walk_scope(scope.body)
-            if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)
-        }
         if (
             isinstance(node, gast.Call)
             and isinstance(node.func, gast.Name)
             and node.func.id == "range"
-            and "range" not in local_names
+            and "range" not in self.local_names[-1]
             and not node.keywords
             and not any(isinstance(a, gast.Starred) for a in node.args)
         ):

@@ -43,14 +43,7 @@ class _Lists(Transformer):
         self.appended: list[frozenset[str]] = []  # the local names they append to
 
     def visit_FunctionDef(self, node):
-        local = activity.params_of(node.args)
-        declared = set()
-        for stmt in node.body:
-            local |= activity.of(stmt).bound
-        for inner in activity.walk_scope(node.body):
-            if isinstance(inner, (gast.Global, gast.Nonlocal)):
-                declared.update(inner.names)
-        self.scopes.append(frozenset(local - declared))
+        self.scopes.append(activity.local_names(node))
         self.appended.append(
             frozenset(
                 call.func.value.id
