@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sysconfig
 import types
@@ -26,6 +27,8 @@ def is_library(value) -> bool:
     return code is not None and _in_stdlib(code.co_filename)
 
 
+@functools.lru_cache(maxsize=4096)
 def _in_stdlib(filename: str) -> bool:
+    # Cached: converted code asks this for every call it makes while tracing (realpath is I/O).
     path = os.path.realpath(filename)
     return path.startswith(_STDLIB) and "site-packages" not in path and "dist-packages" not in path
