@@ -1,4 +1,7 @@
-"""What generated code calls while it runs (as `rt__.<name>`), and the StagingError it raises."""
+"""What generated code calls while it runs (as `rt__.<name>`), and the StagingError it raises.
+
+`rt__.call` is made by `runtime.calls.caller` around the converter `transpiler` gives it.
+"""
 
 from runtime.builtins import (
     bool_,
@@ -11,14 +14,13 @@ from runtime.builtins import (
     reversed_,
     zip_,
 )
-from runtime.calls import call
 from runtime.control_flow import if_exp, if_stmt
 from runtime.debugging import assert_, print_
 from runtime.errors import StagingError
 from runtime.lists import list_append, list_pop, stack_list
 from runtime.logical import and_, not_, or_
 from runtime.loops import for_stmt, range_, while_stmt
-from runtime.variables import Undefined, UndefinedReturnValue, ld
+from runtime.variables import Undefined, UndefinedReturnValue, deleted, ld
 
 __all__ = [
     "StagingError",
@@ -27,7 +29,7 @@ __all__ = [
     "and_",
     "assert_",
     "bool_",
-    "call",
+    "deleted",
     "enumerate_",
     "float_",
     "int_",

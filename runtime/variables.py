@@ -29,6 +29,12 @@ def _unbound(name: str) -> UnboundLocalError:
     )
 
 
+def deleted(value, name: str) -> Undefined:
+    """Functional form of `del name`: raises as Python would if it is unbound."""
+    ld(value)
+    return Undefined(name)
+
+
 def ld(value):
     """Reads a variable that may be undefined: returns its value, or raises as Python would."""
     if isinstance(value, Undefined):

@@ -9,15 +9,22 @@ from __future__ import annotations
 import functools
 import os
 import types
+from collections.abc import Callable
 
 import runtime
 from runtime import calls as runtime_calls
 from runtime import errors as runtime_errors
-from transpiler import api
 
 register_source_map = runtime_errors.register_source_map
-# Calls from converted code convert the user functions they reach, as `convert` would.
-runtime_calls.set_converter(api.convert_call)
+ConversionRefused = runtime_calls.ConversionRefused
+
+
+def namespace(converter: Callable) -> types.SimpleNamespace:
+    """What generated code sees as `rt__`: the runtime's operators, with a `call` that converts
+    the user functions it reaches through `converter`."""
+    operators = {name: getattr(runtime, name) for name in runtime.__all__}
+    operators["call"] = runtime_calls.caller(converter)
+    return types.SimpleNamespace(**operators)
 
 
 def wrap(generated: types.FunctionType, original: types.FunctionType) -> types.FunctionType:

@@ -26,6 +26,7 @@ class Static(enum.Enum):
     LIVE_IN = "names (frozenset[str]) live right before this statement"
     LOOP_LIVE_IN = "names (frozenset[str]) live at the top of a loop body, each iteration"
     DEFINED_IN = "names (frozenset[str]) that may be bound right before this statement"
+    DEFINITELY_DEFINED_IN = "names (frozenset[str]) bound on every path to this statement"
     EXTRA_TEST = (
         "an expression on a For node: the loop also stops once it is false (set by the break pass)"
     )

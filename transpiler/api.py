@@ -5,16 +5,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import threading
 import types
 import weakref
 from collections.abc import Callable
 
 from transpiler import libraries, loading, parsing, pipeline
+from transpiler.directives import loop_options  # noqa: F401 - part of the API
 from transpiler.errors import ConversionError
 
 _CONVERTED_FLAG = "__transpiler_converted__"
 _DO_NOT_CONVERT = "__transpiler_do_not_convert__"
-_CACHE_ATTRIBUTE = "__transpiler_cache__"  # on the user's function: {options: converted}
+_CACHE_ATTRIBUTE = "__transpiler_conversions__"  # on the user's function: a `_Conversions`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,11 +31,63 @@ class _Generated:
     code: types.CodeType
     source: str  # what `to_source` shows
     filename: str
+    globals: dict  # held, so that its id in the cache key is not reused while the entry lives
 
 
-# Keyed by the user's code object, then by options: converting a function twice, or two closures
-# made by the same `def`, reuses the generated code.
-_code_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+class _Conversions:
+    """The converted versions of one function, kept in its `__dict__` (so they die with it).
+
+    `functools.wraps` copies a function's `__dict__` onto its wrapper (`jax.grad(f)`,
+    `jax.vmap(f)`, any decorator): the copy still names its real owner, so the wrapper never
+    passes for `f` converted.
+    """
+
+    __slots__ = ("owner", "by_options")
+
+    def __init__(self, owner: types.FunctionType):
+        self.owner = weakref.ref(owner)
+        self.by_options: dict[Options, Callable] = {}
+
+    @staticmethod
+    def of(fn: types.FunctionType) -> _Conversions:
+        found = fn.__dict__.get(_CACHE_ATTRIBUTE)
+        if not isinstance(found, _Conversions) or found.owner() is not fn:
+            found = _Conversions(fn)
+            fn.__dict__[_CACHE_ATTRIBUTE] = found
+        return found
+
+
+class _GeneratedCache:
+    """Generated code by (code object, globals, options), compared by identity.
+
+    Two closures made by one `def` share their code and globals, so they share the generated
+    code. Code objects compare equal by value (two identical functions in two files are equal),
+    so keys use identity; an entry dies with its code object.
+    """
+
+    def __init__(self):
+        self._entries: dict[tuple[int, int, Options], _Generated] = {}
+        self._lock = threading.Lock()
+
+    def get(self, fn: types.FunctionType, options: Options) -> _Generated | None:
+        return self._entries.get((id(fn.__code__), id(fn.__globals__), options))
+
+    def put(self, fn: types.FunctionType, options: Options, generated: _Generated) -> None:
+        key = (id(fn.__code__), id(fn.__globals__), options)
+        with self._lock:
+            if key not in self._entries:
+                weakref.finalize(fn.__code__, self._entries.pop, key, None)
+            self._entries[key] = generated
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+_generated = _GeneratedCache()
+# Parsing, transforming and compiling run one at a time: CPython 3.11's AST validation keeps its
+# recursion depth per interpreter, not per thread ("AST constructor recursion depth mismatch").
+_conversion_lock = threading.RLock()
+_runtime_namespace = None  # what generated code sees as `rt__`, made on first use (needs JAX)
 
 
 def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
@@ -73,49 +127,66 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
                 "jax.jit(transpiler.convert(f)), or use @transpiler.jit."
             ),
         )
-    # Cached on the function itself: the cache entry dies with the function (a dict keyed by
-    # the function would keep it alive through the converted function's __wrapped__).
-    cache = fn.__dict__.get(_CACHE_ATTRIBUTE)
-    if cache is not None and options in cache:
-        return cache[options]
-    generated = _generate(fn, options)
-    from transpiler import _runtime_bridge
+    conversions = _Conversions.of(fn)
+    converted = conversions.by_options.get(options)
+    if converted is None:
+        generated = _generate(fn, options)
+        from transpiler import _runtime_bridge
 
-    new = loading.instantiate(generated.code, fn, _runtime_bridge.runtime, skip=(_CACHE_ATTRIBUTE,))
-    converted = _runtime_bridge.wrap(new, fn)
-    converted.__dict__.pop(_CACHE_ATTRIBUTE, None)
-    setattr(converted, _CONVERTED_FLAG, True)
-    converted.__transpiler_source__ = generated.source
-    fn.__dict__.setdefault(_CACHE_ATTRIBUTE, {})[options] = converted
+        new = loading.instantiate(generated.code, fn, _runtime(), skip=(_CACHE_ATTRIBUTE,))
+        converted = _runtime_bridge.wrap(new, fn)
+        converted.__dict__.pop(_CACHE_ATTRIBUTE, None)
+        setattr(converted, _CONVERTED_FLAG, True)
+        converted.__transpiler_source__ = generated.source
+        converted = conversions.by_options.setdefault(options, converted)
     return converted
 
 
+def _runtime():
+    global _runtime_namespace
+    if _runtime_namespace is None:
+        from transpiler import _runtime_bridge
+
+        with _conversion_lock:
+            if _runtime_namespace is None:
+                _runtime_namespace = _runtime_bridge.namespace(_convert_call)
+    return _runtime_namespace
+
+
 def _generate(fn: types.FunctionType, options: Options) -> _Generated:
-    per_code = _code_cache.setdefault(fn.__code__, {})
-    if options not in per_code:
+    generated = _generated.get(fn, options)
+    if generated is not None:
+        return generated
+    with _conversion_lock:
         parsed = parsing.parse_function(fn)
         converted = pipeline.run(
             parsed.node, fn.__globals__, fn.__code__.co_freevars, recursive=options.recursive
         )
         source = loading.unparse(converted.node)
         code, filename, line_map = loading.compile_function(
-            converted.node, fn.__code__.co_freevars, parsed.filename
+            converted.node, fn.__code__.co_freevars, parsed.filename, fn.__qualname__
         )
-        from transpiler import _runtime_bridge
+    from transpiler import _runtime_bridge
 
-        return_values = {
-            name: (info.function, info.returns) for name, info in converted.return_values.items()
-        }
-        _runtime_bridge.register_source_map(filename, line_map, return_values)
-        per_code[options] = _Generated(code, source, filename)
-    return per_code[options]
+    return_values = {
+        name: (info.function, info.returns) for name, info in converted.return_values.items()
+    }
+    _runtime_bridge.register_source_map(filename, line_map, return_values)
+    generated = _Generated(code, source, filename, fn.__globals__)
+    _generated.put(fn, options, generated)
+    return generated
 
 
-def convert_call(fn: types.FunctionType) -> Callable:
+def _convert_call(fn: types.FunctionType) -> Callable:
     """What converted code calls for `fn`: `fn` itself for library code, else `convert(fn)`."""
     if libraries.is_library(fn):
         return fn
-    return convert(fn)
+    try:
+        return convert(fn)
+    except ConversionError as e:
+        from transpiler import _runtime_bridge
+
+        raise _runtime_bridge.ConversionRefused(str(e)) from e
 
 
 def jit(fn: Callable | None = None, **jit_kwargs) -> Callable:
@@ -125,23 +196,6 @@ def jit(fn: Callable | None = None, **jit_kwargs) -> Callable:
     import jax
 
     return jax.jit(convert(fn), **jit_kwargs)
-
-
-def loop_options(*, max_iterations: int | None = None) -> None:
-    """Options for the loop whose body this call opens; does nothing when it runs.
-
-    Written as the first statement of a loop body in converted code::
-
-        while tok != end:
-            transpiler.loop_options(max_iterations=64)
-            ...
-
-    Args:
-      max_iterations: the loop runs at most this many iterations (in Python too). A staged
-        `while` becomes a `lax.scan` of that many iterations, masked once its test is false:
-        reverse-mode differentiable, and lists appended to in it get a buffer of that size.
-    """
-    del max_iterations
 
 
 def do_not_convert(fn: Callable) -> Callable:
@@ -165,12 +219,13 @@ def to_source(fn: Callable, *, recursive: bool = True) -> str:
     if not isinstance(target, types.FunctionType):
         raise ConversionError(f"cannot show the source of {fn!r}: it is not a Python function")
     options = Options(recursive=recursive)
-    cached = _code_cache.get(target.__code__, {}).get(options)
+    cached = _generated.get(target, options)
     if cached is not None:
         return cached.source
     # Transform only: printing the source needs neither compiling nor JAX.
-    node = parsing.parse_function(target).node
-    converted = pipeline.run(
-        node, target.__globals__, target.__code__.co_freevars, recursive=recursive
-    )
-    return loading.unparse(converted.node)
+    with _conversion_lock:
+        node = parsing.parse_function(target).node
+        converted = pipeline.run(
+            node, target.__globals__, target.__code__.co_freevars, recursive=recursive
+        )
+        return loading.unparse(converted.node)

@@ -8,7 +8,7 @@ import os
 
 import gast
 
-from transpiler import anno
+from transpiler import anno, structure
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,16 +33,13 @@ def display_path(filename: str) -> str:
     return filename if rel.startswith(os.pardir) else rel
 
 
-def stamp(
-    tree: gast.AST, filename: str, line_offset: int, col_offset: int, source_lines: list[str]
-) -> None:
+def stamp(tree: gast.AST, filename: str, line_offset: int, source_lines: list[str]) -> None:
     """Annotates every node of a freshly parsed tree with its location in the user's file.
 
     Args:
-      tree: the parsed (dedented) source.
+      tree: the parsed source (columns as in the file).
       filename: the user's file.
       line_offset: what to add to a parsed line number to get the line in `filename`.
-      col_offset: what to add to a parsed column (the indentation that dedenting removed).
       source_lines: the lines of `filename`, for quoting in error messages.
     """
     for node in gast.walk(tree):
@@ -51,7 +48,7 @@ def stamp(
             continue
         user_line = lineno + line_offset
         text = source_lines[user_line - 1].strip() if 0 < user_line <= len(source_lines) else ""
-        col = getattr(node, "col_offset", 0) + col_offset
+        col = getattr(node, "col_offset", 0)
         anno.setanno(node, anno.Static.ORIGIN, Location(filename, user_line, col, text))
 
 
@@ -69,20 +66,8 @@ def line_map(tree: gast.AST, generated_source: str) -> dict[int, Location]:
     walked in step with the statements of the tree it was printed from (printing keeps statements).
     """
     mapping: dict[int, Location] = {}
-    printed = _statements(ast.parse(generated_source))
-    for gnode, pnode in zip(_statements(tree), printed):
+    printed = structure.walk_all(gast.ast_to_gast(ast.parse(generated_source)).body)
+    for gnode, pnode in zip(structure.walk_all(tree.body), printed):
         if anno.hasanno(gnode, anno.Static.ORIGIN):
             mapping.setdefault(pnode.lineno, anno.getanno(gnode, anno.Static.ORIGIN))
     return mapping
-
-
-_BLOCK_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
-
-
-def _statements(node):
-    """Statements under `node` in source order (works on gast and ast trees alike)."""
-    for field in _BLOCK_FIELDS:
-        for child in getattr(node, field, None) or ():
-            if isinstance(child, (gast.stmt, ast.stmt)):
-                yield child
-            yield from _statements(child)

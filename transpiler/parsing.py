@@ -1,16 +1,20 @@
 """Function -> source -> gast AST, keeping the file name and line offsets for the source map."""
 
 from __future__ import annotations
+import __future__
 
+import ast
+import builtins
+import copy
 import dataclasses
+import dis
 import inspect
 import linecache
-import textwrap
 import types
 
 import gast
 
-from transpiler import origins, templates
+from transpiler import loading, origins, templates
 from transpiler.errors import ConversionError
 
 LAMBDA_NAME = "lambda_"
@@ -47,27 +51,32 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
                 "file. Put the function in a module (a .py file) and import it."
             ),
         ) from None
-    source = textwrap.dedent("".join(lines))
+    text = "".join(lines)
     line_offset = start - 1
-    module = _parse(source)
+    # An indented definition (a method, a nested function) parses inside an `if` block, with its
+    # columns and its multi-line strings as they are (dedenting would change those strings).
+    indented = text[:1].isspace()
+    module = _parse(f"if True:\n{text}" if indented else text)
+    line_offset -= indented
     if module is None and code.co_name == "<lambda>":
         # A lambda in a longer expression: its lines may not parse alone; in parentheses they may.
-        module = _parse(f"(\n{source}\n)")
-        line_offset -= 1
+        module, indented = _parse(f"(\n{text}\n)"), False
+        line_offset = start - 2
     if module is None:
         raise ConversionError(f"the source found for {fn.__qualname__!r} does not parse", where)
     if code.co_name == "<lambda>":
         node = _lambda_as_function(module, code, code.co_firstlineno - line_offset, where)
     else:
-        node = module.body[0] if module.body else None
+        body = module.body[0].body if indented else module.body
+        node = body[0] if body else None
         if not isinstance(node, gast.FunctionDef) or node.name != code.co_name:
             raise ConversionError(
                 f"the source at {where} does not define {fn.__qualname__!r}",
                 hint="The function object was probably created by a decorator or factory.",
             )
     node.decorator_list = []
-    indent = len(lines[0]) - len(lines[0].lstrip())  # what textwrap.dedent removed
-    origins.stamp(node, filename, line_offset, indent, linecache.getlines(filename))
+    _check_unchanged(fn, node, where)
+    origins.stamp(node, filename, line_offset, linecache.getlines(filename))
     return ParsedFunction(node, filename, line_offset)
 
 
@@ -111,3 +120,98 @@ def _arg_names(args: gast.arguments) -> list[str]:
     params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     params += [a for a in (args.vararg, args.kwarg) if a is not None]
     return sorted(p.id for p in params)
+
+
+def _check_unchanged(fn: types.FunctionType, node: gast.FunctionDef, where) -> None:
+    """Raises ConversionError unless `node` compiles to the code `fn` runs.
+
+    The source is read from the file now, not when the module was imported: if the file was
+    edited since, converting what it says now would run code the user never imported.
+    """
+    code = fn.__code__
+    definition = node
+    if code.co_name == "<lambda>":
+        definition = node.body[0].value if isinstance(node.body[0], gast.Return) else None
+        definition = gast.Lambda(args=node.args, body=definition) if definition else None
+    module = loading.factory_module(copy.deepcopy(definition), code.co_freevars, fn.__qualname__)
+    flags = sum(f.compiler_flag for f in _FUTURES if code.co_flags & f.compiler_flag)
+    try:
+        compiled = compile(
+            ast.fix_missing_locations(gast.gast_to_ast(module)),
+            code.co_filename,
+            "exec",
+            flags=flags,
+            dont_inherit=True,
+        )
+        parsed = loading.function_code(compiled, code.co_name)
+    except (SyntaxError, LookupError):
+        parsed = None
+    # pytest compiles test modules from rewritten asserts: there, only names can be compared.
+    rewriter = fn.__globals__.get("@pytest_ar")
+    if parsed is None or _fingerprint(parsed, rewriter) != _fingerprint(code, rewriter):
+        raise ConversionError(
+            f"the source of {fn.__qualname__!r} in {origins.display_path(code.co_filename)} "
+            "is not the code that runs: the file changed after it was imported",
+            where,
+            "Re-import the module (or restart the interpreter) so that the code that runs is the "
+            "code in the file, then convert again.",
+        )
+
+
+_FUTURES = tuple(getattr(__future__, name) for name in __future__.all_feature_names)
+
+
+def _fingerprint(code: types.CodeType, rewriter=None) -> tuple:
+    """What compiling the same source gives again: instructions, constants and names,
+    recursively. Positions are left out (they moved if lines were added above), and so is how an
+    attribute is loaded: CPython 3.11 loads `np.sum` in `np.sum(x)` as a method or as an
+    attribute depending on whether the module has an `import np` anywhere."""
+    nested = tuple(
+        _fingerprint(c, rewriter) for c in code.co_consts if isinstance(c, types.CodeType)
+    )
+    if rewriter is not None:
+
+        def own(names):  # less what a rewritten assert adds (`@py_assert1`, `locals`, ...)
+            return tuple(
+                n
+                for n in names
+                if not (n.startswith("@") or hasattr(rewriter, n) or hasattr(builtins, n))
+            )
+
+        return own(code.co_names), own(code.co_varnames), nested
+    # EXTENDED_ARG prefixes come and go with jump distances in bytes, and PUSH_NULL with how a
+    # method is loaded: jumps (and their targets) are counted in instructions without them.
+    instructions, position = [], {}
+    for ins in dis.get_instructions(code):
+        position[ins.offset] = len(instructions)
+        if ins.opname not in ("EXTENDED_ARG", "PUSH_NULL"):
+            instructions.append(ins)
+    jumps = set(dis.hasjrel) | set(dis.hasjabs)
+    ops = []
+    for ins, after in zip(instructions, [*instructions[1:], None]):
+        name = "LOAD_ATTR" if ins.opname == "LOAD_METHOD" else ins.opname
+        if ins.opcode in jumps:
+            arg = position.get(ins.argval)
+        elif isinstance(ins.argval, types.CodeType):
+            arg = None  # compared in `nested`
+        elif after is not None and _names_code(after):
+            # A qualified name depends on where the definition was compiled (in our factory
+            # or in the user's module): only its last part is the code's.
+            arg = str(ins.argval).rsplit(".", 1)[-1]
+        else:
+            arg = _constant(ins.argval)
+        ops.append((name, arg))
+    return tuple(ops), code.co_varnames, code.co_freevars, nested
+
+
+def _names_code(ins: dis.Instruction) -> bool:
+    """Whether `ins` consumes a qualified name just loaded (a function's, or a class body's)."""
+    return ins.opname == "MAKE_FUNCTION" or (
+        ins.opname == "STORE_NAME" and ins.argval == "__qualname__"
+    )
+
+
+def _constant(value) -> tuple:
+    if isinstance(value, frozenset):  # its order depends on how it was built
+        return ("frozenset", tuple(sorted(repr(v) for v in value)))
+    return (type(value).__name__, repr(value))

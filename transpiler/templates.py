@@ -11,7 +11,9 @@ A template is ordinary Python source whose placeholder names are replaced by cod
 
 A replacement is a string (a name), a list of strings (a tuple of names, or the parameters of a
 function), a gast expression, or a list of statements (spliced where the placeholder stands alone as
-a statement). `replace` sets `ctx` itself and raises on a placeholder that is missing or unused.
+a statement). An assignment whose single target is replaced by an empty list becomes its value
+alone (`state = call()` with no state: `call()`). `replace` sets `ctx` itself and raises on a
+placeholder that is missing or unused.
 """
 
 from __future__ import annotations
@@ -106,6 +108,19 @@ class _Filler(gast.NodeTransformer):
         node.body = [self.visit(s) for s in node.body]
         node.body = [s for item in node.body for s in (item if isinstance(item, list) else [item])]
         return node
+
+    def visit_ClassDef(self, node):
+        if node.name in self.replacements:
+            node.name = self._take(node.name)
+        return self.generic_visit(node)
+
+    def visit_Assign(self, node):
+        # `names = call(...)` with no names to assign: just the call.
+        (target,) = node.targets if len(node.targets) == 1 else (None,)
+        if isinstance(target, gast.Name) and self.replacements.get(target.id, None) == []:
+            self.used.add(target.id)
+            return gast.Expr(value=self.visit(node.value))
+        return self.generic_visit(node)
 
     def visit_keyword(self, node):
         node.value = self.visit(node.value)

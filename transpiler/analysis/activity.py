@@ -13,7 +13,7 @@ import dataclasses
 
 import gast
 
-from transpiler import anno
+from transpiler import anno, structure
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +101,7 @@ def _annotate_function(fn_node: gast.FunctionDef) -> None:
         elif isinstance(node, (gast.FunctionDef, gast.Lambda)):
             closure_reads |= _free_reads(node)
     writers = _nonlocal_writers(fn_node)
-    for stmt in _walk_own_statements(fn_node.body):
+    for stmt in structure.walk(fn_node.body):
         anno.setanno(stmt, anno.Static.ACTIVITY, of(stmt, writers))
         if isinstance(stmt, gast.If):
             body = of_block(stmt.body, writers) | of_block(stmt.orelse, writers)
@@ -146,20 +146,6 @@ def _nonlocal_writers(fn_node: gast.FunctionDef) -> dict[str, frozenset[str]]:
             if declared & assigned:
                 writers[node.name] = frozenset(declared & assigned)
     return writers
-
-
-def _walk_own_statements(stmts):
-    """Statements of this scope, compound ones' sub-blocks included, nested functions' not."""
-    for stmt in stmts:
-        yield stmt
-        if isinstance(stmt, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            yield from _walk_own_statements(getattr(stmt, field, None) or [])
-        for handler in getattr(stmt, "handlers", None) or []:
-            yield from _walk_own_statements(handler.body)
-        for case in getattr(stmt, "cases", None) or []:
-            yield from _walk_own_statements(case.body)
 
 
 def walk_scope(stmts):
@@ -297,11 +283,29 @@ class _Collector(gast.NodeVisitor):
             if getattr(node, field, None) is not None:
                 inner.visit(getattr(node, field))
         self.reads |= inner.reads - inner.bound
+        # `:=` in a comprehension binds in the enclosing function (PEP 572).
+        self.bound |= {
+            n.target.id
+            for n in gast.walk(node)
+            if isinstance(n, gast.NamedExpr) and isinstance(n.target, gast.Name)
+        }
 
     visit_ListComp = _visit_comprehension
     visit_SetComp = _visit_comprehension
     visit_DictComp = _visit_comprehension
     visit_GeneratorExp = _visit_comprehension
+
+    def _visit_capture(self, node):
+        # Patterns bind plain strings, not Name nodes: `case Point(x=v)`, `case [*rest]`.
+        for field in ("name", "rest"):
+            captured = getattr(node, field, None)
+            if captured is not None:
+                self.bound.add(captured)
+        self.generic_visit(node)
+
+    visit_MatchAs = _visit_capture
+    visit_MatchStar = _visit_capture
+    visit_MatchMapping = _visit_capture
 
     def visit_alias(self, node):
         self.bound.add((node.asname or node.name).split(".")[0])

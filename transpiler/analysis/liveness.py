@@ -119,3 +119,12 @@ class _Liveness:
         return body_in | handlers | after
 
     _TryStar = _Try
+
+    def _Match(self, node, live_out):
+        # No case may match: what is live after the match is live before it too.
+        live = live_out | activity.of(node.subject).reads
+        for case in node.cases:
+            pattern = activity.of(case.pattern)
+            guard = activity.of(case.guard).reads if case.guard is not None else frozenset()
+            live |= ((self.block(case.body, live_out) | guard) - pattern.bound) | pattern.reads
+        return live

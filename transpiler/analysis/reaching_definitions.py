@@ -1,13 +1,19 @@
-"""Reaching definitions: which names may be bound when a statement starts.
+"""Reaching definitions: which names may be bound, and which must be, when a statement starts.
 
-A forward "may" analysis over the structured AST, starting from the function's parameters. The
-control-flow pass uses it to decide which state variables need an `Undefined` placeholder: a name
-that cannot be bound before an `if` or a loop is passed in as `rt__.Undefined('x')`.
+A forward analysis over the structured AST, starting from the function's parameters. It computes
+two sets per statement: names that *may* be bound (bound on some path to it) and names that *must*
+be (bound on every path). The control-flow pass needs both: a state variable that must be bound
+is passed as it is; one that may be unbound is given an `rt__.Undefined` placeholder where the
+function starts, and reading it where it may be unbound goes through `rt__.ld`, which raises the
+UnboundLocalError Python would raise. `del x` unbinds `x`; `return`, `raise`, `break` and
+`continue` end a path (nothing after them is reached along it).
 
-Annotates every statement with DEFINED_IN.
+Annotates every statement with DEFINED_IN (may) and DEFINITELY_DEFINED_IN (must).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import gast
 
@@ -17,52 +23,151 @@ from transpiler.analysis import activity
 _A = anno.Static
 
 
+@dataclasses.dataclass(frozen=True)
+class _Bound:
+    """What is bound at a point: `may` and `must`; `must` is None where no path reaches."""
+
+    may: frozenset[str]
+    must: frozenset[str] | None
+
+    def __or__(self, other: _Bound) -> _Bound:  # paths that join
+        if self.must is None:
+            must = other.must
+        elif other.must is None:
+            must = self.must
+        else:
+            must = self.must & other.must
+        return _Bound(self.may | other.may, must)
+
+    def bind(self, names: frozenset[str]) -> _Bound:
+        return _Bound(self.may | names, None if self.must is None else self.must | names)
+
+    def unbind(self, names: frozenset[str]) -> _Bound:
+        return _Bound(self.may - names, None if self.must is None else self.must - names)
+
+    def entered(self) -> _Bound:
+        """The same names, on a path that is reached (for a block that may run)."""
+        return self if self.must is not None else _Bound(self.may, self.may)
+
+
+_UNREACHED = _Bound(frozenset(), None)
+
+
 def analyze(fn_node: gast.FunctionDef) -> None:
     """Annotates `fn_node` and its nested functions; needs the activity analysis."""
     scope = anno.getanno(fn_node, _A.SCOPE)
-    _block(fn_node.body, scope.params)
+    _Definitions().block(fn_node.body, _Bound(scope.params, scope.params))
     for node in activity.walk_scope(fn_node.body):
         if isinstance(node, gast.FunctionDef):
             analyze(node)
 
 
-def _block(stmts: list[gast.stmt], defined: frozenset[str]) -> frozenset[str]:
-    for stmt in stmts:
-        defined = _stmt(stmt, defined)
-    return defined
+class _Definitions:
+    def __init__(self):
+        # Per enclosing loop: what reaches each `break`, and each `continue`.
+        self.loops: list[tuple[list[_Bound], list[_Bound]]] = []
 
+    def block(self, stmts: list[gast.stmt], bound: _Bound) -> _Bound:
+        for stmt in stmts:
+            bound = self.stmt(stmt, bound)
+        return bound
 
-def _stmt(node: gast.stmt, defined: frozenset[str]) -> frozenset[str]:
-    anno.setanno(node, _A.DEFINED_IN, defined)
-    if isinstance(node, gast.If):
-        defined |= activity.of(node.test).bound  # walrus in the test
-        return _block(node.body, defined) | _block(node.orelse, defined)
-    if isinstance(node, (gast.While, gast.For)):
-        if isinstance(node, gast.For):
-            entry = defined | activity.of(node.iter).bound
-            each = entry | activity.of(node.target).bound
-        else:
-            entry = each = defined | activity.of(node.test).bound
-        # A second pass sees what earlier iterations bound; a third would add nothing.
-        each |= _block(node.body, each)
-        after_body = _block(node.body, each)
-        return _block(node.orelse, entry | after_body) | entry | after_body
-    if isinstance(node, (gast.With, gast.AsyncWith)):
-        for item in node.items:
-            defined |= activity.of(item).bound
-        return _block(node.body, defined)
-    if isinstance(node, (gast.Try, getattr(gast, "TryStar", gast.Try))):
-        body = _block(node.body, defined)
-        out = _block(node.orelse, body)
-        for handler in node.handlers:
-            handler_in = defined | body
-            if handler.name is not None:
-                handler_in |= {handler.name.id}
-            out |= _block(handler.body, handler_in)
-        return _block(node.finalbody, out | body | defined)
-    if isinstance(node, gast.Match):
-        out = defined
-        for case in node.cases:
-            out |= _block(case.body, defined | activity.of(case.pattern).bound)
+    def stmt(self, node: gast.stmt, bound: _Bound) -> _Bound:
+        reached = bound.entered()  # dead code (after a return) is annotated as if reached
+        anno.setanno(node, _A.DEFINED_IN, reached.may)
+        anno.setanno(node, _A.DEFINITELY_DEFINED_IN, reached.must)
+        visit = getattr(self, f"_{type(node).__name__}", self._simple)
+        out = visit(node, reached)
+        return out if bound.must is not None else _UNREACHED
+
+    def _simple(self, node, bound):
+        return bound.bind(anno.getanno(node, _A.ACTIVITY).bound)
+
+    def _Delete(self, node, bound):
+        deleted = frozenset(t.id for t in node.targets if isinstance(t, gast.Name))
+        return bound.bind(anno.getanno(node, _A.ACTIVITY).bound - deleted).unbind(deleted)
+
+    def _Return(self, node, bound):
+        return _UNREACHED
+
+    _Raise = _Return
+
+    def _Break(self, node, bound):
+        if self.loops:
+            self.loops[-1][0].append(bound)
+        return _UNREACHED
+
+    def _Continue(self, node, bound):
+        if self.loops:
+            self.loops[-1][1].append(bound)
+        return _UNREACHED
+
+    def _If(self, node, bound):
+        bound = bound.bind(activity.of(node.test).bound)  # walrus in the test
+        return self.block(node.body, bound) | self.block(node.orelse, bound)
+
+    def _loop(self, node, entry, each):
+        # Two passes: the second sees what earlier iterations bound; a third would add nothing.
+        self.loops.append(([], []))
+        first = self.block(node.body, each)
+        for at_continue in self.loops[-1][1]:
+            first = first | at_continue
+        again = each | _Bound(first.may, each.must)  # later iterations start with more bound
+        self.loops[-1] = ([], [])
+        self.block(node.body, again)
+        breaks, _ = self.loops.pop()
+        # The loop ends when the test fails: at entry, or after any iteration.
+        exhausted = entry | _Bound(first.may, entry.must)
+        out = self.block(node.orelse, exhausted)
+        for at_break in breaks:
+            out = out | at_break
         return out
-    return defined | anno.getanno(node, _A.ACTIVITY).bound
+
+    def _While(self, node, bound):
+        entry = bound.bind(activity.of(node.test).bound)
+        return self._loop(node, entry, entry)
+
+    def _For(self, node, bound):
+        entry = bound.bind(activity.of(node.iter).bound)
+        return self._loop(node, entry, entry.bind(activity.of(node.target).bound))
+
+    def _With(self, node, bound):
+        for item in node.items:
+            bound = bound.bind(activity.of(item).bound)
+        return self.block(node.body, bound)
+
+    def _Try(self, node, bound):
+        body = self.block(node.body, bound)
+        out = self.block(node.orelse, body)
+        # Any statement of the body may raise: a handler starts from what may have been bound
+        # by then, and from what was bound before the try for sure.
+        raised = _Bound(bound.may | body.may, bound.must)
+        for handler in node.handlers:
+            start = raised
+            if handler.name is not None:
+                start = start.bind(frozenset({handler.name.id}))
+            handled = self.block(handler.body, start)
+            if handler.name is not None:  # Python deletes it when the handler ends
+                handled = handled.unbind(frozenset({handler.name.id}))
+            out = out | handled
+        end = self.block(node.finalbody, out)
+        # Annotated last: the finally block also runs on the way out of an exception.
+        self.block(node.finalbody, (out | raised).entered())
+        return end if out.must is not None else _UNREACHED
+
+    _TryStar = _Try
+
+    def _Match(self, node, bound):
+        bound = bound.bind(activity.of(node.subject).bound)
+        out = bound  # no case may match
+        for case in node.cases:
+            start = bound.bind(activity.of(case.pattern).bound)
+            if case.guard is not None:
+                start = start.bind(activity.of(case.guard).bound)
+            out = out | self.block(case.body, start)
+        return out
+
+    def _FunctionDef(self, node, bound):
+        return bound.bind(frozenset({node.name}))
+
+    _ClassDef = _FunctionDef

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import templates
+from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
@@ -26,5 +27,5 @@ class _Asserts(Transformer):
         )
 
 
-def transform(fn_node: gast.FunctionDef) -> gast.FunctionDef:
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     return _Asserts().visit(fn_node)

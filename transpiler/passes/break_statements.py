@@ -19,6 +19,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import anno, templates
+from transpiler.context import PassContext
 from transpiler.naming import Namer
 from transpiler.passes import guards
 from transpiler.transformer import Transformer
@@ -57,5 +58,5 @@ class _BreakStatements(Transformer):
     visit_For = _visit_loop
 
 
-def transform(fn_node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
-    return _BreakStatements(namer).visit(fn_node)
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
+    return _BreakStatements(ctx.namer).visit(fn_node)

@@ -18,6 +18,7 @@ import gast
 
 from transpiler import libraries, templates
 from transpiler.analysis import activity
+from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
@@ -30,9 +31,12 @@ STAGED_BUILTINS = frozenset(
 _NEVER_WRAPPED = frozenset({"super", "locals", "globals", "vars", "eval", "exec", "print"})
 
 
-def transform(fn_node: gast.FunctionDef, globals_: dict, freevars: tuple[str, ...]):
-    """Rewrites the calls in `fn_node` (and its nested functions); `globals_` resolves names."""
-    return _CallTrees(globals_, frozenset(freevars)).visit(fn_node)
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
+    """Rewrites the calls in `fn_node` (and its nested functions), unless `ctx.recursive` is off;
+    `ctx.globals` resolves names."""
+    if not ctx.recursive:
+        return fn_node
+    return _CallTrees(ctx.globals, frozenset(ctx.freevars)).visit(fn_node)
 
 
 class _CallTrees(Transformer):

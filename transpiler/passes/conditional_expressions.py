@@ -10,6 +10,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import templates
+from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
@@ -25,5 +26,5 @@ class _ConditionalExpressions(Transformer):
         )
 
 
-def transform(fn_node: gast.FunctionDef) -> gast.FunctionDef:
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     return _ConditionalExpressions().visit(fn_node)

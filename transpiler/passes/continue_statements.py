@@ -15,6 +15,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import templates
+from transpiler.context import PassContext
 from transpiler.naming import Namer
 from transpiler.passes import guards
 from transpiler.transformer import Transformer
@@ -39,5 +40,5 @@ class _ContinueStatements(Transformer):
     visit_For = _visit_loop
 
 
-def transform(fn_node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
-    return _ContinueStatements(namer).visit(fn_node)
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
+    return _ContinueStatements(ctx.namer).visit(fn_node)

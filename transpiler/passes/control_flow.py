@@ -23,63 +23,39 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import anno, templates
+from transpiler import analysis, anno, structure, templates
 from transpiler.analysis import activity
+from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
 
 _A = anno.Static
 
 
-def transform(fn_node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     """Converts the control flow of `fn_node` and of the functions nested in it."""
-    for scope_node in _function_scopes(fn_node):
-        undefined = _undefined_names(scope_node)
-        if undefined:
-            _LoadUndefined(undefined).visit(scope_node)
-    return _ControlFlow(namer).visit(fn_node)
-
-
-def _function_scopes(fn_node):
-    yield fn_node
-    for node in activity.walk_scope(fn_node.body):
-        if isinstance(node, gast.FunctionDef):
-            yield from _function_scopes(node)
+    analysis.analyze(fn_node)
+    return _ControlFlow(ctx.namer).visit(fn_node)
 
 
 def _has_early_exit(node: gast.stmt) -> bool:
     """Whether `node` holds a return, or a break/continue that leaves `node` (not an inner loop)."""
-
-    def search(stmts, in_loop):
-        for stmt in stmts:
-            if isinstance(stmt, gast.Return):
-                return True
-            if isinstance(stmt, (gast.Break, gast.Continue)) and not in_loop:
-                return True
-            if isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
-                continue
-            nested_loop = in_loop or isinstance(stmt, (gast.For, gast.While))
-            for field in ("body", "orelse", "finalbody"):
-                if search(
-                    getattr(stmt, field, None) or [], nested_loop if field == "body" else in_loop
-                ):
-                    return True
-            for handler in getattr(stmt, "handlers", None) or []:
-                if search(handler.body, in_loop):
-                    return True
-        return False
-
-    if isinstance(node, (gast.For, gast.While)):
-        return search(node.body, False) or search(node.orelse, False)
-    return search(node.body, False) or search(node.orelse, False)
+    return any(
+        any(structure.jumps_out(block.stmts, structure.EXITS)) for block in structure.blocks(node)
+    )
 
 
-def _convertible(node: gast.stmt) -> bool:
+def convertible(node: gast.stmt) -> bool:
+    """Whether the control-flow pass rewrites `node` into a runtime call."""
     return isinstance(node, (gast.If, gast.While, gast.For)) and not _has_early_exit(node)
 
 
-def _state(node: gast.stmt) -> list[str]:
-    """The names a converted statement passes in and out, in a stable order.
+def state(node: gast.stmt) -> tuple[list[str], list[str]]:
+    """(outputs, inputs): the names a converted statement passes out and in, in a stable order.
+
+    A loop passes the same names in and out. An `if` passes out the names its branches modify
+    that are read after it; it also takes in (after those) the names a branch modifies but
+    reads first, which it needs but need not give back.
 
     Names declared `global` or `nonlocal` are state like any other (liveness keeps them live):
     the generated functions take them as parameters, and the assignment of the returned state,
@@ -88,12 +64,21 @@ def _state(node: gast.stmt) -> list[str]:
     modified = anno.getanno(node, _A.BODY_ACTIVITY).modified
     if isinstance(node, gast.For):
         modified |= activity.of(node.target).bound
-    used = anno.getanno(node, _A.LIVE_OUT) | anno.getanno(node, _A.LIVE_IN)
-    if isinstance(node, gast.If):
-        for block in (node.body, node.orelse):
-            if block:
-                used |= anno.getanno(block[0], _A.LIVE_IN)
-    return sorted(modified & used)
+    live_out, live_in = anno.getanno(node, _A.LIVE_OUT), anno.getanno(node, _A.LIVE_IN)
+    if not isinstance(node, gast.If):
+        names = sorted(modified & (live_out | live_in))
+        return names, names
+    outputs = sorted(modified & live_out)
+    return outputs, outputs + sorted((modified & live_in) - live_out)
+
+
+def read_inputs(node: gast.stmt) -> list[str]:
+    """The inputs whose values the statement reads. The rest (an `if` whose branches both
+    assign `y`) need no value: they are passed in as `rt__.Undefined` placeholders."""
+    _, inputs = state(node)
+    if not isinstance(node, gast.If):
+        return inputs
+    return [name for name in inputs if name in anno.getanno(node, _A.LIVE_IN)]
 
 
 def _attributes(node: gast.stmt) -> list[str]:
@@ -104,42 +89,16 @@ def _attributes(node: gast.stmt) -> list[str]:
     return sorted(path for path in act.attributes if path.split(".")[0] not in act.bound)
 
 
-def _undefined_names(fn_node) -> set[str]:
-    """State names of this scope's converted statements that may have no value before them."""
-    declared = anno.getanno(fn_node, _A.SCOPE).declared
-    undefined = set()
-    for node in activity.walk_scope(fn_node.body):
-        if isinstance(node, gast.stmt) and _convertible(node):
-            defined = anno.getanno(node, _A.DEFINED_IN)
-            undefined |= {n for n in _state(node) if n not in defined and n not in declared}
-    return undefined
-
-
-class _LoadUndefined(gast.NodeTransformer):
-    """`y` -> `rt__.ld(y)` wherever a possibly undefined `y` is read."""
-
-    def __init__(self, names: set[str]):
-        self.names = names
-
-    def visit_Name(self, node):
-        if node.id in self.names and isinstance(node.ctx, gast.Load):
-            call = templates.replace_as_expression(f"{RUNTIME}.ld(name)", name=node.id)
-            if anno.hasanno(node, _A.ORIGIN):
-                anno.setanno(call, _A.ORIGIN, anno.getanno(node, _A.ORIGIN))
-            return call
-        return node
-
-
 _IF = """
     def if_true(state_args):
         prologue
         body
-        return state_tuple
+        return state_out_tuple
     def if_false(state_args):
         prologue
         orelse
-        return state_tuple
-    state_out = rt__.if_stmt(test, if_true, if_false, state_tuple, symbol_names=names)
+        return state_out_tuple
+    state_out = rt__.if_stmt(test, if_true, if_false, state_in_tuple, symbol_names=names)
 """
 
 _WHILE = """
@@ -199,56 +158,53 @@ class _ControlFlow(Transformer):
         return out
 
     def _prepare(self, node):
-        """Converts the sub-blocks; returns (state, attributes, placeholders) from the
-        annotations, which describe the statement as it was before its sub-blocks changed."""
-        state, attributes = _state(node), _attributes(node)
+        """Converts the sub-blocks; returns (outputs, inputs, attributes) from the annotations,
+        which describe the statement as it was before its sub-blocks changed."""
+        outputs, inputs = state(node)
+        # Placeholders for what no branch reads: `rt__.Undefined('y')`.
+        inputs = [name if name in read_inputs(node) else _placeholder(name) for name in inputs]
+        attributes = _attributes(node)
         node.body = self._visit_block(node.body)
         node.orelse = self._visit_block(node.orelse)
-        defined = anno.getanno(node, _A.DEFINED_IN)
-        declared = anno.getanno(self.scopes[-1], _A.SCOPE).declared
-        placeholders = []
-        for name in state:
-            if name not in defined and name not in declared:
-                placeholders += templates.replace(
-                    f"name = {RUNTIME}.Undefined(label)", name=name, label=templates.constant(name)
-                )
-        return state, attributes, placeholders
+        return outputs, inputs, attributes
 
     def visit_If(self, node):
-        if not _convertible(node):
+        if not convertible(node):
             return self.generic_visit(node)
-        state, attributes, placeholders = self._prepare(node)
+        outputs, inputs, attributes = self._prepare(node)
         stmts = self._assign_state(
             _IF,
-            state,
+            outputs,
+            inputs,
             body=node.body,
             orelse=node.orelse,
             test=node.test,
             if_true=self.namer.new("if_true"),
             if_false=self.namer.new("if_false"),
         )
-        return placeholders + _with_keywords(stmts, node, attributes)
+        return _with_keywords(stmts, node, attributes)
 
     def visit_While(self, node):
-        if not _convertible(node):
+        if not convertible(node):
             return self.generic_visit(node)
-        state, attributes, placeholders = self._prepare(node)
+        names, _, attributes = self._prepare(node)
         stmts = self._assign_state(
             _WHILE,
-            state,
+            names,
+            names,
             body=node.body,
             test=node.test,
             loop_test=self.namer.new("loop_test"),
             loop_body=self.namer.new("loop_body"),
         )
-        return placeholders + _with_keywords(stmts, node, attributes) + node.orelse
+        return _with_keywords(stmts, node, attributes) + node.orelse
 
     def visit_For(self, node):
-        if not _convertible(node):
+        if not convertible(node):
             return self.generic_visit(node)
-        state, attributes, placeholders = self._prepare(node)
+        names, _, attributes = self._prepare(node)
         target = node.target
-        if isinstance(target, gast.Name) and target.id not in state:
+        if isinstance(target, gast.Name) and target.id not in names:
             item, bind_item = target.id, []
         else:
             item = self.namer.new("item")
@@ -267,8 +223,8 @@ class _ControlFlow(Transformer):
             replacements.update(
                 test=anno.getanno(node, _A.EXTRA_TEST), loop_test=self.namer.new("loop_test")
             )
-        stmts = self._assign_state(template, state, **replacements)
-        return placeholders + _with_keywords(stmts, node, attributes) + node.orelse
+        stmts = self._assign_state(template, names, names, **replacements)
+        return _with_keywords(stmts, node, attributes) + node.orelse
 
     def _iterable(self, node):
         """`range(...)` -> `rt__.range_(...)`, which accepts traced bounds."""
@@ -305,25 +261,36 @@ class _ControlFlow(Transformer):
             prologue += templates.replace("name = param", name=name, param=param)
         return params, prologue
 
-    def _assign_state(self, template, state, **replacements):
-        template = template.replace("rt__", RUNTIME)
-        params, prologue = self._cells(state)
-        names = templates.constant(tuple(state))
-        if not state:
-            template = template.replace("state_out = ", "")
-            state_out = []
+    def _assign_state(self, template, outputs, inputs, **replacements):
+        """`inputs`: names, and placeholder expressions for the inputs that are not read."""
+        params, prologue = self._cells([_label(v) for v in inputs])
+        if template is _IF:
+            values = [templates.name(v) if isinstance(v, str) else v for v in inputs]
+            replacements.update(
+                state_out_tuple=templates.names_tuple(outputs),
+                state_in_tuple=gast.Tuple(elts=values, ctx=gast.Load()),
+            )
         else:
-            state_out = state
-        stmts = templates.replace(
+            replacements.update(state_tuple=templates.names_tuple(outputs))
+        return templates.replace(
             template,
             state_args=params,
             prologue=prologue,
-            state_tuple=templates.names_tuple(state),
-            names=names,
-            **({"state_out": state_out} if state else {}),
+            names=templates.constant(tuple(outputs)),
+            state_out=outputs,  # no outputs: no assignment, just the call
             **replacements,
         )
-        return stmts
+
+
+def _placeholder(name: str) -> gast.expr:
+    return templates.replace_as_expression(
+        f"{RUNTIME}.Undefined(label)", label=templates.constant(name)
+    )
+
+
+def _label(value) -> str:
+    """The name an input stands for: itself, or the label of its placeholder."""
+    return value if isinstance(value, str) else value.args[0].value
 
 
 def _with_keywords(stmts: list[gast.stmt], node: gast.stmt, attributes: list[str]):

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import anno
+from transpiler import anno, directives
+from transpiler.context import PassContext
 from transpiler.errors import ConversionError
 from transpiler.transformer import Transformer
-
-_OPTIONS = frozenset({"max_iterations"})
 
 
 class _Directives(Transformer):
@@ -44,13 +43,13 @@ class _Directives(Transformer):
             call = node.body[0].value
             options = {}
             for keyword in call.keywords:
-                if keyword.arg not in _OPTIONS:
+                if keyword.arg not in directives.LOOP_OPTIONS:
                     raise ConversionError(
                         f"loop_options() has no option {keyword.arg!r}",
                         anno.getanno(call, anno.Static.ORIGIN)
                         if anno.hasanno(call, anno.Static.ORIGIN)
                         else None,
-                        f"Known options: {', '.join(sorted(_OPTIONS))}.",
+                        f"Known options: {', '.join(sorted(directives.LOOP_OPTIONS))}.",
                     )
                 options[keyword.arg] = keyword.value
             anno.setanno(node, anno.Static.LOOP_OPTIONS, options)
@@ -61,5 +60,5 @@ class _Directives(Transformer):
     visit_For = _visit_loop
 
 
-def transform(fn_node: gast.FunctionDef, globals_: dict, directive) -> gast.FunctionDef:
-    return _Directives(globals_, directive).visit(fn_node)
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
+    return _Directives(ctx.globals, directives.loop_options).visit(fn_node)

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import templates
-
-_BLOCK_FIELDS = ("body", "orelse", "finalbody")
+from transpiler import structure, templates
+from transpiler.structure import Role
 
 
 def sets_flag(node: gast.AST, flag: str) -> bool:
@@ -66,17 +65,10 @@ def _always_sets(stmts: list[gast.stmt], flag: str) -> bool:
 
 
 def _guard_children(stmt: gast.stmt, flag: str, into_loops: bool) -> None:
-    if isinstance(stmt, (gast.FunctionDef, gast.ClassDef, gast.Lambda)):
-        return
-    fields = _BLOCK_FIELDS
-    if isinstance(stmt, (gast.For, gast.While)) and not into_loops:
-        fields = ("orelse",)  # the else block runs in the enclosing loop's iteration
-    for field in fields:
-        block = getattr(stmt, field, None)
-        if block:
-            setattr(stmt, field, guard_block(block, flag, into_loops=into_loops))
-    for handler in getattr(stmt, "handlers", None) or []:
-        handler.body = guard_block(handler.body, flag, into_loops=into_loops)
+    for block in structure.blocks(stmt):
+        # A loop's else block runs in the enclosing iteration; its body is its own unless asked.
+        if block.role is not Role.LOOP_BODY or into_loops:
+            block.stmts = guard_block(block.stmts, flag, into_loops=into_loops)
 
 
 def replace_jumps(
@@ -93,17 +85,10 @@ def replace_jumps(
         if isinstance(stmt, jump):
             out.extend(replacement(stmt))
             return out, True
-        if not isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+        for block in structure.blocks(stmt):
             # A jump inside an inner loop's body belongs to that loop; in its else, to ours.
-            loop = isinstance(stmt, (gast.For, gast.While))
-            for field in ("orelse",) if loop else _BLOCK_FIELDS:
-                block = getattr(stmt, field, None)
-                if block:
-                    new, hit = replace_jumps(block, jump, replacement)
-                    setattr(stmt, field, new)
-                    found |= hit
-            for handler in getattr(stmt, "handlers", None) or []:
-                handler.body, hit = replace_jumps(handler.body, jump, replacement)
+            if block.role is not Role.LOOP_BODY:
+                block.stmts, hit = replace_jumps(block.stmts, jump, replacement)
                 found |= hit
         out.append(stmt)
     return out, found

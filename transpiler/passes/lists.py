@@ -17,6 +17,7 @@ import gast
 
 from transpiler import templates
 from transpiler.analysis import activity
+from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
 
@@ -113,5 +114,5 @@ def _as_list(result) -> list:
     return result if isinstance(result, list) else [result]
 
 
-def transform(fn_node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
-    return _Lists(namer).visit(fn_node)
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
+    return _Lists(ctx.namer).visit(fn_node)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import templates
+from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
 
@@ -70,5 +71,5 @@ class _LogicalExpressions(Transformer):
         return result
 
 
-def transform(fn_node: gast.FunctionDef, namer: Namer) -> gast.FunctionDef:
-    return _LogicalExpressions(namer).visit(fn_node)
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
+    return _LogicalExpressions(ctx.namer).visit(fn_node)

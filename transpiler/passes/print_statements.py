@@ -13,6 +13,7 @@ import gast
 
 from transpiler import templates
 from transpiler.analysis import activity
+from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
@@ -29,9 +30,9 @@ class _PrintStatements(Transformer):
         return node
 
 
-def transform(fn_node: gast.FunctionDef, globals_: dict, freevars: tuple[str, ...]):
-    shadowed = set(freevars) | activity.params_of(fn_node.args)
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
+    shadowed = set(ctx.freevars) | activity.params_of(fn_node.args)
     for node in gast.walk(fn_node):
         if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
             shadowed.add(node.id)
-    return _PrintStatements(globals_, frozenset(shadowed)).visit(fn_node)
+    return _PrintStatements(ctx.globals, frozenset(shadowed)).visit(fn_node)

@@ -25,9 +25,11 @@ import dataclasses
 
 import gast
 
-from transpiler import anno, origins, templates
+from transpiler import anno, origins, structure, templates
+from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.passes import guards
+from transpiler.structure import Role
 from transpiler.transformer import Transformer
 
 
@@ -39,11 +41,10 @@ class ReturnValue:
     returns: list[str]  # "file:line" of each return, or "the end of 'f'" for falling off it
 
 
-def transform(
-    fn_node: gast.FunctionDef, namer: Namer, returns: dict[str, ReturnValue]
-) -> gast.FunctionDef:
-    """Rewrites `fn_node` and its nested functions; records each return variable in `returns`."""
-    return _ReturnStatements(namer, returns).visit(fn_node)
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
+    """Rewrites `fn_node` and its nested functions; records each return variable in
+    `ctx.return_values`."""
+    return _ReturnStatements(ctx.namer, ctx.return_values).visit(fn_node)
 
 
 class _ReturnStatements(Transformer):
@@ -101,18 +102,11 @@ class _ReturnStatements(Transformer):
                         origins.fill_missing(n, anno.getanno(stmt, anno.Static.ORIGIN))
                 out.extend(new)
                 return out  # the rest of the block never runs
-            if isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
-                out.append(stmt)
-                continue
-            is_loop = isinstance(stmt, (gast.For, gast.While))
+            is_loop = isinstance(stmt, structure.LOOPS)
             had_return = any(True for _ in _own_returns([stmt]))
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(stmt, field, None)
-                if block:
-                    inner_loop = in_loop or (is_loop and field == "body")
-                    setattr(stmt, field, self._block(block, do_return, retval, inner_loop))
-            for handler in getattr(stmt, "handlers", None) or []:
-                handler.body = self._block(handler.body, do_return, retval, in_loop)
+            for block in structure.blocks(stmt):
+                inner_loop = in_loop or block.role is Role.LOOP_BODY
+                block.stmts = self._block(block.stmts, do_return, retval, inner_loop)
             out.append(stmt)
             if had_return and in_loop and is_loop:
                 # The inner loop stopped on the return; leave this loop too.
@@ -122,14 +116,7 @@ class _ReturnStatements(Transformer):
 
 def _own_returns(stmts):
     """The return statements of these statements' function (not of nested functions)."""
-    for stmt in stmts:
-        if isinstance(stmt, gast.Return):
-            yield stmt
-        elif not isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
-            for field in ("body", "orelse", "finalbody"):
-                yield from _own_returns(getattr(stmt, field, None) or [])
-            for handler in getattr(stmt, "handlers", None) or []:
-                yield from _own_returns(handler.body)
+    return structure.jumps_out(stmts, (gast.Return,))
 
 
 def _needs_rewrite(body) -> bool:
@@ -140,33 +127,34 @@ def _needs_rewrite(body) -> bool:
 
 def _always_exits(stmts) -> bool:
     """Whether every path through `stmts` ends in a return or raise (never falls off the end)."""
-    for stmt in stmts:
-        if isinstance(stmt, (gast.Return, gast.Raise)):
-            return True
-        if isinstance(stmt, gast.If) and _always_exits(stmt.body) and _always_exits(stmt.orelse):
-            return True
-        if isinstance(stmt, gast.With) and _always_exits(stmt.body):
-            return True
-        if (
-            isinstance(stmt, gast.While)
-            and isinstance(stmt.test, gast.Constant)
-            and stmt.test.value
-            and not _has_own_break(stmt.body)
-        ):
-            return True  # `while True:` without break leaves only through return or raise
-    return False
+    return any(_exits(stmt) for stmt in stmts)
 
 
-def _has_own_break(stmts) -> bool:
-    for stmt in stmts:
-        if isinstance(stmt, gast.Break):
+def _exits(stmt) -> bool:
+    if isinstance(stmt, (gast.Return, gast.Raise)):
+        return True
+    if isinstance(stmt, gast.If):
+        return _always_exits(stmt.body) and _always_exits(stmt.orelse)
+    if isinstance(stmt, gast.With):
+        return _always_exits(stmt.body)
+    if isinstance(stmt, structure.TRY):
+        if _always_exits(stmt.finalbody):
             return True
-        if isinstance(stmt, (gast.For, gast.While, gast.FunctionDef, gast.ClassDef)):
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            if _has_own_break(getattr(stmt, field, None) or []):
-                return True
-        for handler in getattr(stmt, "handlers", None) or []:
-            if _has_own_break(handler.body):
-                return True
-    return False
+        completes = not (_always_exits(stmt.body) or _always_exits(stmt.orelse))
+        return not completes and all(_always_exits(h.body) for h in stmt.handlers)
+    if isinstance(stmt, gast.Match):
+        last = stmt.cases[-1] if stmt.cases else None
+        irrefutable = (
+            last is not None
+            and last.guard is None
+            and isinstance(last.pattern, gast.MatchAs)
+            and last.pattern.pattern is None
+        )
+        return irrefutable and all(_always_exits(case.body) for case in stmt.cases)
+    # `while True:` without break leaves only through return or raise.
+    return (
+        isinstance(stmt, gast.While)
+        and isinstance(stmt.test, gast.Constant)
+        and bool(stmt.test.value)
+        and not any(structure.jumps_out(stmt.body, (gast.Break,)))
+    )

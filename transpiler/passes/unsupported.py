@@ -9,6 +9,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import anno, naming
+from transpiler.context import PassContext
 from transpiler.errors import ConversionError
 
 _REJECTED = {
@@ -21,7 +22,7 @@ _REJECTED = {
 }
 
 
-def transform(fn_node: gast.FunctionDef) -> gast.FunctionDef:
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     """Raises ConversionError at the first unsupported construct in `fn_node`."""
     for node in gast.walk(fn_node):
         rejected = _REJECTED.get(type(node))

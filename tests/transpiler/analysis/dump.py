@@ -39,5 +39,7 @@ def dump(source: str, *keys: str) -> list[str]:
                 parts.append("loop_live_in=" + fmt(anno.getanno(node, _A.LOOP_LIVE_IN)))
             elif key == "defined_in":
                 parts.append("defined_in=" + fmt(anno.getanno(node, _A.DEFINED_IN)))
+            elif key == "must":
+                parts.append("must=" + fmt(anno.getanno(node, _A.DEFINITELY_DEFINED_IN)))
         lines.append(f"{type(node).__name__.lower()}@{node.lineno}: " + " ".join(parts))
     return sorted(lines, key=lambda line: int(line.split("@")[1].split(":")[0]))

@@ -35,7 +35,7 @@ def test_loop_bodies_see_their_own_earlier_iterations():
     ) == ["for@3: defined_in={xs}", "if@4: defined_in={prev, x, xs}"]
 
 
-def test_walrus_and_with_and_except_bind_names():
+def test_walrus_and_with_and_except_bind_names_and_the_handler_unbinds_its_name():
     assert dump(
         """
         def f(x):
@@ -50,4 +50,62 @@ def test_walrus_and_with_and_except_bind_names():
                 pass
         """,
         "defined_in",
-    ) == ["if@4: defined_in={fh, x}", "if@10: defined_in={err, fh, n, x}"]
+    ) == ["if@4: defined_in={fh, x}", "if@10: defined_in={fh, n, x}"]
+
+
+def test_must_be_bound_needs_every_path():
+    assert dump(
+        """
+        def f(xs, p):
+            for x in xs:
+                if x:
+                    step = 2
+                else:
+                    step = 1
+                if step:
+                    pass
+            if p:
+                y = 1
+            else:
+                return 0
+            if y:
+                del y
+            while p:
+                pass
+        """,
+        "defined_in",
+        "must",
+    ) == [
+        "for@3: defined_in={p, xs} must={p, xs}",
+        "if@4: defined_in={p, step, x, xs} must={p, x, xs}",
+        "if@8: defined_in={p, step, x, xs} must={p, step, x, xs}",
+        "if@10: defined_in={p, step, x, xs} must={p, xs}",
+        "if@14: defined_in={p, step, x, xs, y} must={p, xs, y}",
+        "while@16: defined_in={p, step, x, xs, y} must={p, xs}",
+    ]
+
+
+def test_match_cases_bind_their_captures():
+    assert dump(
+        """
+        def f(k):
+            match k:
+                case [a, *rest]:
+                    if a:
+                        pass
+                case {"key": v, **others}:
+                    if v:
+                        pass
+                case Point(x=px) as point:
+                    if px:
+                        pass
+            if k:
+                pass
+        """,
+        "must",
+    ) == [
+        "if@5: must={a, k, rest}",
+        "if@8: must={k, others, v}",
+        "if@11: must={k, point, px}",
+        "if@13: must={k}",
+    ]

@@ -1,11 +1,11 @@
 import pytest
 
 from tests.transpiler.passes.run_pass import apply, expect
-from transpiler.passes import control_flow
+from transpiler.passes import control_flow, unbound_names
 
 
 def convert(source):
-    return apply(source, control_flow, analyses=True, namer=True)
+    return apply(source, unbound_names, control_flow)
 
 
 def test_if_else():
@@ -118,12 +118,12 @@ def test_for_over_range_with_target_used_after():
     assert generated == expect(
         """
         def f(n):
-            s = 0
             i = rt__.Undefined('i')
+            s = 0
 
             def loop_body(item, i, s):
                 i = item
-                s = s + rt__.ld(i)
+                s = s + i
                 return (i, s)
             i, s = rt__.for_stmt(rt__.range_(n), loop_body, (i, s), symbol_names=('i', 's'))
             return (s, rt__.ld(i))

@@ -6,9 +6,8 @@ import textwrap
 import gast
 
 import transpiler
-from tests.transpiler.passes.run_pass import apply, expect
+from tests.transpiler.passes.run_pass import apply, context, expect
 from transpiler import anno, loading
-from transpiler.naming import Namer
 from transpiler.passes import break_statements, continue_statements, return_statements
 
 
@@ -29,14 +28,6 @@ def test_break_then_control_flow_behaves_like_python():
         assert transpiler.convert(inner_break)(m) == inner_break(m)
 
 
-class _ReturnPass:
-    """return_statements.transform with the signature `apply` expects."""
-
-    @staticmethod
-    def transform(fn_node, namer):
-        return return_statements.transform(fn_node, namer, {})
-
-
 def test_continue():
     generated, new, old = apply(
         """
@@ -49,7 +40,6 @@ def test_continue():
             return total
         """,
         continue_statements,
-        namer=True,
     )
     assert generated == expect(
         """
@@ -82,7 +72,6 @@ def test_break_in_while_with_else():
             return i
         """,
         break_statements,
-        namer=True,
     )
     assert generated == expect(
         """
@@ -114,13 +103,13 @@ def test_break_in_for_sets_the_extra_test():
             """
         )
     ).body[0]
-    fn = break_statements.transform(fn, Namer.for_tree(fn))
+    fn = break_statements.transform(fn, context(fn))
     loop = fn.body[1]
     assert loading.unparse(anno.getanno(loop, anno.Static.EXTRA_TEST)) == "not did_break"
 
 
 def test_break_of_an_inner_loop_leaves_only_that_loop():
-    generated, _, _ = apply(inspect.getsource(inner_break), break_statements, namer=True)
+    generated, _, _ = apply(inspect.getsource(inner_break), break_statements)
     assert generated == expect(
         """
         def inner_break(m):
@@ -151,8 +140,7 @@ def test_returns():
             y = x + 1
             return y
         """,
-        _ReturnPass,
-        namer=True,
+        return_statements,
     )
     assert generated == expect(
         """
@@ -181,8 +169,7 @@ def test_return_inside_a_loop_breaks_out_and_falling_off_returns_none():
                 if x > 0:
                     return x
         """,
-        _ReturnPass,
-        namer=True,
+        return_statements,
     )
     assert generated == expect(
         """
@@ -205,5 +192,5 @@ def test_return_inside_a_loop_breaks_out_and_falling_off_returns_none():
 
 
 def test_single_final_return_is_left_alone():
-    generated, _, _ = apply("def f(x):\n    y = x\n    return y\n", _ReturnPass, namer=True)
+    generated, _, _ = apply("def f(x):\n    y = x\n    return y\n", return_statements)
     assert generated == "def f(x):\n    y = x\n    return y"

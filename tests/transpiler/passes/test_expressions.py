@@ -28,7 +28,6 @@ def test_boolean_operators():
             return a and b or not c
         """,
         logical_expressions,
-        namer=True,
     )
     assert generated == textwrap.dedent(
         """\
@@ -46,7 +45,6 @@ def test_chained_comparisons():
             return 0 <= a < b < len(c) <= 10
         """,
         logical_expressions,
-        namer=True,
     )
     assert generated == textwrap.dedent(
         """\

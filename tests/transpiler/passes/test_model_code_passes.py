@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import transpiler
-from tests.transpiler.passes.run_pass import apply, expect
+from tests.transpiler.passes.run_pass import apply, context, expect
 from transpiler import anno, loading
 from transpiler.errors import ConversionError
 from transpiler.naming import Namer
@@ -30,7 +30,7 @@ def test_call_trees_wraps_user_calls_and_leaves_library_calls():
             return self_made(y).mean()
         """
     )
-    fn = call_trees.transform(fn, {"helper": helper, "np": np}, ())
+    fn = call_trees.transform(fn, context(fn, {"helper": helper, "np": np}))
     assert loading.unparse(fn) == expect(
         """
         def f(x, layer):
@@ -52,7 +52,6 @@ def test_lists_pass():
             return np.stack(out), last
         """,
         lists,
-        namer=True,
     )
     assert generated == expect(
         """
@@ -76,7 +75,6 @@ def test_lists_pass_leaves_globals_closures_and_attributes_alone():
             return log
         """,
         lists,
-        namer=True,
     )
     assert "rt__" not in generated
 
@@ -90,7 +88,7 @@ def test_directives_read_loop_options():
                 x = x - 1
         """
     )
-    fn = directives.transform(fn, {"transpiler": transpiler}, transpiler.loop_options)
+    fn = directives.transform(fn, context(fn, {"transpiler": transpiler}))
     loop = fn.body[0]
     assert [loading.unparse(s) for s in loop.body] == ["x = x - 1"]
     options = anno.getanno(loop, anno.Static.LOOP_OPTIONS)
@@ -106,14 +104,16 @@ def test_directives_reject_unknown_options():
         """
     )
     with pytest.raises(ConversionError, match="loop_options\\(\\) has no option 'unroll'"):
-        directives.transform(fn, {"loop_options": transpiler.loop_options}, transpiler.loop_options)
+        directives.transform(fn, context(fn, {"loop_options": transpiler.loop_options}))
 
 
 def test_print_statements_only_rewrite_the_builtin():
     fn = parse("def f(x):\n    print('x', x, sep='=')\n")
-    assert "rt__.print_('x', x, sep='=')" in loading.unparse(print_statements.transform(fn, {}, ()))
+    assert "rt__.print_('x', x, sep='=')" in loading.unparse(
+        print_statements.transform(fn, context(fn))
+    )
     shadowed = parse("def f(x, print):\n    print(x)\n")
-    assert "rt__" not in loading.unparse(print_statements.transform(shadowed, {}, ()))
+    assert "rt__" not in loading.unparse(print_statements.transform(shadowed, context(shadowed)))
 
 
 def test_asserts_keep_the_message_lazy():

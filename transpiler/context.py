@@ -1,0 +1,37 @@
+"""What every pass receives besides the tree: `transform(fn_node, ctx)`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gast
+
+from transpiler.naming import Namer
+
+
+@dataclasses.dataclass
+class PassContext:
+    """The function being converted, as the passes see it.
+
+    Attributes:
+      namer: hands out fresh names for generated symbols (one per conversion).
+      globals: the function's globals, to resolve names at conversion time (library calls,
+        `transpiler.loop_options`, a shadowed `print`).
+      freevars: the names of its closure variables.
+      recursive: whether calls are rewritten so that called user functions convert too.
+      return_values: filled by the return pass: return-value variable -> what error messages say
+        about it.
+    """
+
+    namer: Namer
+    globals: dict = dataclasses.field(default_factory=dict)
+    freevars: tuple[str, ...] = ()
+    recursive: bool = True
+    return_values: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def for_function(
+        cls, fn_node: gast.FunctionDef, globals_=None, freevars=(), recursive=True
+    ) -> PassContext:
+        globals_ = globals_ if globals_ is not None else {}
+        return cls(Namer.for_tree(fn_node), globals_, tuple(freevars), recursive)

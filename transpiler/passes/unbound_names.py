@@ -1,0 +1,154 @@
+"""Gives state variables that may be unbound a placeholder, so the runtime can pass them around.
+
+A converted statement passes its state in and out by name, so every state variable must hold a
+value when the statement starts, even one Python has not bound yet (`step`, set in both branches
+of an `if` inside a loop, is unbound when the first iteration reaches the `if`). Such a variable
+starts as `rt__.Undefined('step')` where its function starts; where it may still be unbound, a
+read goes through `rt__.ld`, which raises the UnboundLocalError Python would raise:
+
+    def total(xs):                       def total(xs):
+        t = 0.0                              step = rt__.Undefined('step')
+        for x in xs:                         t = 0.0
+            if x > 0:                ->      for x in xs:
+                step = 2.0                       if x > 0: ...       (state: step)
+            else:                                t = t + step        (bound here for sure)
+                step = 1.0
+            t = t + step
+
+`del step` becomes `step = rt__.deleted(step, 'step')`, which raises as `del` would if `step` is
+unbound, and `step += 1` first checks `rt__.ld(step)`. Names declared `global` or `nonlocal` are
+left alone.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from transpiler import analysis, anno, structure, templates
+from transpiler.analysis import activity
+from transpiler.context import PassContext
+from transpiler.naming import RUNTIME
+from transpiler.passes import control_flow
+from transpiler.transformer import Transformer
+
+_A = anno.Static
+
+
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
+    """Rewrites `fn_node` and the functions nested in it."""
+    analysis.analyze(fn_node)
+    for scope in [fn_node, *_nested_functions(fn_node)]:
+        names = _possibly_unbound_state(scope)
+        if names:
+            _Reads(names).visit_scope(scope)
+            inits = [
+                stmt
+                for name in sorted(names)
+                for stmt in templates.replace(
+                    f"name = {RUNTIME}.Undefined(label)", name=name, label=templates.constant(name)
+                )
+            ]
+            docstring = scope.body[:1] if _is_docstring(scope.body[0]) else []
+            scope.body = docstring + inits + scope.body[len(docstring) :]
+    return fn_node
+
+
+def _nested_functions(fn_node):
+    for node in activity.walk_scope(fn_node.body):
+        if isinstance(node, gast.FunctionDef):
+            yield node
+            yield from _nested_functions(node)
+
+
+def _is_docstring(stmt: gast.stmt) -> bool:
+    return (
+        isinstance(stmt, gast.Expr)
+        and isinstance(stmt.value, gast.Constant)
+        and isinstance(stmt.value.value, str)
+    )
+
+
+def _possibly_unbound_state(scope: gast.FunctionDef) -> frozenset[str]:
+    """State names of this scope's converted statements that may be unbound when they start."""
+    declared = anno.getanno(scope, _A.SCOPE).declared
+    names = set()
+    for node in structure.walk(scope.body):
+        if control_flow.convertible(node):
+            bound = anno.getanno(node, _A.DEFINITELY_DEFINED_IN)
+            read = control_flow.read_inputs(node)
+            names |= {n for n in read if n not in bound and n not in declared}
+    return frozenset(names)
+
+
+class _Reads(Transformer):
+    """Reads of the names where they may be unbound go through `rt__.ld`."""
+
+    def __init__(self, names: frozenset[str]):
+        self.names = names
+        self.bound: frozenset[str] = frozenset()  # bound for sure at the current statement
+        self.nested = 0  # inside a nested function, whose annotations are about its own scope
+
+    def visit_scope(self, scope: gast.FunctionDef) -> None:
+        scope.body = self._block(scope.body)
+
+    def _block(self, stmts):
+        out = []
+        for stmt in stmts:
+            result = self.visit(stmt)
+            out.extend(result if isinstance(result, list) else [result])
+        return out
+
+    def visit(self, node):
+        if (
+            not self.nested
+            and isinstance(node, gast.stmt)
+            and anno.hasanno(node, _A.DEFINITELY_DEFINED_IN)
+        ):
+            outer, self.bound = self.bound, anno.getanno(node, _A.DEFINITELY_DEFINED_IN)
+            try:
+                return super().visit(node)
+            finally:
+                self.bound = outer
+        return super().visit(node)
+
+    def _visit_nested(self, node):
+        # A nested function may run at any time: every read of the names is checked there.
+        outer, self.bound = self.bound, frozenset()
+        self.nested += 1
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.bound = outer
+            self.nested -= 1
+
+    visit_FunctionDef = _visit_nested
+    visit_Lambda = _visit_nested
+    visit_ClassDef = _visit_nested
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load) and node.id in self.names and node.id not in self.bound:
+            return templates.replace_as_expression(f"{RUNTIME}.ld(name)", name=node.id)
+        return node
+
+    def visit_Delete(self, node):
+        node = self.generic_visit(node)
+        if not any(isinstance(t, gast.Name) and t.id in self.names for t in node.targets):
+            return node
+        out = []  # one statement per target, in order: `del a, b` stops at the first failure
+        for target in node.targets:
+            if isinstance(target, gast.Name) and target.id in self.names:
+                out += templates.replace(
+                    f"name = {RUNTIME}.deleted(name, label)",
+                    name=target.id,
+                    label=templates.constant(target.id),
+                )
+            else:
+                out.append(gast.Delete(targets=[target]))
+        return out
+
+    def visit_AugAssign(self, node):
+        node = self.generic_visit(node)
+        name = node.target.id if isinstance(node.target, gast.Name) else None
+        if name in self.names and name not in self.bound:
+            return templates.replace(f"{RUNTIME}.ld(name)", name=name) + [node]
+        return node

@@ -1,0 +1,118 @@
+"""How statements nest: the one description of every compound statement's blocks.
+
+Every analysis and pass that needs the statements inside a statement asks `blocks(stmt)`, so they
+all agree on what a statement holds (a `match` case, a `try` handler, a loop's `else`):
+
+    for block in structure.blocks(node):           # if / while / for / with / try / match
+        block.role        # Role.LOOP_BODY, Role.HANDLER, Role.CASE, ...
+        block.stmts       # the statements; assignable: block.stmts = new_statements
+
+Nested function and class definitions are scopes of their own: `blocks` does not enter them
+(`scope_blocks` does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Iterator
+
+import gast
+
+
+class Role(enum.Enum):
+    """What a block is to the statement that holds it."""
+
+    BODY = "the body of an if, with or try: runs first, at most once"
+    ELSE = "the else block of an if or a try: runs instead of, or after, the body"
+    LOOP_BODY = "the body of a for or while loop: runs once per iteration"
+    LOOP_ELSE = "the else block of a loop: runs once, after the loop, unless it was left by break"
+    HANDLER = "an except clause of a try: runs when the body raised"
+    FINALLY = "the finally block of a try: runs on every way out of the try"
+    CASE = "the body of a match case: runs when its pattern (and guard) match"
+    SCOPE = "the body of a nested function or class definition: a scope of its own"
+
+
+LOOPS = (gast.For, gast.While, gast.AsyncFor)
+SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
+TRY = (gast.Try, gast.TryStar) if hasattr(gast, "TryStar") else (gast.Try,)
+
+
+@dataclasses.dataclass
+class Block:
+    """A list of statements held by a compound statement (or by one of its clauses)."""
+
+    role: Role
+    owner: gast.AST  # the node whose field holds the list: the statement, a handler or a case
+    field: str
+
+    @property
+    def stmts(self) -> list[gast.stmt]:
+        return getattr(self.owner, self.field)
+
+    @stmts.setter
+    def stmts(self, value: list[gast.stmt]) -> None:
+        setattr(self.owner, self.field, value)
+
+
+def blocks(stmt: gast.AST) -> Iterator[Block]:
+    """The blocks nested in `stmt`, in source order; none for simple statements and scopes."""
+    if isinstance(stmt, gast.If):
+        yield Block(Role.BODY, stmt, "body")
+        yield Block(Role.ELSE, stmt, "orelse")
+    elif isinstance(stmt, LOOPS):
+        yield Block(Role.LOOP_BODY, stmt, "body")
+        yield Block(Role.LOOP_ELSE, stmt, "orelse")
+    elif isinstance(stmt, (gast.With, gast.AsyncWith)):
+        yield Block(Role.BODY, stmt, "body")
+    elif isinstance(stmt, TRY):
+        yield Block(Role.BODY, stmt, "body")
+        for handler in stmt.handlers:
+            yield Block(Role.HANDLER, handler, "body")
+        yield Block(Role.ELSE, stmt, "orelse")
+        yield Block(Role.FINALLY, stmt, "finalbody")
+    elif isinstance(stmt, gast.Match):
+        for case in stmt.cases:
+            yield Block(Role.CASE, case, "body")
+
+
+def scope_blocks(stmt: gast.AST) -> Iterator[Block]:
+    """Like `blocks`, and also the body of a nested function or class (role SCOPE)."""
+    if isinstance(stmt, SCOPES):
+        yield Block(Role.SCOPE, stmt, "body")
+    else:
+        yield from blocks(stmt)
+
+
+def walk(stmts: list[gast.stmt]) -> Iterator[gast.stmt]:
+    """Every statement of this scope in source order, nested blocks included, nested scopes' not
+    (the `def` or `class` statement itself is yielded)."""
+    for stmt in stmts:
+        yield stmt
+        for block in blocks(stmt):
+            yield from walk(block.stmts)
+
+
+def walk_all(stmts: list[gast.stmt]) -> Iterator[gast.stmt]:
+    """Every statement in source order, nested scopes included."""
+    for stmt in stmts:
+        yield stmt
+        for block in scope_blocks(stmt):
+            yield from walk_all(block.stmts)
+
+
+def jumps_out(stmts: list[gast.stmt], kinds: tuple[type, ...]) -> Iterator[gast.stmt]:
+    """The `return`s (if asked for) and the `break`/`continue`s among `kinds` in `stmts` that
+    leave `stmts`: a `break` inside an inner loop's body belongs to that loop, not to us."""
+    for stmt in stmts:
+        if isinstance(stmt, kinds):
+            yield stmt
+        for block in blocks(stmt):
+            inner = kinds
+            if block.role is Role.LOOP_BODY:
+                inner = tuple(k for k in kinds if k not in (gast.Break, gast.Continue))
+            if inner:
+                yield from jumps_out(block.stmts, inner)
+
+
+EXITS = (gast.Return, gast.Break, gast.Continue)
