@@ -9,25 +9,32 @@ import gast
 from transpiler.context import PassContext
 from transpiler.passes import (
     asserts,
+    assignment_expressions,
     break_statements,
     call_trees,
     conditional_expressions,
     continue_statements,
     control_flow,
+    declarations,
     directives,
+    fence,
     lists,
     logical_expressions,
     print_statements,
     return_statements,
     unbound_names,
-    unsupported,
 )
 
 PASSES = (
     # First: nothing else should waste work on, or trip over, syntax that is rejected anyway.
-    unsupported,
+    fence,
+    # Declarations apply to their whole function: where they are written must not matter.
+    declarations,
     # Before the early-exit passes, which move loop bodies around: the directive must be first.
     directives,
+    # Before anything moves an expression into a function of its own (a thunk, a loop test),
+    # where a `:=` would bind in the wrong scope.
+    assignment_expressions,
     # Early exits become flags before anything else looks at control flow. `return` goes first:
     # inside a loop it becomes flag assignments plus a `break`, which the break pass rewrites.
     return_statements,

@@ -116,3 +116,13 @@ def jumps_out(stmts: list[gast.stmt], kinds: tuple[type, ...]) -> Iterator[gast.
 
 
 EXITS = (gast.Return, gast.Break, gast.Continue)
+
+
+def docstring_length(body: list[gast.stmt]) -> int:
+    """1 if `body` opens with a docstring (which must stay first), else 0."""
+    first = body[0] if body else None
+    return int(
+        isinstance(first, gast.Expr)
+        and isinstance(first.value, gast.Constant)
+        and isinstance(first.value.value, str)
+    )

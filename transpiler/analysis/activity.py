@@ -148,6 +148,14 @@ def _nonlocal_writers(fn_node: gast.FunctionDef) -> dict[str, frozenset[str]]:
     return writers
 
 
+def function_scopes(fn_node: gast.FunctionDef):
+    """`fn_node` and every function nested in it, at any depth, outermost first."""
+    yield fn_node
+    for node in walk_scope(fn_node.body):
+        if isinstance(node, gast.FunctionDef):
+            yield from function_scopes(node)
+
+
 def walk_scope(stmts):
     """Every node of this scope; nested function and lambda nodes are yielded but not entered."""
     stack = list(reversed(stmts))

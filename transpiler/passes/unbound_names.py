@@ -37,7 +37,7 @@ _A = anno.Static
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     """Rewrites `fn_node` and the functions nested in it."""
     analysis.analyze(fn_node)
-    for scope in [fn_node, *_nested_functions(fn_node)]:
+    for scope in activity.function_scopes(fn_node):
         names = _possibly_unbound_state(scope)
         if names:
             _Reads(names).visit_scope(scope)
@@ -48,24 +48,9 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
                     f"name = {RUNTIME}.Undefined(label)", name=name, label=templates.constant(name)
                 )
             ]
-            docstring = scope.body[:1] if _is_docstring(scope.body[0]) else []
-            scope.body = docstring + inits + scope.body[len(docstring) :]
+            start = structure.docstring_length(scope.body)
+            scope.body[start:start] = inits
     return fn_node
-
-
-def _nested_functions(fn_node):
-    for node in activity.walk_scope(fn_node.body):
-        if isinstance(node, gast.FunctionDef):
-            yield node
-            yield from _nested_functions(node)
-
-
-def _is_docstring(stmt: gast.stmt) -> bool:
-    return (
-        isinstance(stmt, gast.Expr)
-        and isinstance(stmt.value, gast.Constant)
-        and isinstance(stmt.value.value, str)
-    )
 
 
 def _possibly_unbound_state(scope: gast.FunctionDef) -> frozenset[str]:

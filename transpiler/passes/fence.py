@@ -1,0 +1,72 @@
+"""Refuses, up front, every construct the allow-list (`transpiler.fence`) does not let through.
+
+Before: `def f(xs): yield from xs`. After: ConversionError("generators ('yield from') cannot be
+converted ...") pointing at the `yield from`. Also refused: names with the prefix reserved for
+generated code, and `return`/`break`/`continue` that leave a `finally` block (PEP 765: they
+silently cancel the exception or return in flight). Nothing is rewritten.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from transpiler import anno, fence, naming, structure
+from transpiler.context import PassContext
+from transpiler.errors import ConversionError
+
+_WHAT = {
+    gast.Yield: "generators ('yield')",
+    gast.YieldFrom: "generators ('yield from')",
+    gast.Await: "'await'",
+    gast.AsyncFor: "'async for'",
+    gast.AsyncWith: "'async with'",
+    gast.AsyncFunctionDef: "'async def'",
+}
+
+
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
+    """Raises ConversionError at the first construct of `fn_node` that cannot be converted."""
+    for node in gast.walk(fn_node):
+        known = fence.decision(node)
+        if known is None:
+            raise ConversionError(
+                f"{type(node).__name__} syntax is not supported by this version of astgraph",
+                _origin(node),
+                "Write the statement with other syntax, or keep it out of converted code "
+                "(transpiler.do_not_convert).",
+            )
+        decision, hint = known
+        if decision is fence.Decision.REFUSED:
+            what = _WHAT.get(type(node), f"{type(node).__name__} syntax")
+            raise ConversionError(
+                f"{what} cannot be converted", _origin(node), hint[0].upper() + hint[1:] + "."
+            )
+        name = getattr(node, "id", None) or getattr(node, "name", None)
+        if isinstance(name, str) and name.startswith(naming.RUNTIME):
+            raise ConversionError(
+                f"the name {name!r} uses the prefix {naming.RUNTIME!r}, "
+                "reserved for generated code",
+                _origin(node),
+                "Rename the variable.",
+            )
+        if isinstance(node, structure.TRY):
+            _check_finally(node.finalbody)
+    return fn_node
+
+
+def _check_finally(finalbody: list[gast.stmt]) -> None:
+    for jump in structure.jumps_out(finalbody, structure.EXITS):
+        keyword = type(jump).__name__.lower()
+        raise ConversionError(
+            f"'{keyword}' inside 'finally' leaves the finally block",
+            _origin(jump),
+            f"A '{keyword}' there silently cancels the exception or the return in flight "
+            "(PEP 765; Python 3.14 warns about it). Set a flag in the finally block and act on "
+            "it after the try statement.",
+        )
+
+
+def _origin(node):
+    return (
+        anno.getanno(node, anno.Static.ORIGIN) if anno.hasanno(node, anno.Static.ORIGIN) else None
+    )
