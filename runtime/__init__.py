@@ -15,10 +15,10 @@ from runtime.builtins import (
     zip_,
 )
 from runtime.control_flow import if_exp, if_stmt
-from runtime.debugging import assert_, print_
+from runtime.debugging import assert_, fstring, print_
 from runtime.errors import StagingError
 from runtime.lists import list_append, list_pop, stack_list
-from runtime.logical import and_, not_, or_
+from runtime.logical import and_, in_, not_, not_in, or_
 from runtime.loops import for_stmt, range_, while_stmt
 from runtime.variables import Undefined, UndefinedReturnValue, deleted, ld
 
@@ -39,6 +39,7 @@ __all__ = [
     "max_",
     "min_",
     "print_",
+    "fstring",
     "reversed_",
     "stack_list",
     "zip_",
@@ -47,6 +48,8 @@ __all__ = [
     "if_stmt",
     "ld",
     "not_",
+    "in_",
+    "not_in",
     "or_",
     "range_",
     "while_stmt",

@@ -11,9 +11,9 @@ import builtins
 
 import jax.numpy as jnp
 
-from runtime import lists, sequences, staging
+from runtime import debugging, lists, loops, sequences, staging
 from runtime.errors import Site
-from runtime.staging import has_traced, is_staged
+from runtime.staging import has_staged, is_staged
 
 _NO_DEFAULT = object()
 
@@ -55,12 +55,12 @@ def len_(obj):
 
 
 def _extreme(python_fn, jnp_reduce, jnp_pair, args, key, default):
-    if key is not None or default is not _NO_DEFAULT or not has_traced(args):
+    if key is not None or default is not _NO_DEFAULT or not has_staged(args):
         kwargs = {} if default is _NO_DEFAULT else {"default": default}
         return python_fn(*args, key=key, **kwargs)
     if len(args) == 1:
         (items,) = args
-        if staging.is_traced(items):
+        if is_staged(items):
             if jnp.ndim(items) != 1:
                 raise TypeError(
                     f"{python_fn.__name__}() of a {jnp.ndim(items)}-d array compares rows, whose "
@@ -103,10 +103,30 @@ def zip_(*iterables, strict=False):
 
 
 def reversed_(seq):
-    """`reversed(seq)`; a range stays a range, an array gives a view a `for` loop can scan."""
+    """`reversed(seq)`; a range stays a range (a traced one too), an array gives a view a `for`
+    loop can scan."""
     if isinstance(seq, range):
         return seq[::-1]
+    if isinstance(seq, loops.TracedRange):
+        return seq.reversed()
     base = sequences.as_sequence(seq)
     if isinstance(base, sequences.ArraySequence):
         return sequences.Reversed(base)
     return builtins.reversed(seq)
+
+
+STAGED = {
+    builtins.int: int_,
+    builtins.float: float_,
+    builtins.bool: bool_,
+    builtins.len: len_,
+    builtins.min: min_,
+    builtins.max: max_,
+    builtins.enumerate: enumerate_,
+    builtins.zip: zip_,
+    builtins.reversed: reversed_,
+    builtins.range: loops.range_,
+    builtins.print: debugging.print_,
+}
+"""Builtins -> the versions that also accept traced values, for calls that reach them under
+another name (`r = range`; `fn = len`)."""

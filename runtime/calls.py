@@ -17,7 +17,8 @@ import warnings
 import weakref
 from collections.abc import Callable
 
-from runtime import errors
+from runtime import builtins as builtins_
+from runtime import effects, errors, staging
 
 _DO_NOT_CONVERT = "__transpiler_do_not_convert__"  # set by transpiler.do_not_convert
 
@@ -74,6 +75,16 @@ def caller(converter: Callable) -> Callable:
 
     def call(fn, /, *args, **kwargs):
         """`fn(*args, **kwargs)`, with `fn` converted first if it is user code."""
-        return resolve(fn)(*args, **kwargs)
+        if isinstance(fn, (type, types.BuiltinFunctionType)):
+            # A builtin reached under another name (`r = range; r(n)`): its staged version.
+            return builtins_.STAGED.get(fn, fn)(*args, **kwargs)
+        resolved = resolve(fn)
+        if staging.trackers():  # a staged block is being traced: it must watch what fn reaches
+            effects.called(resolved)
+        return resolved(*args, **kwargs)
 
     return call
+
+
+class Runtime(types.SimpleNamespace):
+    """What generated code sees as `rt__`: the runtime's operators, by name."""

@@ -13,33 +13,33 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from runtime import lists, staging
-from runtime.attributes import Attributes
+from runtime import errors, lists, staging
+from runtime.effects import Effects
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, describe_tree, is_staged
 from runtime.variables import Undefined, UndefinedReturnValue
 
 
-def if_stmt(pred, if_true, if_false, state, *, symbol_names, attributes=None):
+def if_stmt(pred, if_true, if_false, state, *, symbol_names):
     """Functional form of an if statement.
 
     Same semantics as::
 
         if pred:
-            state = if_true(*state)
+            outputs = if_true(*state)
         else:
-            state = if_false(*state)
+            outputs = if_false(*state)
 
-    A traced `pred` lowers to `jax.lax.cond`: both branches are traced, and each variable in the
-    state must come out of both with the same structure, shape and dtype (Python scalars are
-    promoted the way JAX promotes weakly typed values). `attributes` names the object attributes
-    the branches assign (see `runtime.attributes`); they are staged with the state.
+    (`state` holds what the branches read; `symbol_names` name what they give back.) A traced
+    `pred` lowers to `jax.lax.cond`: both branches are traced, and each output must come out of
+    both with the same structure, shape and dtype (Python scalars are promoted the way JAX
+    promotes weakly typed values). Python state the branches change (an attribute, a global) is
+    staged too, or refused (see `runtime.effects`).
     """
     if is_staged(pred):
         site = Site("if statement")
-        if not attributes:
-            return staged_cond(pred, if_true, if_false, state, symbol_names, site)
-        return Attributes(attributes).around(
+        effects = Effects((if_true, if_false), site)
+        return effects.run(
             state,
             symbol_names,
             lambda state, names, wrap: staged_cond(
@@ -53,29 +53,41 @@ def if_exp(pred, if_true, if_false):
     """Functional form of `if_true() if pred else if_false()`; a traced `pred` -> `lax.cond`."""
     if is_staged(pred):
         site = Site("conditional expression")
-        (value,) = staged_cond(
-            pred, lambda: (if_true(),), lambda: (if_false(),), (), ("<value>",), site
-        )
+        effects = Effects((if_true, if_false), site)
+
+        def stage(state, names, wrap):
+            return staged_cond(
+                pred,
+                wrap(lambda *_: (if_true(),)),
+                wrap(lambda *_: (if_false(),)),
+                state,
+                names,
+                site,
+            )
+
+        (value,) = effects.run((), ("<value>",), stage)
         return value
     return if_true() if pred else if_false()
 
 
-class _Retrace(Exception):
+class _Retrace(staging.Retrace):
     """Internal: trace the branches again, casting these leaves, filling these placeholders,
-    and holding these Python lists (appended to in one branch only) as staged lists."""
+    holding these Python lists (appended to in one branch only) as staged lists, and raising in
+    the branch whose tracing raised."""
 
-    def __init__(self, casts=None, placeholders=None, lists=None, resize=None):
+    def __init__(self, casts=None, placeholders=None, lists=None, resize=None, raised=None):
         self.casts = casts or {}  # {(variable index, leaf index): dtype}
         self.placeholders = placeholders or {}  # {variable index: tree of ShapeDtypeStruct}
         self.lists = lists or {}  # {variable index: (capacity, item ShapeDtypeStruct)}
         self.resize = resize or {}  # {variable index: capacity} of staged lists to even out
+        self.raised = raised or {}  # {"true" or "false": the exception its tracing raised}
 
 
 def staged_cond(pred, if_true, if_false, state, names, site):
-    """`lax.cond` over functions of the state; returns the new state. `names` label the state."""
+    """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
-    for _ in range(6):  # at most: stage lists (twice), even them out, fill placeholders, cast
+    for _ in range(8):  # at most: stage lists (twice), even them out, fill, cast, raise
         try:
             return _cond_once(pred, if_true, if_false, state, names, site, fixes)
         except _Retrace as retrace:
@@ -83,15 +95,20 @@ def staged_cond(pred, if_true, if_false, state, names, site):
                 {**fixes.casts, **retrace.casts},
                 {**fixes.placeholders, **retrace.placeholders},
                 resize={**fixes.resize, **retrace.resize},
+                raised={**fixes.raised, **retrace.raised},
             )
             state = tuple(
-                lists.StagedList.create(value, *retrace.lists[i]) if i in retrace.lists else value
+                lists.StagedList.create(value, *retrace.lists[i], _appended_in(names[i], site))
+                if i in retrace.lists
+                else value
                 for i, value in enumerate(state)
             )
     raise AssertionError("retracing the branches did not converge")
 
 
 def _cond_once(pred, if_true, if_false, state, names, site, fixes):
+    if len(fixes.raised) == 2:  # both branches raise: so does the if, whichever runs
+        raise fixes.raised["true"]
     # (branch, outputs as returned, outputs as the function gave them), per branch traced so far
     traced: list[tuple[str, list, list]] = []
     # Lists standing in for a staged loop's lists while its body is probed: count per branch.
@@ -101,7 +118,11 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes):
     def branch(fn, which):
         def run():
             starts = {key: start() for key, (_, start, _) in probes.items()}
-            raw = list(fn(*staging.fresh(state)))
+            with staging.tracing_branch(pred, which == "true"):
+                if which in fixes.raised:
+                    raw = _raise_when_run(fixes.raised[which], traced[0][2])
+                else:
+                    raw = _trace_branch(fn, state, which)
             appended[which] = {key: p.count - starts[key] for key, (p, _, _) in probes.items()}
             assert len(raw) == len(names), "generated code returned the wrong number of values"
             outs = [_branch_output(i, value, fixes) for i, value in enumerate(raw)]
@@ -112,11 +133,53 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes):
 
         return run
 
-    dynamic = iter(lax.cond(pred, branch(if_true, "true"), branch(if_false, "false")))
+    true_branch = branch(if_true, "true")
+    false_branch = branch(if_false, "false")
+    if "true" in fixes.raised:  # the branch that raises goes second: it gives what the other does
+        dynamic = lax.cond(jnp.logical_not(pred), false_branch, true_branch)
+    else:
+        dynamic = lax.cond(pred, true_branch, false_branch)
+    dynamic = iter(dynamic)
     for key, (_, _, finish) in probes.items():
         finish(appended["true"][key], appended["false"][key])
     _, outs, _ = traced[0]
     return tuple(next(dynamic) if staging.is_array_tree(value) else value for value in outs)
+
+
+def _trace_branch(fn, state, which) -> list:
+    """The branch's outputs, traced; _Retrace if its tracing raised what Python would raise
+    when the branch runs (a `raise`, a failed assert, an IndexError): it raises then."""
+    try:
+        return list(fn(*staging.fresh(state)))
+    except staging.CANNOT_STAGE:
+        raise
+    except Exception as e:  # noqa: BLE001 - the user's exception, raised when the branch runs
+        raise _Retrace(raised={which: e}) from None
+
+
+def _raise_when_run(error: Exception, other: list) -> list:
+    """A branch that raises `error` when the program runs it; its outputs mirror `other`'s."""
+    note = errors.user_frames_note(error.__traceback__)
+
+    def raise_if(taken):
+        if np.any(taken):
+            if note is not None and note not in getattr(error, "__notes__", ()):
+                error.add_note(note)
+            raise error
+
+    jax.debug.callback(raise_if, staging.branch_taken(), ordered=True)
+    return [
+        staging.zeros_like(staging.shapes_of(staging.as_arrays(value)))
+        if staging.is_array_tree(value)
+        else value
+        for value in other
+    ]
+
+
+def _appended_in(name: str, site: Site) -> lists.Origin:
+    return lists.Origin(
+        name, f"is appended to in one branch of the staged {site.construct} ({site})"
+    )
 
 
 def _branch_output(index, value, fixes: _Retrace):
@@ -126,8 +189,7 @@ def _branch_output(index, value, fixes: _Retrace):
         value = staging.zeros_like(fixes.placeholders[index])
     if isinstance(value, lists.StagedList) and index in fixes.resize:
         # Both branches get the larger buffer; the length is known in neither.
-        value = value.resized(fixes.resize[index], value.fixed)
-        value = lists.StagedList(value.buffer, value.length, None, value.fixed)
+        value = value.resized(fixes.resize[index], value.fixed)._with(static_length=None)
     if not staging.is_array_tree(value):
         return value
     leaves, treedef = jax.tree_util.tree_flatten(staging.as_arrays(value))

@@ -19,31 +19,101 @@ import sys
 import jax
 import numpy as np
 
+from runtime import staging
 from runtime.errors import Site
-from runtime.staging import has_traced, is_traced
 
 
 def print_(*args, sep=" ", end="\n", file=None, flush=False):
-    """Functional form of `print(*args, ...)`; traced arguments print when the program runs."""
-    if not has_traced(args):
+    """Functional form of `print(*args, ...)`.
+
+    Prints at once, as Python, unless an argument is traced or the print is part of a staged
+    branch or loop body: then it prints when the compiled program runs it, in order, with the
+    values it has then (`jax.debug.callback`); in a staged branch, only when the branch is taken.
+    """
+    staged = [i for i, arg in enumerate(args) if _has_staged(arg)]
+    if not staged and not staging.in_staged_block():
         builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
         return
-    traced = [i for i, a in enumerate(args) if is_traced(a)]
+    values = [_values(args[i]) for i in staged]
 
-    def host_print(*values):
+    def host_print(taken, *concrete):
+        if not np.all(taken):
+            return
         shown = list(args)
-        for i, value in zip(traced, values):
-            shown[i] = np.asarray(value)
+        for i, value in zip(staged, concrete):
+            shown[i] = _shown(args[i], value)
         builtins.print(*shown, sep=sep, end=end, file=file or sys.stdout, flush=flush)
 
-    jax.debug.callback(host_print, *(args[i] for i in traced), ordered=True)
+    jax.debug.callback(host_print, staging.branch_taken(), *values, ordered=True)
+
+
+def fstring(*parts) -> str:
+    """An f-string: `f"a {x!r:>8} b"` is `fstring("a ", (x, "r", ">8"), " b")`.
+
+    With Python values it is exactly the f-string. With traced values it is a `FormattedText`:
+    the text Python makes of it now, which `print_` prints with the values the program has when
+    it runs.
+    """
+    if not any(isinstance(p, tuple) and staging.is_staged(p[0]) for p in parts):
+        return "".join(p if isinstance(p, str) else _field(*p) for p in parts)
+    return FormattedText(parts)
+
+
+class FormattedText(str):
+    """An f-string of traced values: its text shows the tracers; printed, the values."""
+
+    def __new__(cls, parts):
+        text = "".join(p if isinstance(p, str) else _field_now(*p) for p in parts)
+        self = super().__new__(cls, text)
+        self.parts = parts
+        return self
+
+    def values(self) -> list:
+        return [p[0] for p in self.parts if isinstance(p, tuple)]
+
+    def render(self, values) -> str:
+        values = iter(values)
+        return "".join(
+            p if isinstance(p, str) else _field(np.asarray(next(values))[()], *p[1:])
+            for p in self.parts
+        )
+
+
+_CONVERSIONS = {"": lambda v: v, "s": str, "r": repr, "a": ascii}
+
+
+def _field(value, conversion: str, spec: str) -> str:
+    return format(_CONVERSIONS[conversion](value), spec)
+
+
+def _field_now(value, conversion, spec) -> str:
+    if staging.is_staged(value):
+        return _CONVERSIONS[conversion or "r"](value)  # a tracer has no format spec
+    return _field(value, conversion, spec)
+
+
+def _has_staged(leaf) -> bool:
+    if isinstance(leaf, FormattedText):
+        return any(staging.is_staged(v) for v in leaf.values())
+    return staging.is_staged(leaf)
+
+
+def _values(leaf):
+    return leaf.values() if isinstance(leaf, FormattedText) else leaf
+
+
+def _shown(leaf, value):
+    if isinstance(leaf, FormattedText):
+        return leaf.render(value)
+    return np.asarray(value)
 
 
 def assert_(test, msg=None):
-    """Functional form of `assert test, msg()`; a traced test is checked when the program runs."""
+    """Functional form of `assert test, msg()`; a traced test is checked when the program runs
+    (in a staged branch, when the branch is taken)."""
     if not __debug__:
         return
-    if not is_traced(test):
+    if not staging.is_staged(test):
         if not test:
             raise AssertionError(msg()) if msg is not None else AssertionError()
         return
@@ -52,8 +122,8 @@ def assert_(test, msg=None):
     where = site.location()
     message = f"{text} ({where})" if where else text
 
-    def check(value):
-        if not np.all(value):
+    def check(taken, value):
+        if np.all(taken) and not np.all(value):
             raise AssertionError(message)
 
-    jax.debug.callback(check, test)
+    jax.debug.callback(check, staging.branch_taken(), test)

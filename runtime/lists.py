@@ -9,8 +9,9 @@ an array buffer with room for every item the loop can append (its trip count, or
 If every iteration appends the same number of items unconditionally, the length after the loop is
 known, the buffer is exactly that long, and the list behaves as the Python list would (`len`,
 indexing, iteration, `jnp.stack`). If appends happen under a traced condition (an `if`, or after a
-`break`), the length is traced: `len(out)` gives an array, and `jnp.stack(out)` gives the whole
-buffer, padded with zeros after the last item.
+`break`), the length is traced: `len(out)` gives an array, indexing is checked when the program
+runs, and stacking or iterating raises a StagingError (`padded(out)` gives the buffer and the
+length, for code that masks the padding itself).
 """
 
 from __future__ import annotations
@@ -22,7 +23,24 @@ import jax.numpy as jnp
 from jax import lax
 
 from runtime import staging
-from runtime.staging import is_traced
+from runtime.errors import Site, StagingError
+from runtime.staging import is_staged
+
+
+class Origin:
+    """Where a staged list comes from, for error messages: its name, and why its length is
+    traced. Every Origin equals every other, so it never makes two lists' pytrees differ."""
+
+    __slots__ = ("name", "why")
+
+    def __init__(self, name: str = "the list", why: str = ""):
+        self.name, self.why = name, why
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Origin)
+
+    def __hash__(self) -> int:
+        return 0
 
 
 @jax.tree_util.register_pytree_node_class
@@ -31,22 +49,44 @@ class StagedList:
 
     A list carried by a staged loop is `fixed`: its buffer was sized for every append the loop
     can make, and appends write into it. Any other staged list grows its buffer by one row per
-    append, as Python would grow the list.
+    append, as Python would grow the list. When appends happened under a traced condition the
+    length is traced, and whatever depends on it (stacking, iterating, slicing) raises a
+    StagingError instead of seeing the padding: `padded(lst)` gives (buffer, length).
     """
 
-    def __init__(self, buffer, length, static_length: int | None = None, fixed: bool = False):
+    def __init__(
+        self,
+        buffer,
+        length,
+        static_length: int | None = None,
+        fixed: bool = False,
+        origin: Origin | None = None,
+    ):
         self.buffer = buffer
         self.length = length
         self.static_length = static_length  # known after a loop that always appends
         self.fixed = fixed
+        self.origin = origin or Origin()
+
+    def _with(self, **changes) -> StagedList:
+        fields = dict(
+            buffer=self.buffer,
+            length=self.length,
+            static_length=self.static_length,
+            fixed=self.fixed,
+            origin=self.origin,
+        )
+        return StagedList(**{**fields, **changes})
 
     @classmethod
-    def create(cls, items, capacity: int, element: jax.ShapeDtypeStruct) -> StagedList:
+    def create(
+        cls, items, capacity: int, element: jax.ShapeDtypeStruct, origin: Origin | None = None
+    ) -> StagedList:
         """A list holding `items` (Python) with room for `capacity` items in all."""
         buffer = jnp.zeros((capacity, *element.shape), element.dtype)
         for i, item in enumerate(items):
             buffer = buffer.at[i].set(item)
-        return cls(buffer, jnp.asarray(len(items)))
+        return cls(buffer, jnp.asarray(len(items)), origin=origin)
 
     @property
     def capacity(self) -> int:
@@ -58,10 +98,10 @@ class StagedList:
         buffer = self.buffer
         if extra > 0:
             buffer = jnp.concatenate([buffer, jnp.zeros((extra, *buffer.shape[1:]), buffer.dtype)])
-        return StagedList(buffer, self.length, self.static_length, fixed)
+        return self._with(buffer=buffer, fixed=fixed)
 
     def tree_flatten(self):
-        return (self.buffer, self.length), (self.static_length, self.fixed)
+        return (self.buffer, self.length), (self.static_length, self.fixed, self.origin)
 
     @classmethod
     def tree_unflatten(cls, aux, children):
@@ -70,7 +110,7 @@ class StagedList:
     def known_length(self) -> int | None:
         if self.static_length is not None:
             return self.static_length
-        return None if is_traced(self.length) else int(self.length)
+        return None if is_staged(self.length) else int(self.length)
 
     def append(self, item) -> StagedList:
         item = jnp.asarray(item, self.buffer.dtype)
@@ -82,44 +122,83 @@ class StagedList:
         grown = self if self.fixed else self.resized(self.capacity + 1, fixed=False)
         buffer = lax.dynamic_update_index_in_dim(grown.buffer, item, self.length, 0)
         known = self.known_length()
-        return StagedList(buffer, self.length + 1, None if known is None else known + 1, self.fixed)
+        return self._with(
+            buffer=buffer,
+            length=self.length + 1,
+            static_length=None if known is None else known + 1,
+        )
 
     def pop(self) -> tuple[StagedList, object]:
         last = self.length - 1
         item = lax.dynamic_index_in_dim(self.buffer, last, 0, keepdims=False)
         known = self.known_length()
-        popped = StagedList(self.buffer, last, None if known is None else known - 1, self.fixed)
+        self._check_index(-1)
+        popped = self._with(length=last, static_length=None if known is None else known - 1)
         return popped, item
 
-    def stacked(self):
-        """The items as one array: exactly them when the length is known, else the buffer."""
+    def stacked(self, what: str = "jnp.stack"):
+        """The items as one array; StagingError if how many there are is known only at run time."""
         known = self.known_length()
-        return self.buffer if known is None else self.buffer[:known]
+        if known is None:
+            raise self._traced_length(what)
+        return self.buffer[:known]
+
+    def _traced_length(self, what: str) -> StagingError:
+        name, why = self.origin.name, self.origin.why
+        return StagingError(
+            f"'{name}' {why or 'has a traced length'}, so how many items it holds is known only "
+            f"when the program runs, and {what} of it cannot give what Python would. Use "
+            f"len({name}) for its length (an array), or transpiler.padded({name}) for "
+            "(buffer, length) with zeros after the last item; or append on every path."
+        )
+
+    def _check_index(self, index: int) -> None:
+        """A check, when the program runs, that `index` is in range (the length is traced)."""
+        if self.known_length() is not None:
+            return
+
+        def check(length):
+            if not -length <= index < length:
+                raise IndexError(f"list index out of range ('{self.origin.name}'[{index}])")
+
+        jax.debug.callback(check, self.length)
 
     def __len__(self) -> int:
         known = self.known_length()
         if known is None:
             raise TypeError(
-                "this list was appended to under a traced condition in a staged loop, so its "
-                "length is traced; len() of it is an array in converted code (rt__.len_)"
+                f"'{self.origin.name}' has a traced length; len() of it is an array in converted "
+                "code (rt__.len_)"
             )
         return known
 
     def __getitem__(self, index):
-        if isinstance(index, int) and index < 0:
-            index = self.length + index if self.known_length() is None else len(self) + index
         if isinstance(index, slice):
-            return self.stacked()[index]
+            return self.stacked(f"the slice [{index.start}:{index.stop}:{index.step}]")[index]
+        if isinstance(index, int):
+            self._check_index(index)
+            if index < 0:
+                index = self.length + index if self.known_length() is None else len(self) + index
         return self.buffer[index]
 
     def __iter__(self):
-        return iter(self.stacked())
+        return iter(self.stacked("iterating"))
 
     def __jax_array__(self):
-        return self.stacked()
+        return self.stacked("an array")
 
     def __repr__(self) -> str:
         return f"StagedList(length={self.length}, buffer={staging.describe(self.buffer)})"
+
+
+def padded(target):
+    """(buffer, length) of a list: its items stacked with zeros after the last one, and how many
+    there are. For a list appended to under a traced condition, whose length is traced."""
+    if isinstance(target, StagedList):
+        return target.buffer, target.length
+    if not target:
+        return jnp.zeros((0,)), 0
+    return jnp.stack(target), len(target)
 
 
 def item_type(items, dtype=None) -> jax.ShapeDtypeStruct | None:
@@ -160,7 +239,7 @@ def stack_list(stack, target, *args, **kwargs):
     """`stack(target, ...)` (`jnp.stack`, `jnp.array`, ...) that stacks a StagedList at once."""
     if not isinstance(target, StagedList):
         return stack(target, *args, **kwargs)
-    result = target.stacked()
+    result = target.stacked(f"{getattr(stack, '__name__', 'stacking')}()")
     axis = kwargs.pop("axis", args[0] if args and isinstance(args[0], int) else 0)
     if axis:
         result = jnp.moveaxis(result, 0, axis)
@@ -182,8 +261,11 @@ class ProbeList(list):
         self.unbounded = False
         self.appended: list = []
         self.conditional = False
+        self.where: str | None = None  # the user's file:line of the first append
 
     def append(self, item):
+        if self.where is None:
+            self.where = Site("append", depth=2).location()
         item = jnp.asarray(item)
         trips = staging.loop_trip_counts()[self.depth :]
         if any(n is None for n in trips):

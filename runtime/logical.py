@@ -9,6 +9,7 @@ not a bool: `x or default`).
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from runtime import staging
@@ -37,7 +38,25 @@ def not_(a):
     return not a
 
 
+def in_(item, container):
+    """Functional form of `item in container`; in a traced array: `jnp.any(container == item)`."""
+    if is_staged(container) or (is_staged(item) and isinstance(container, jax.Array)):
+        return jnp.any(jnp.asarray(container) == item)
+    return item in container
+
+
+def not_in(item, container):
+    """Functional form of `item not in container`."""
+    return not_(in_(item, container))
+
+
 def _staged_select(a, b, op, site):
+    # A Python bool on the right of a traced bool: Python's answer is known now, or it is `a`.
+    # (`traced and x.shape == y.shape`: a branch Python never runs is not traced at all.)
+    if type(b) is bool and jnp.result_type(a) == jnp.bool_ and jnp.ndim(a) == 0:
+        if op == "and":
+            return a if b else False
+        return True if b else a
     truth = staging.scalar_predicate(a, site, "left operand")
     if not staging.is_array_leaf(b):
         raise StagingError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import operator
 import warnings
 
 import jax
@@ -18,8 +19,8 @@ from jax import lax
 
 from runtime import lists as lists_
 from runtime import sequences, staging
-from runtime.attributes import Attributes
 from runtime.control_flow import staged_cond
+from runtime.effects import Effects
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, is_staged
 from runtime.variables import Undefined, UndefinedReturnValue
@@ -30,7 +31,7 @@ UNROLL_WARNING_THRESHOLD = 100
 """A `for` loop that cannot be staged warns when it unrolls more iterations than this."""
 
 
-def while_stmt(test, body, state, *, symbol_names, max_iterations=None, attributes=None):
+def while_stmt(test, body, state, *, symbol_names, max_iterations=None):
     """Functional form of a while statement.
 
     Same semantics as::
@@ -42,32 +43,50 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, attribut
     value, the rest of the loop lowers to `jax.lax.while_loop`, starting from the state as it is
     then; every state variable must keep its shape and dtype across iterations. With
     `max_iterations` (from `transpiler.loop_options`) it lowers to a `lax.scan` of that many
-    iterations, each masked by the test, which reverse-mode differentiation supports.
-    `attributes` names the object attributes the body assigns (see `runtime.attributes`).
+    iterations, each masked by the test, which reverse-mode differentiation supports. Python
+    state the loop changes (an attribute, a global) is carried too, or refused (see
+    `runtime.effects`).
     """
-    if attributes:
-        return Attributes(attributes).around(
-            state,
-            symbol_names,
-            lambda state, names, wrap: while_stmt(
-                wrap(test, returns_state=False),
-                wrap(body),
-                state,
-                symbol_names=names,
-                max_iterations=max_iterations,
-            ),
-        )
+    site = Site("while loop")
+    max_iterations = _check_max_iterations(max_iterations, site)
     iterations = 0
     while max_iterations is None or iterations < max_iterations:
         pred = test(*state)
         if is_staged(pred):
             left = None if max_iterations is None else max_iterations - iterations
-            return _staged_while(test, body, state, symbol_names, Site("while loop"), left)
+            return Effects((test, body), site).run(
+                state,
+                symbol_names,
+                lambda state, names, wrap, left=left: _staged_while(
+                    wrap(test, returns_state=False), wrap(body), state, names, site, left
+                ),
+            )
         if not pred:
             break
         state = body(*state)
         iterations += 1
     return state
+
+
+def _check_max_iterations(value, site: Site) -> int | None:
+    """`value` as a bound on a loop's iterations: None, or a positive Python int."""
+    if value is None:
+        return None
+    try:
+        count = None if isinstance(value, bool) else operator.index(value)
+    except TypeError:  # a float, or a traced integer (JAX's error is a TypeError too)
+        count = None
+    if count is None:
+        raise TypeError(
+            f"loop_options(max_iterations=...) must be a Python int, got {value!r} ({site}). "
+            "It sizes the staged loop, so it must be known before the program runs."
+        )
+    if count < 1:
+        raise ValueError(
+            f"loop_options(max_iterations={count}) must be at least 1 ({site}): it is the "
+            "largest number of iterations the loop may run."
+        )
+    return count
 
 
 def _staged_while(test, body, state, names, site, max_iterations=None):
@@ -193,16 +212,22 @@ class _Carry:
                 "to one)."
             )
         appends = probed.count * trip_count
+        where = f" at {probed.where}" if probed.where else ""
+        origin = lists_.Origin(
+            name,
+            f"is appended to{where} on some paths of the staged {site.construct} ({site}) only "
+            "(under a traced condition, or after a break)",
+        )
         if not staged:
-            value = lists_.StagedList.create(value, len(value), element)
-            value = lists_.StagedList(value.buffer, value.length, len(value.buffer))
+            value = lists_.StagedList.create(value, len(value), element, origin)
+            value = value._with(static_length=len(value.buffer))
         known = value.known_length()
         if known is not None and not probed.conditional:
             self.static_lengths[index] = known + appends
         self.planned.add(index)
         carried = value.resized(value.capacity + appends, fixed=True)
         # In the loop the length is a traced count; it is known again after (static_lengths).
-        return lists_.StagedList(carried.buffer, carried.length, None, fixed=True)
+        return carried._with(static_length=None, fixed=True, origin=origin)
 
     def finish(self, dynamic):
         """The state after the loop: its lists can grow again; those that always grew get their
@@ -210,7 +235,7 @@ class _Carry:
         state = list(self.merge(dynamic))
         for index in self.planned:
             value, length = state[index], self.static_lengths.get(index)
-            state[index] = lists_.StagedList(value.buffer, value.length, length, fixed=False)
+            state[index] = value._with(static_length=length, fixed=False)
         return tuple(state)
 
     def merge(self, dynamic):
@@ -304,6 +329,22 @@ class TracedRange:
     def __init__(self, start, stop, step):
         self.start, self.stop, self.step = start, stop, step
 
+    def trip_count(self):
+        step_sign = jnp.sign(self.step)
+        return jnp.maximum(0, (self.stop - self.start + self.step - step_sign) // self.step)
+
+    def reversed(self) -> TracedRange:
+        """`reversed(range(...))`: the same items, last first."""
+        last = self.start + (self.trip_count() - 1) * self.step
+        return TracedRange(last, self.start - self.step, -self.step)
+
+    def __iter__(self):
+        raise TypeError(
+            f"{self!r}: a range with a traced bound has no length yet, so only a for statement "
+            "can loop over it (staged as a while loop); a comprehension or a call such as "
+            "list() cannot."
+        )
+
     def __repr__(self) -> str:
         return f"range({self.start}, {self.stop}, {self.step})"
 
@@ -314,13 +355,18 @@ def range_(*args):
         return range(*args)
     if not 1 <= len(args) <= 3:
         raise TypeError(f"range expected at most 3 arguments, got {len(args)}")
+    for arg in args:
+        dtype = jnp.result_type(arg)
+        if not (jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.bool_)):
+            kind = "float" if jnp.issubdtype(dtype, jnp.floating) else dtype.name
+            raise TypeError(f"'{kind}' object cannot be interpreted as an integer")
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    if not is_staged(step) and step == 0:
+        raise ValueError("range() arg 3 must not be zero")
     return TracedRange(start, stop, step)
 
 
-def for_stmt(
-    iterable, body, state, *, symbol_names, extra_test=None, max_iterations=None, attributes=None
-):
+def for_stmt(iterable, body, state, *, symbol_names, extra_test=None, max_iterations=None):
     """Functional form of a for statement.
 
     Same semantics as::
@@ -338,31 +384,44 @@ def for_stmt(
     count. Once `extra_test` is traced, the remaining iterations still run, masked: the loop stays
     a `scan`, which reverse-mode differentiation supports. A range with a traced bound lowers to
     `jax.lax.while_loop`. A body that cannot be staged (it changes a variable's shape, or needs
-    the index as a Python int) runs as unrolled Python instead. `attributes` names the object
-    attributes the body assigns (see `runtime.attributes`).
+    the index as a Python int) runs as unrolled Python instead. Python state the loop changes is
+    carried too, or refused (see `runtime.effects`).
     """
-    if attributes:
-        return Attributes(attributes).around(
-            state,
-            symbol_names,
-            lambda state, names, wrap: for_stmt(
-                iterable,
-                wrap(body, leading=1),
-                state,
-                symbol_names=names,
-                extra_test=extra_test and wrap(extra_test, returns_state=False),
-                max_iterations=max_iterations,
-            ),
-        )
     site = Site("for loop")
+    max_iterations = _check_max_iterations(max_iterations, site)
+    effects = Effects((body, extra_test), site)
+
+    def staged(stage):
+        def run(state, names, wrap):
+            test = extra_test and wrap(extra_test, returns_state=False)
+            return stage(wrap(body, leading=1), test, state, names)
+
+        return effects.run(state, symbol_names, run)
+
     if isinstance(iterable, TracedRange):
-        return _staged_range_while(
-            iterable, body, state, symbol_names, site, extra_test, max_iterations
+        return staged(
+            lambda body, test, state, names: _staged_range_while(
+                iterable, body, state, names, site, test, max_iterations
+            )
+        )
+    if isinstance(iterable, lists_.StagedList) and iterable.known_length() is None:
+        # A list of traced length: a while loop over its items, however many there are.
+        items = iterable.buffer
+        return staged(
+            lambda body, test, state, names: _staged_range_while(
+                TracedRange(0, iterable.length, 1),
+                lambda j, *s: body(items[j], *s),
+                state,
+                names,
+                site,
+                test,
+                max_iterations,
+            )
         )
     seq = sequences.as_sequence(iterable)
     if seq is None:
         items = iterable if max_iterations is None else itertools.islice(iterable, max_iterations)
-        return _python_for(items, body, state, symbol_names, site, extra_test)
+        return _python_for(items, body, state, symbol_names, site, extra_test, effects)
     n, k = len(seq), 0
     if max_iterations is not None:
         n = min(n, max_iterations)
@@ -371,17 +430,22 @@ def for_stmt(
         if not is_staged(go) and not go:
             return state
         if is_staged(go) or (n - k >= 2 and _should_scan(seq, state)):
-            staged = _try_scan_rest(seq, k, n, body, state, symbol_names, site, extra_test)
-            if staged is not None:
-                return staged
-            break
+            try:
+                return staged(
+                    lambda body, test, state, names, k=k: _scan(
+                        seq, k, n, body, test, state, names, site
+                    )
+                )
+            except _SCAN_REFUSED as e:
+                _log_unrolled(site, e, n - k)
+                break
         state = body(seq[k], *state)
         k += 1
     rest = (seq[i] for i in range(k, n))
-    return _python_for(rest, body, state, symbol_names, site, extra_test)
+    return _python_for(rest, body, state, symbol_names, site, extra_test, effects)
 
 
-def _python_for(items, body, state, names, site, extra_test):
+def _python_for(items, body, state, names, site, extra_test, effects):
     """The Python loop; once `extra_test` is traced, each remaining iteration is a masked cond."""
     if extra_test is None:
         for item in items:
@@ -397,7 +461,13 @@ def _python_for(items, body, state, names, site, extra_test):
         except StopIteration:
             return state
         if is_staged(go):
-            state = _masked(go, lambda *s, item=item: body(item, *s), state, names, site)
+            state = effects.run(
+                state,
+                names,
+                lambda state, names, wrap, item=item, go=go: _masked(
+                    go, wrap(lambda *s: body(item, *s)), state, names, site
+                ),
+            )
         else:
             state = body(item, *state)
 
@@ -410,23 +480,42 @@ def _masked(go, body, state, names, site):
 def _should_scan(seq, state) -> bool:
     if any(isinstance(v, Undefined) for v in state):
         return False  # one more Python iteration gives these a value (and a shape)
-    return seq.traced() or staging.has_traced(state)
+    return seq.staged() or staging.has_staged(state)
 
 
-def _try_scan_rest(seq, k, n, body, state, names, site, extra_test):
-    """Iterations k..n as one `lax.scan`; None (after logging why) if the body cannot be staged."""
+class _NeedsPythonValue(Exception):  # noqa: N818 - a reason, raised only to be caught
+    """The body used the index as a dict key (a tracer is not hashable)."""
+
+
+# What makes a `for` over a Python range run unrolled instead of as one scan: the body changes
+# a variable's shape or type (StagingError), or needs the index as a Python value (an index
+# into a Python list, a dict key): JAX's errors for a tracer where a value is needed.
+_SCAN_REFUSED = (
+    StagingError,
+    jax.errors.JAXTypeError,
+    jax.errors.JAXIndexError,
+    _NeedsPythonValue,
+)
+
+
+def _scan(seq, k, n, body, test, state, names, site):
     try:
-        return _staged_scan(seq, k, n, body, state, names, site, extra_test)
-    except Exception as e:  # noqa: BLE001 - the Python path re-runs these iterations
-        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-        message = (
-            f"the for loop ({site}) cannot be staged as one lax.scan ({type(e).__name__}: "
-            f"{reason}); its {n - k} remaining iterations run as unrolled Python instead"
-        )
-        logger.info(message)
-        if n - k > UNROLL_WARNING_THRESHOLD:
-            warnings.warn(message + ", so compile time grows with the trip count.", stacklevel=3)
-        return None
+        return _staged_scan(seq, k, n, body, state, names, site, test)
+    except TypeError as e:
+        if "unhashable type" in str(e) and "Tracer" in str(e):
+            raise _NeedsPythonValue(str(e)) from e
+        raise
+
+
+def _log_unrolled(site, error, count) -> None:
+    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    message = (
+        f"the for loop ({site}) cannot be staged as one lax.scan ({type(error).__name__}: "
+        f"{reason}); its {count} remaining iterations run as unrolled Python instead"
+    )
+    logger.info(message)
+    if count > UNROLL_WARNING_THRESHOLD:
+        warnings.warn(message + ", so compile time grows with the trip count.", stacklevel=4)
 
 
 def _staged_scan(seq, k, n, body, state, names, site, extra_test):
@@ -459,8 +548,7 @@ def _staged_scan(seq, k, n, body, state, names, site, extra_test):
 
 
 def _staged_range_while(r: TracedRange, body, state, names, site, extra_test, max_iterations):
-    step_sign = jnp.sign(r.step)
-    trip_count = jnp.maximum(0, (r.stop - r.start + r.step - step_sign) // r.step)
+    trip_count = r.trip_count()
 
     def test(j, *s):
         more = j < trip_count

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from runtime.staging import is_traced
+from runtime.staging import is_staged, is_traced
 
 
 class Sequence:
@@ -28,7 +28,8 @@ class Sequence:
     def __iter__(self):
         return (self[k] for k in range(len(self)))
 
-    def traced(self) -> bool:
+    def staged(self) -> bool:
+        """Whether its items are staged (see `runtime.staging.is_staged`)."""
         raise NotImplementedError
 
     def scan_inputs(self, k: int):
@@ -49,8 +50,8 @@ class ArraySequence(Sequence):
     def __getitem__(self, k):
         return self.array[k]
 
-    def traced(self):
-        return is_traced(self.array)
+    def staged(self):
+        return is_staged(self.array)
 
     def scan_inputs(self, k):
         rest = self.array[k:]
@@ -69,7 +70,7 @@ class RangeSequence(Sequence):
     def __getitem__(self, k):
         return self.range[k]
 
-    def traced(self):
+    def staged(self):
         return False
 
     def scan_inputs(self, k):
@@ -87,8 +88,8 @@ class Enumerated(Sequence):
     def __getitem__(self, k):
         return self.start + k, self.base[k]
 
-    def traced(self):
-        return self.base.traced()
+    def staged(self):
+        return self.base.staged()
 
     def scan_inputs(self, k):
         xs, item = self.base.scan_inputs(k)
@@ -106,8 +107,8 @@ class Zipped(Sequence):
     def __getitem__(self, k):
         return tuple(b[k] for b in self.bases)
 
-    def traced(self):
-        return any(b.traced() for b in self.bases)
+    def staged(self):
+        return any(b.staged() for b in self.bases)
 
     def scan_inputs(self, k):
         n = len(self)
@@ -126,8 +127,8 @@ class Reversed(Sequence):
     def __getitem__(self, k):
         return self.base[len(self.base) - 1 - k]
 
-    def traced(self):
-        return self.base.traced()
+    def staged(self):
+        return self.base.staged()
 
     def scan_inputs(self, k):
         rest = self.base.array[: len(self.base) - k]
@@ -146,5 +147,5 @@ def as_sequence(iterable) -> Sequence | None:
     from runtime.lists import StagedList
 
     if isinstance(iterable, StagedList):
-        return ArraySequence(iterable.stacked())  # a list a staged loop built: its items
+        return ArraySequence(iterable.stacked("iterating"))  # a list a staged loop built
     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import numbers
 
 import jax
@@ -13,22 +14,88 @@ from jax import lax
 from runtime.errors import Site, StagingError
 from runtime.variables import Undefined
 
-_loop_trip_counts: list[int | None] = []  # staged loops being traced, outermost first
+
+class Retrace(Exception):  # noqa: N818 - a request, not an error
+    """Internal: a staged statement must be traced again; never an error of the user's code."""
 
 
-def loop_trip_counts() -> list[int | None]:
+CANNOT_STAGE = (
+    Retrace,
+    StagingError,
+    jax.errors.JAXTypeError,  # a tracer where Python needs a value, a leaked tracer
+    jax.errors.JAXIndexError,
+    jax.errors.JaxprTypeError,
+)
+"""Exceptions that say code cannot be traced as written, as opposed to exceptions that running
+it would raise in Python too (a `raise` in a branch, an IndexError): they are never caught to
+try another way, or to raise later."""
+
+
+# What the code being traced now is inside of. Context variables: every thread (and every
+# asyncio task) traces with its own.
+_loop_trip_counts: contextvars.ContextVar[tuple[int | None, ...]] = contextvars.ContextVar(
+    "loop_trip_counts", default=()
+)
+_branch_predicates: contextvars.ContextVar[tuple] = contextvars.ContextVar(
+    "branch_predicates", default=()
+)
+_trackers: contextvars.ContextVar[tuple] = contextvars.ContextVar("trackers", default=())
+
+
+def loop_trip_counts() -> tuple[int | None, ...]:
     """Trip counts (None: unknown) of the staged loops whose bodies are being traced now."""
-    return _loop_trip_counts
+    return _loop_trip_counts.get()
 
 
 @contextlib.contextmanager
 def tracing_loop(trip_count: int | None):
     """Marks the code inside as running in the body of a staged loop being traced."""
-    _loop_trip_counts.append(trip_count)
+    token = _loop_trip_counts.set((*_loop_trip_counts.get(), trip_count))
     try:
         yield
     finally:
-        _loop_trip_counts.pop()
+        _loop_trip_counts.reset(token)
+
+
+@contextlib.contextmanager
+def tracing_branch(predicate, when: bool = True):
+    """Marks the code inside as a staged branch, taken when the traced bool `predicate` is
+    `when`."""
+    token = _branch_predicates.set((*_branch_predicates.get(), (predicate, when)))
+    try:
+        yield
+    finally:
+        _branch_predicates.reset(token)
+
+
+def branch_taken():
+    """A traced bool: whether the staged branches being traced now are all taken (True outside
+    any). Effects with no value (a print) are made on condition of it: under `jax.vmap` a `cond`
+    runs both branches, for every element."""
+    taken = True
+    for predicate, when in _branch_predicates.get():
+        taken = jnp.logical_and(taken, predicate if when else jnp.logical_not(predicate))
+    return taken
+
+
+@contextlib.contextmanager
+def tracking(tracker):
+    """Marks the code inside as a staged block whose Python effects `tracker` records."""
+    token = _trackers.set((*_trackers.get(), tracker))
+    try:
+        yield
+    finally:
+        _trackers.reset(token)
+
+
+def trackers() -> tuple:
+    """The effect trackers of the staged blocks being traced now, outermost first."""
+    return _trackers.get()
+
+
+def in_staged_block() -> bool:
+    """Whether the code running now is being traced as part of a staged branch or loop body."""
+    return bool(_trackers.get())
 
 
 def is_traced(value) -> bool:
@@ -36,24 +103,17 @@ def is_traced(value) -> bool:
 
 
 def is_staged(value) -> bool:
-    """Whether Python cannot decide `value` now, so the construct it controls must be staged.
+    """Whether Python cannot know `value` now: the one test of what is staged.
 
     Python and NumPy values, and tracers that still hold a concrete value (`jax.grad` outside
-    `jax.jit`), are decided by Python; abstract tracers (`jax.jit`, `jax.vmap`) are staged.
+    `jax.jit`), are Python's to decide; abstract tracers (`jax.jit`, `jax.vmap`) are staged.
     """
-    if not is_traced(value):
-        return False
-    if getattr(value, "size", 1) != 1:
-        return True  # Python could not decide it either; the staged path says why
-    try:
-        bool(value)
-    except jax.errors.ConcretizationTypeError:
-        return True
-    return False
+    return isinstance(value, jax.core.Tracer) and value.to_concrete_value() is None
 
 
-def has_traced(tree) -> bool:
-    return any(is_traced(leaf) for leaf in jax.tree_util.tree_leaves(tree))
+def has_staged(tree) -> bool:
+    """Whether any leaf of `tree` is staged (see `is_staged`)."""
+    return any(is_staged(leaf) for leaf in jax.tree_util.tree_leaves(tree))
 
 
 def describe(value) -> str:
@@ -136,11 +196,13 @@ def fresh(tree):
 def scalar_predicate(pred, site: Site, role: str):
     """A staged predicate as a boolean scalar, as Python's truth test would read it."""
     pred = jnp.asarray(pred)
-    if pred.shape != ():
+    if pred.size != 1:
         raise StagingError(
-            f"the {role} is {describe(pred)} ({site}); a condition must be a scalar. "
-            "Reduce it first, e.g. with jnp.any(...) or jnp.all(...)."
+            f"the {role} is {describe(pred)} ({site}); a condition must be a single value, "
+            "as in Python. Reduce it first, e.g. with jnp.any(...) or jnp.all(...)."
         )
+    if pred.shape:
+        pred = pred.reshape(())
     return pred if pred.dtype == jnp.bool_ else pred != 0
 
 

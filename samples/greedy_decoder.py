@@ -2,7 +2,8 @@
 
 The `while` runs until the end token or `max_len` tokens; the tokens are collected with
 `append`. Converted, it is one bounded `lax.scan` (so `jax.grad` can go through it) whose list
-is a buffer of `max_len` tokens.
+is a buffer of `max_len` tokens. How many of them there are is known only when the program runs,
+so the tokens are returned as `transpiler.padded(tokens)`: the buffer and the count.
 """
 
 import jax
@@ -45,4 +46,5 @@ class TinyDecoder:
             score = score + jnp.log(probs[token] + 1e-6)
             tokens.append(token)
             steps += 1
-        return jnp.stack(tokens), len(tokens), score
+        buffer, count = transpiler.padded(tokens)
+        return buffer, count, score

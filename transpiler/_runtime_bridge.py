@@ -19,12 +19,12 @@ register_source_map = runtime_errors.register_source_map
 ConversionRefused = runtime_calls.ConversionRefused
 
 
-def namespace(converter: Callable) -> types.SimpleNamespace:
+def namespace(converter: Callable) -> runtime_calls.Runtime:
     """What generated code sees as `rt__`: the runtime's operators, with a `call` that converts
     the user functions it reaches through `converter`."""
     operators = {name: getattr(runtime, name) for name in runtime.__all__}
     operators["call"] = runtime_calls.caller(converter)
-    return types.SimpleNamespace(**operators)
+    return runtime_calls.Runtime(**operators)
 
 
 def wrap(generated: types.FunctionType, original: types.FunctionType) -> types.FunctionType:

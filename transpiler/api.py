@@ -198,6 +198,24 @@ def jit(fn: Callable | None = None, **jit_kwargs) -> Callable:
     return jax.jit(convert(fn), **jit_kwargs)
 
 
+def padded(items):
+    """`(buffer, length)` of a list built in converted code, for lists whose length is traced.
+
+    A list appended to under a traced condition (or in a staged loop that may stop early) has a
+    length known only when the program runs; stacking it raises a StagingError rather than
+    return what Python would not. `padded(out)` gives its items stacked into a buffer with
+    zeros after the last one, and the length, so the code can mask the padding itself:
+
+        buffer, n = transpiler.padded(out)
+        mean = jnp.sum(buffer) / n
+
+    For a plain Python list it is `(jnp.stack(items), len(items))`.
+    """
+    from runtime import lists
+
+    return lists.padded(items)
+
+
 def do_not_convert(fn: Callable) -> Callable:
     """Marks `fn` so that converted code calls it as it is, and `convert(fn)` returns it as is."""
     setattr(fn, _DO_NOT_CONVERT, True)

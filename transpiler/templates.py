@@ -11,7 +11,8 @@ A template is ordinary Python source whose placeholder names are replaced by cod
 
 A replacement is a string (a name), a list of strings (a tuple of names, or the parameters of a
 function), a gast expression, or a list of statements (spliced where the placeholder stands alone as
-a statement). An assignment whose single target is replaced by an empty list becomes its value
+a statement), or a list of keywords (spliced where `**placeholder` stands in a call). An
+assignment whose single target is replaced by an empty list becomes its value
 alone (`state = call()` with no state: `call()`). `replace` sets `ctx` itself and raises on a
 placeholder that is missing or unused.
 """
@@ -120,6 +121,22 @@ class _Filler(gast.NodeTransformer):
         if isinstance(target, gast.Name) and self.replacements.get(target.id, None) == []:
             self.used.add(target.id)
             return gast.Expr(value=self.visit(node.value))
+        return self.generic_visit(node)
+
+    def visit_Call(self, node):
+        # `f(..., **name)` with a list of keywords for `name`: they are spliced in.
+        keywords = []
+        for keyword in node.keywords:
+            value = keyword.value
+            if (
+                keyword.arg is None
+                and isinstance(value, gast.Name)
+                and value.id in self.replacements
+            ):
+                keywords += self._take(value.id)
+            else:
+                keywords.append(keyword)
+        node.keywords = keywords
         return self.generic_visit(node)
 
     def visit_keyword(self, node):

@@ -210,7 +210,19 @@ def greedy_decode(logits):
         out.append(tok)
         i += 1
         tok = jnp.argmax(logits[i])
-    return jnp.stack(out), len(out)
+    return transpiler.padded(out)
+
+
+def greedy_decode_stacked(logits):
+    out = []
+    i = 0
+    tok = jnp.argmax(logits[0])
+    while tok != EOS:
+        transpiler.loop_options(max_iterations=6)
+        out.append(tok)
+        i += 1
+        tok = jnp.argmax(logits[i])
+    return jnp.stack(out)
 
 
 def test_greedy_decoder_appends_until_end_token_or_max_iterations():
@@ -220,13 +232,16 @@ def test_greedy_decoder_appends_until_end_token_or_max_iterations():
         stacked, n = converted(logits)
         expected = [t for t in tokens[: tokens.index(0) if 0 in tokens else 6]]
         assert int(n) == len(expected)
-        # A list built under a traced condition comes back as its buffer, zero-padded.
+        # transpiler.padded: a list built under a traced condition, as its buffer, zero-padded.
         assert stacked.shape == (6,)
         np.testing.assert_array_equal(stacked[: int(n)], expected)
         np.testing.assert_array_equal(stacked[int(n) :], 0)
         eager_tokens, eager_n = greedy_decode(logits) if 0 in tokens else (None, None)
         if eager_tokens is not None:
             np.testing.assert_array_equal(eager_tokens, expected)
+    # Stacked as it is, the list would be its padded buffer: refused, naming the list.
+    with pytest.raises(StagingError, match="'out' is appended to at .*test_model_code.py:"):
+        jax.jit(transpiler.convert(greedy_decode_stacked))(logits)
 
 
 def unbounded_append(x):
@@ -267,8 +282,16 @@ def test_list_comprehensions_over_python_ranges_stay_python():
         powers = [x**i for i in range(4)]
         return jnp.stack(powers)
 
-    assert "rt__" not in transpiler.to_source(f).replace("rt__.stack_list", "")
+    source = transpiler.to_source(f)
+    # A Python list comprehension, over `range` (which only stages as the iterable of a loop).
+    assert "powers = [x ** i for i in rt__.range_(4)]" in source
     check_jit(f, jnp.float32(2.0))
+
+    def over_traced_range(n):
+        return [i for i in range(n)]
+
+    with pytest.raises(TypeError, match="a range with a traced bound has no length yet"):
+        jax.jit(transpiler.convert(over_traced_range))(3)
 
 
 def test_python_lists_keep_python_semantics():
@@ -430,7 +453,7 @@ def nested_conditional_append(x):
         for j in range(2):
             if x * i > j:
                 out.append(x * i + j)
-    return jnp.stack(out), len(out)
+    return transpiler.padded(out)
 
 
 def bounded_while_with_inner_append(x):
@@ -442,7 +465,7 @@ def bounded_while_with_inner_append(x):
         for j in range(2):
             out.append(x + j)
         x = x - 1
-    return jnp.stack(out), len(out)
+    return transpiler.padded(out)
 
 
 def test_appends_in_nested_loops_are_counted_per_inner_iteration():
@@ -482,7 +505,7 @@ def append_python_then_traced(x):
     out.append(2)
     if x > 0:
         out.append(x)
-    return jnp.stack(out), len(out)
+    return transpiler.padded(out)
 
 
 def test_append_under_a_traced_if_after_python_appends():

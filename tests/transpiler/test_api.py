@@ -25,6 +25,7 @@ def test_public_api_is_exactly_these_names():
         "do_not_convert",
         "jit",
         "loop_options",
+        "padded",
         "to_source",
     ]
 

@@ -4,6 +4,7 @@
     y = self.layer(x)       ->   y = rt__.call(self.layer, x)
     s = jnp.sum(x)          ->   s = jnp.sum(x)              (JAX: called as it is)
     k = int(x)              ->   k = rt__.int_(x)            (a builtin that stages on tracers)
+    r = range(n)            ->   r = rt__.range_(n)          (with recursive=False, only these)
 
 Calls whose target resolves, at conversion time, to library code (a global naming a JAX, NumPy or
 standard-library module or function, or a builtin) are left alone, which keeps the generated
@@ -23,7 +24,7 @@ from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
 STAGED_BUILTINS = frozenset(
-    {"int", "float", "bool", "len", "min", "max", "enumerate", "zip", "reversed"}
+    {"int", "float", "bool", "len", "min", "max", "enumerate", "zip", "reversed", "range"}
 )
 """Builtins with a runtime version that also accepts traced values: `int` -> `rt__.int_`."""
 
@@ -32,17 +33,16 @@ _NEVER_WRAPPED = frozenset({"super", "locals", "globals", "vars", "eval", "exec"
 
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
-    """Rewrites the calls in `fn_node` (and its nested functions), unless `ctx.recursive` is off;
-    `ctx.globals` resolves names."""
-    if not ctx.recursive:
-        return fn_node
-    return _CallTrees(ctx.globals, frozenset(ctx.freevars)).visit(fn_node)
+    """Rewrites the calls in `fn_node` (and its nested functions); `ctx.globals` resolves names.
+    With `ctx.recursive` off, only builtins are rewritten."""
+    return _CallTrees(ctx.globals, frozenset(ctx.freevars), ctx.recursive).visit(fn_node)
 
 
 class _CallTrees(Transformer):
-    def __init__(self, globals_: dict, freevars: frozenset[str]):
+    def __init__(self, globals_: dict, freevars: frozenset[str], convert_calls: bool):
         self.globals = globals_
         self.freevars = freevars
+        self.convert_calls = convert_calls
         self.local_names: list[frozenset[str]] = []
         self.self_name: str | None = None  # the method's first parameter, for `super()`
 
@@ -76,7 +76,7 @@ class _CallTrees(Transformer):
                     return node
                 node.func = templates.replace_as_expression(f"{RUNTIME}.{func.id}_")
                 return node
-        if self._is_library(func) or _root_name(func) == RUNTIME:
+        if not self.convert_calls or self._is_library(func) or _root_name(func) == RUNTIME:
             return node
         call = templates.replace_as_expression(f"{RUNTIME}.call(func)", func=func)
         call.args += node.args

@@ -81,14 +81,6 @@ def read_inputs(node: gast.stmt) -> list[str]:
     return [name for name in inputs if name in anno.getanno(node, _A.LIVE_IN)]
 
 
-def _attributes(node: gast.stmt) -> list[str]:
-    """Attribute paths (`self.count`) the statement assigns, on objects that exist before it."""
-    act = anno.getanno(node, _A.BODY_ACTIVITY)
-    if isinstance(node, gast.For):
-        act = act | activity.of(node.target)
-    return sorted(path for path in act.attributes if path.split(".")[0] not in act.bound)
-
-
 _IF = """
     def if_true(state_args):
         prologue
@@ -109,7 +101,7 @@ _WHILE = """
         prologue
         body
         return state_tuple
-    state_out = rt__.while_stmt(loop_test, loop_body, state_tuple, symbol_names=names)
+    state_out = rt__.while_stmt(loop_test, loop_body, state_tuple, symbol_names=names, **options)
 """
 
 _FOR = """
@@ -118,7 +110,7 @@ _FOR = """
         bind_item
         body
         return state_tuple
-    state_out = rt__.for_stmt(iterable, loop_body, state_tuple, symbol_names=names)
+    state_out = rt__.for_stmt(iterable, loop_body, state_tuple, symbol_names=names, **options)
 """
 
 _FOR_WITH_TEST = """
@@ -131,7 +123,7 @@ _FOR_WITH_TEST = """
         body
         return state_tuple
     state_out = rt__.for_stmt(
-        iterable, loop_body, state_tuple, symbol_names=names, extra_test=loop_test
+        iterable, loop_body, state_tuple, symbol_names=names, extra_test=loop_test, **options
     )
 """
 
@@ -140,14 +132,11 @@ class _ControlFlow(Transformer):
     def __init__(self, namer: Namer):
         self.namer = namer
         self.scopes: list[gast.FunctionDef] = []
-        self.local_names: list[frozenset[str]] = []  # of each scope, before it is rewritten
 
     def visit_FunctionDef(self, node):
         self.scopes.append(node)
-        self.local_names.append(activity.local_names(node))
         node.body = self._visit_block(node.body)
         self.scopes.pop()
-        self.local_names.pop()
         return node
 
     def _visit_block(self, stmts):
@@ -158,20 +147,19 @@ class _ControlFlow(Transformer):
         return out
 
     def _prepare(self, node):
-        """Converts the sub-blocks; returns (outputs, inputs, attributes) from the annotations,
+        """Converts the sub-blocks; returns (outputs, inputs) from the annotations,
         which describe the statement as it was before its sub-blocks changed."""
         outputs, inputs = state(node)
         # Placeholders for what no branch reads: `rt__.Undefined('y')`.
         inputs = [name if name in read_inputs(node) else _placeholder(name) for name in inputs]
-        attributes = _attributes(node)
         node.body = self._visit_block(node.body)
         node.orelse = self._visit_block(node.orelse)
-        return outputs, inputs, attributes
+        return outputs, inputs
 
     def visit_If(self, node):
         if not convertible(node):
             return self.generic_visit(node)
-        outputs, inputs, attributes = self._prepare(node)
+        outputs, inputs = self._prepare(node)
         stmts = self._assign_state(
             _IF,
             outputs,
@@ -182,12 +170,12 @@ class _ControlFlow(Transformer):
             if_true=self.namer.new("if_true"),
             if_false=self.namer.new("if_false"),
         )
-        return _with_keywords(stmts, node, attributes)
+        return stmts
 
     def visit_While(self, node):
         if not convertible(node):
             return self.generic_visit(node)
-        names, _, attributes = self._prepare(node)
+        names, _ = self._prepare(node)
         stmts = self._assign_state(
             _WHILE,
             names,
@@ -196,13 +184,14 @@ class _ControlFlow(Transformer):
             test=node.test,
             loop_test=self.namer.new("loop_test"),
             loop_body=self.namer.new("loop_body"),
+            options=_loop_options(node),
         )
-        return _with_keywords(stmts, node, attributes) + node.orelse
+        return stmts + node.orelse
 
     def visit_For(self, node):
         if not convertible(node):
             return self.generic_visit(node)
-        names, _, attributes = self._prepare(node)
+        names, _ = self._prepare(node)
         target = node.target
         if isinstance(target, gast.Name) and target.id not in names:
             item, bind_item = target.id, []
@@ -213,8 +202,9 @@ class _ControlFlow(Transformer):
             item=item,
             bind_item=bind_item,
             body=node.body,
-            iterable=self._iterable(node.iter),
+            iterable=node.iter,
             loop_body=self.namer.new("loop_body"),
+            options=_loop_options(node),
         )
         template = _FOR
         if anno.hasanno(node, _A.EXTRA_TEST):
@@ -224,20 +214,7 @@ class _ControlFlow(Transformer):
                 test=anno.getanno(node, _A.EXTRA_TEST), loop_test=self.namer.new("loop_test")
             )
         stmts = self._assign_state(template, names, names, **replacements)
-        return _with_keywords(stmts, node, attributes) + node.orelse
-
-    def _iterable(self, node):
-        """`range(...)` -> `rt__.range_(...)`, which accepts traced bounds."""
-        if (
-            isinstance(node, gast.Call)
-            and isinstance(node.func, gast.Name)
-            and node.func.id == "range"
-            and "range" not in self.local_names[-1]
-            and not node.keywords
-            and not any(isinstance(a, gast.Starred) for a in node.args)
-        ):
-            node.func = templates.replace_as_expression(f"{RUNTIME}.range_")
-        return node
+        return stmts + node.orelse
 
     def _cells(self, state):
         """The parameters for `state`, and the statements that open each generated function.
@@ -293,23 +270,11 @@ def _label(value) -> str:
     return value if isinstance(value, str) else value.args[0].value
 
 
-def _with_keywords(stmts: list[gast.stmt], node: gast.stmt, attributes: list[str]):
-    """Adds the statement's attribute state (`attributes={'self.n': (self, 'n')}`) and its
-    loop's `loop_options(...)` as keywords of its runtime call, the last of `stmts`."""
-    call = stmts[-1].value
-    if attributes:
-        pairs = [
-            templates.replace_as_expression(
-                "(obj, attr)",
-                obj=templates.replace_as_expression(path.rsplit(".", 1)[0]),
-                attr=templates.constant(path.rsplit(".", 1)[1]),
-            )
-            for path in attributes
-        ]
-        labels = [templates.constant(path) for path in attributes]
-        value = gast.Dict(keys=labels, values=pairs)
-        call.keywords.append(gast.keyword(arg="attributes", value=value))
-    if anno.hasanno(node, _A.LOOP_OPTIONS):
-        for name, value in anno.getanno(node, _A.LOOP_OPTIONS).items():
-            call.keywords.append(gast.keyword(arg=name, value=value))
-    return stmts
+def _loop_options(node: gast.stmt) -> list[gast.keyword]:
+    """The loop's `transpiler.loop_options(...)`, as keywords of its runtime call."""
+    if not anno.hasanno(node, _A.LOOP_OPTIONS):
+        return []
+    return [
+        gast.keyword(arg=name, value=value)
+        for name, value in anno.getanno(node, _A.LOOP_OPTIONS).items()
+    ]

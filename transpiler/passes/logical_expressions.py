@@ -5,6 +5,7 @@ The right operand becomes a thunk, so Python values keep Python's short-circuit 
     a and b or c     ->   rt__.or_(rt__.and_(a, lambda: b), lambda: c)
     not x            ->   rt__.not_(x)
     0 < x < 1        ->   rt__.and_(0 < x, lambda: x < 1)
+    c in xs          ->   rt__.in_(c, xs)                 (a traced array: jnp.any(xs == c))
     a < f(x) < c     ->   rt__.and_(a < (cmp := f(x)), lambda: cmp < c)
 
 A middle operand of a chain is evaluated once, as in Python: a name or constant is simply
@@ -44,7 +45,7 @@ class _LogicalExpressions(Transformer):
     def visit_Compare(self, node):
         node = self.generic_visit(node)
         if len(node.ops) == 1:
-            return node
+            return _comparison(node.left, node.ops[0], node.comparators[0])
         # Python evaluates each middle operand once: bind the non-trivial ones on first use.
         operands = [node.left]
         for middle in node.comparators[:-1]:
@@ -62,13 +63,23 @@ class _LogicalExpressions(Transformer):
             left = operands[i]
             if isinstance(left, gast.NamedExpr):
                 left = templates.name(left.target.id)
-            comparisons.append(gast.Compare(left=left, ops=[op], comparators=[operands[i + 1]]))
+            comparisons.append(_comparison(left, op, operands[i + 1]))
         result = comparisons[-1]
         for comparison in reversed(comparisons[:-1]):
             result = templates.replace_as_expression(
                 f"{RUNTIME}.and_(left, lambda: right)", left=comparison, right=result
             )
         return result
+
+
+def _comparison(left: gast.expr, op: gast.cmpop, right: gast.expr) -> gast.expr:
+    """`left <op> right`; `in` and `not in` as runtime calls (a traced array is a container)."""
+    if isinstance(op, (gast.In, gast.NotIn)):
+        function = "in_" if isinstance(op, gast.In) else "not_in"
+        return templates.replace_as_expression(
+            f"{RUNTIME}.{function}(item, container)", item=left, container=right
+        )
+    return gast.Compare(left=left, ops=[op], comparators=[right])
 
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:

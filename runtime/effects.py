@@ -1,0 +1,387 @@
+"""Python state that staged code changes while it is traced: found, undone, carried or refused.
+
+A staged branch or loop body is traced once, but stands for any number of runs, in any branch. So
+whatever Python state it changes while it is traced — an attribute of an object, an item of a list
+or a dict, a module global, a closure cell — must not simply stay changed. Before tracing it, the
+runtime records the state the block can reach (`Snapshot`); after, it compares, puts everything
+back, and reports each change. A location that goes from an array (a number, a tree of arrays) to
+another array is carried through the `lax` primitive as extra state: `c.value` changed by a method
+called in a staged loop simply becomes loop state. Any other change (a list that grows, a new
+attribute, a string) raises a StagingError that names it.
+
+What a block can reach: the objects in its state and in the closure cells of its functions,
+their module globals, the globals and cells of every user function it calls, and everything
+reachable from those through attributes and items of lists, dicts, sets and tuples (not through
+library objects: JAX's, NumPy's).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import types
+
+import jax
+import numpy as np
+
+from runtime import staging
+from runtime.errors import StagingError
+
+_ATOMS = (type(None), bool, int, float, complex, str, bytes, range, type(Ellipsis))
+_LIBRARIES = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "runtime", "builtins"})
+_LEAVES = (jax.Array, jax.core.Tracer, np.ndarray, np.generic, types.ModuleType)
+_ABSENT = object()  # a key or attribute that is not there
+_BUILTIN_CONTAINERS = (dict, list, set, tuple, type)
+
+
+class NewEffects(staging.Retrace):
+    """Internal: tracing changed Python state that the statement does not carry yet."""
+
+    def __init__(self, changes: list[Change]):
+        super().__init__(f"{len(changes)} new changes")
+        self.changes = changes
+
+
+@dataclasses.dataclass(eq=False)
+class Change:
+    """One place whose value tracing changed, and how to put it back."""
+
+    key: tuple  # identifies the place across snapshots: (id(container), kind, item)
+    label: str  # how the user reaches it: `c.value`, `LOG`, `self.cache['k']`
+    before: object  # the value before (_ABSENT: not there)
+    after: object
+    container: object
+    kind: str  # "item" (dict key, list index), "attribute" (class), "cell", "resize"
+
+    @property
+    def carryable(self) -> bool:
+        """Whether the place can be staged: an array (tree) before and after, same place."""
+        return (
+            self.kind != "resize"
+            and self.before is not _ABSENT
+            and self.after is not _ABSENT
+            and staging.is_array_tree(self.before)
+            and staging.is_array_tree(self.after)
+        )
+
+    def get(self):
+        if self.kind == "cell":
+            return self.container.cell_contents
+        if self.kind == "attribute":
+            return getattr(self.container, self.key[2])
+        return self.container[self.key[2]]
+
+    def set(self, value) -> None:
+        if self.kind == "cell":
+            self.container.cell_contents = value
+        elif self.kind == "attribute":
+            setattr(self.container, self.key[2], value)
+        else:
+            self.container[self.key[2]] = value
+
+    def restore(self) -> None:
+        if self.kind == "resize":
+            _restore_whole(self.container, self.before)
+        elif self.before is _ABSENT:
+            if self.kind == "attribute":
+                delattr(self.container, self.key[2])
+            else:
+                del self.container[self.key[2]]
+        else:
+            self.set(self.before)
+
+    def describe(self) -> str:
+        """What happened to the place, for an error message."""
+        if self.kind == "resize":
+            before, after = len(self.before), len(self.after)
+            what = f"{self.label} (a {type(self.container).__name__})"
+            if isinstance(self.container, (set, frozenset)) or before == after:
+                return f"{what} is changed in place"
+            verb = "grows" if after > before else "shrinks"
+            return f"{what} {verb} from {before} to {after} items"
+        if self.before is _ABSENT:
+            return f"{self.label} is created"
+        if self.after is _ABSENT:
+            return f"{self.label} is deleted"
+        return (
+            f"{self.label} changes from {staging.describe_tree(self.before)} "
+            f"to {staging.describe_tree(self.after)}"
+        )
+
+
+def _restore_whole(container, before) -> None:
+    if isinstance(container, (list, collections.deque)):
+        container.clear()
+        container.extend(before)
+    else:  # a set
+        container.clear()
+        container.update(before)
+
+
+class Snapshot:
+    """The Python state reachable from some roots, recorded shallowly, container by container."""
+
+    def __init__(self):
+        self._seen: set[int] = set()
+        self._records: list[tuple] = []  # (container, kind, copy, label)
+
+    def add(self, label: str, value) -> None:
+        """Records what `value` reaches (once per object), calling it `label` in messages."""
+        stack = [(label, value)]
+        while stack:
+            label, obj = stack.pop()
+            if isinstance(obj, _ATOMS) or isinstance(obj, _LEAVES) or id(obj) in self._seen:
+                continue
+            self._seen.add(id(obj))
+            for child in self._record(label, obj):
+                stack.append(child)
+
+    def add_function(self, fn: types.FunctionType) -> None:
+        """Records the closure cells and the globals of `fn` (and of functions in its cells)."""
+        stack = [fn]
+        while stack:
+            fn = stack.pop()
+            if id(fn) in self._seen:
+                continue
+            self._seen.add(id(fn))
+            user = _is_user(fn)
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+                try:
+                    contents = cell.cell_contents
+                except ValueError:  # an empty cell
+                    contents = _ABSENT
+                if id(cell) not in self._seen:
+                    self._seen.add(id(cell))
+                    self._records.append((cell, "cell", contents, name))
+                if isinstance(contents, types.FunctionType):
+                    stack.append(contents)
+                elif user and contents is not _ABSENT:
+                    self.add(name, contents)
+            if user and id(fn.__globals__) not in self._seen:
+                self._seen.add(id(fn.__globals__))
+                self._records.append((fn.__globals__, "globals", dict(fn.__globals__), ""))
+                for name, value in list(fn.__globals__.items()):
+                    if name.startswith("__"):
+                        continue  # the module's own: `__builtins__`, `__loader__`, `__spec__`
+                    if not isinstance(value, (types.FunctionType, type)):
+                        self.add(name, value)
+                    elif isinstance(value, type) and _is_user(value):
+                        self.add(name, value)
+
+    def _record(self, label, obj):
+        """Records `obj`; yields (label, value) of what it holds."""
+        if type(obj) not in _BUILTIN_CONTAINERS and not _is_user(type(obj)):
+            return []  # library objects, and the runtime's own (a list a loop is sizing)
+        if isinstance(obj, dict):
+            self._records.append((obj, "dict", dict(obj), label))
+            return [(f"{label}[{k!r}]", v) for k, v in list(obj.items())]
+        if isinstance(obj, (list, collections.deque)):
+            self._records.append((obj, "list", list(obj), label))
+            return [(f"{label}[{i}]", v) for i, v in enumerate(obj)]
+        if isinstance(obj, set):
+            self._records.append((obj, "set", set(obj), label))
+            return []
+        if isinstance(obj, tuple):
+            return [(f"{label}[{i}]", v) for i, v in enumerate(obj)]
+        if isinstance(obj, (types.FunctionType, types.MethodType, types.BuiltinFunctionType)):
+            return []
+        if not _is_user(obj if isinstance(obj, type) else type(obj)):
+            return []
+        if isinstance(obj, type):
+            attributes = {k: v for k, v in vars(obj).items() if not k.startswith("__")}
+            self._records.append((obj, "class", attributes, label))
+            return [(f"{label}.{k}", v) for k, v in attributes.items()]
+        children = []
+        own = getattr(obj, "__dict__", None)
+        if isinstance(own, dict):
+            self._records.append((own, "attributes", dict(own), label))
+            children += [(f"{label}.{k}", v) for k, v in list(own.items())]
+        for slot in _slots(type(obj)):
+            value = getattr(obj, slot, _ABSENT)
+            self._records.append((obj, "slot", (slot, value), label))
+            if value is not _ABSENT:
+                children.append((f"{label}.{slot}", value))
+        return children
+
+    def changes(self) -> list[Change]:
+        """What differs now from what was recorded."""
+        found = []
+        for container, kind, before, label in self._records:
+            found += _compare(container, kind, before, label)
+        return found
+
+
+def _compare(container, kind, before, label) -> list[Change]:
+    if kind == "cell":
+        try:
+            now = container.cell_contents
+        except ValueError:
+            now = _ABSENT
+        if _same(before, now):
+            return []
+        return [Change((id(container), "cell", None), label, before, now, container, "cell")]
+    if kind == "set":
+        now = set(container)
+        if now == before:
+            return []
+        return [Change((id(container), "resize", None), label, before, now, container, "resize")]
+    if kind == "list":
+        now = list(container)
+        if len(now) != len(before):
+            return [
+                Change((id(container), "resize", None), label, before, now, container, "resize")
+            ]
+        return [
+            Change((id(container), "item", i), f"{label}[{i}]", b, a, container, "item")
+            for i, (b, a) in enumerate(zip(before, now))
+            if not _same(b, a)
+        ]
+    if kind == "slot":
+        slot, value = before
+        now = getattr(container, slot, _ABSENT)
+        if _same(value, now):
+            return []
+        return [
+            Change(
+                (id(container), "attribute", slot),
+                f"{label}.{slot}",
+                value,
+                now,
+                container,
+                "attribute",
+            )
+        ]
+    # A dict, an object's __dict__, module globals, a class's attributes.
+    now = (
+        {k: v for k, v in vars(container).items() if not k.startswith("__")}
+        if kind == "class"
+        else container
+    )
+    changes = []
+    for key in {*before, *now}:
+        if kind == "globals" and isinstance(key, str) and key.startswith("__"):
+            continue  # the module's own bookkeeping: `__warningregistry__`, `__builtins__`
+        b, a = before.get(key, _ABSENT), now.get(key, _ABSENT)
+        if _same(b, a):
+            continue
+        if kind == "dict":
+            where = f"{label}[{key!r}]"
+        elif kind == "globals":
+            where = f"the global {key!r}"
+        else:
+            where = f"{label}.{key}"
+        item_kind = "attribute" if kind == "class" else "item"
+        changes.append(Change((id(container), item_kind, key), where, b, a, container, item_kind))
+    return changes
+
+
+def _same(a, b) -> bool:
+    if a is b:
+        return True
+    return type(a) is type(b) and isinstance(a, _ATOMS) and a == b
+
+
+@functools.lru_cache(maxsize=1024)
+def _slots(cls) -> list[str]:
+    names = []
+    for klass in cls.__mro__:
+        slots = vars(klass).get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else [s for s in slots if s != "__dict__"]
+    return [n for n in names if n != "__weakref__"]
+
+
+def _is_user(value) -> bool:
+    """Whether `value` (a function or a class) is user code: not JAX's, NumPy's or ours."""
+    module = getattr(value, "__module__", None) or ""
+    return module.split(".")[0] not in _LIBRARIES
+
+
+class Effects:
+    """The Python state a staged statement changes while its functions are traced.
+
+    `run` stages the statement (`stage(state, names, wrap)`, which calls `lax` with functions
+    made by `wrap`); if tracing changes Python state, the changed places join the state it
+    carries and the statement is staged again. Afterwards each place holds its final value.
+    """
+
+    def __init__(self, functions, site):
+        self.functions = [f for f in functions if isinstance(f, types.FunctionType)]
+        self.site = site
+        self.carried: list[Change] = []
+        self.names: tuple[str, ...] = ()
+
+    def run(self, state, names, stage):
+        """Stages the statement; returns its outputs (`names` name them)."""
+        n = len(names)
+        self.names = names
+        while True:
+            extended = (*state, *(change.get() for change in self.carried))
+            labels = (*names, *(change.label for change in self.carried))
+            try:
+                out = stage(extended, labels, self.wrap)
+            except NewEffects as e:
+                self._add(e.changes)
+                continue
+            for change, value in zip(self.carried, out[n:]):
+                change.set(value)
+            return out[:n]
+
+    def _add(self, changes: list[Change]) -> None:
+        known = {c.key for c in self.carried}
+        for change in changes:
+            if change.key in known:
+                continue
+            if not change.carryable:
+                raise StagingError(
+                    f"{change.describe()} while the {self.site.construct} is traced "
+                    f"({self.site}), but the traced code stands for every run of it, in any "
+                    "branch, so the change cannot be made. Only arrays (and numbers, and "
+                    "tuples, lists and dicts of them) can change in a staged branch or loop, "
+                    "and only where they already have a value of the same structure. Return "
+                    "the value instead, or keep the Python object out of the staged code."
+                )
+            self.carried.append(change)
+            known.add(change.key)
+
+    def wrap(self, fn, leading: int = 0, returns_state: bool = True):
+        """`fn`, taking and giving the carried places' values after the statement's state."""
+        carried = list(self.carried)
+
+        def wrapped(*args):
+            n = len(args) - len(carried)
+            snapshot = Snapshot()
+            for function in self.functions:
+                snapshot.add_function(function)
+            # What the state holds (its containers are fresh copies: only their contents count).
+            for name, value in zip(self.names, args[leading:n]):
+                for leaf in jax.tree_util.tree_leaves(value):
+                    snapshot.add(name, leaf)
+            try:
+                with staging.tracking(snapshot):
+                    for change, value in zip(carried, args[n:]):
+                        change.set(value)
+                    out = fn(*args[:n])
+                    values = tuple(change.get() for change in carried)
+            finally:
+                changes = snapshot.changes()
+                for change in changes:
+                    change.restore()
+            known = {c.key for c in carried}
+            new = [c for c in changes if c.key not in known]
+            if new:
+                raise NewEffects(new)
+            return (*out, *values) if returns_state else out
+
+        return wrapped
+
+
+def called(fn) -> None:
+    """Converted code calls `fn` (a user function or method): the blocks being traced now must
+    also watch what it can reach, before it runs."""
+    for snapshot in staging.trackers():
+        if isinstance(fn, types.MethodType):
+            snapshot.add("self", fn.__self__)
+            fn = fn.__func__
+        if isinstance(fn, types.FunctionType):
+            snapshot.add_function(fn)
