@@ -8,6 +8,7 @@ type; `min`/`max` of traced values reduce with `jnp.minimum`/`jnp.maximum`; `enu
 from __future__ import annotations
 
 import builtins
+import types
 
 import jax.numpy as jnp
 
@@ -115,18 +116,20 @@ def reversed_(seq):
     return builtins.reversed(seq)
 
 
-STAGED = {
-    builtins.int: int_,
-    builtins.float: float_,
-    builtins.bool: bool_,
-    builtins.len: len_,
-    builtins.min: min_,
-    builtins.max: max_,
-    builtins.enumerate: enumerate_,
-    builtins.zip: zip_,
-    builtins.reversed: reversed_,
-    builtins.range: loops.range_,
-    builtins.print: debugging.print_,
-}
+STAGED = types.MappingProxyType(
+    {
+        builtins.int: int_,
+        builtins.float: float_,
+        builtins.bool: bool_,
+        builtins.len: len_,
+        builtins.min: min_,
+        builtins.max: max_,
+        builtins.enumerate: enumerate_,
+        builtins.zip: zip_,
+        builtins.reversed: reversed_,
+        builtins.range: loops.range_,
+        builtins.print: debugging.print_,
+    }
+)
 """Builtins -> the versions that also accept traced values, for calls that reach them under
 another name (`r = range`; `fn = len`)."""

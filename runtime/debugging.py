@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import sys
+import types
 
 import jax
 import numpy as np
@@ -79,7 +80,7 @@ class FormattedText(str):
         )
 
 
-_CONVERSIONS = {"": lambda v: v, "s": str, "r": repr, "a": ascii}
+_CONVERSIONS = types.MappingProxyType({"": lambda v: v, "s": str, "r": repr, "a": ascii})
 
 
 def _field(value, conversion: str, spec: str) -> str:

@@ -1,45 +1,59 @@
 """StagingError and the source maps that let runtime errors name the user's file:line.
 
-`transpiler` registers, for each generated module, which user line every generated line came from.
-Runtime operators remember the frame that called them and, on error, look its line up here.
+Each generated file ends with its source map (`source_map_footer`): which user line every
+generated line comes from. Runtime operators remember the frame that called them and, on error,
+look its line up there.
 """
 
 from __future__ import annotations
 
+import json
+import linecache
 import os
 import sys
 import types
-
-# generated file name -> {generated line: (user file, user line)}
-_SOURCE_MAPS: dict[str, dict[int, tuple[str, int]]] = {}
-# generated file name -> {return-value variable: (function name, [where it returns])}
-_RETURN_VALUES: dict[str, dict[str, tuple[str, list[str]]]] = {}
 
 
 class StagingError(Exception):
     """Converted code cannot be staged as written: say which variable, where, and why."""
 
 
-def register_source_map(
-    filename: str,
-    lines: dict[int, tuple[str, int]],
-    return_values: dict[str, tuple[str, list[str]]] | None = None,
-) -> None:
-    """Registers a generated file: its line map, and its functions' return-value variables."""
-    _SOURCE_MAPS[filename] = lines
-    _RETURN_VALUES[filename] = return_values or {}
+GENERATED_SUFFIX = ".astgraph.py"
+"""How the names of generated files end: `model_step_3.astgraph.py`."""
+
+_MAP_MARK = "# astgraph source map: "
+
+
+def source_map_footer(
+    lines: dict[int, tuple[str, int]], return_values: dict[str, tuple[str, list[str]]]
+) -> str:
+    """The last line of a generated file: which user line each generated line comes from, and
+    what error messages say about its functions' return-value variables. The runtime reads it
+    back through `linecache` when it needs to name the user's line."""
+    data = {"lines": {str(k): list(v) for k, v in lines.items()}, "returns": return_values}
+    return _MAP_MARK + json.dumps(data, separators=(",", ":")) + "\n"
 
 
 def is_generated(filename: str) -> bool:
     """Whether `filename` holds code the transpiler generated."""
-    return filename in _SOURCE_MAPS
+    return filename.endswith(GENERATED_SUFFIX)
+
+
+def _source_map(filename: str) -> dict | None:
+    if not is_generated(filename):
+        return None
+    lines = linecache.getlines(filename)
+    if not lines or not lines[-1].startswith(_MAP_MARK):
+        return None
+    return json.loads(lines[-1][len(_MAP_MARK) :])
 
 
 def user_location(filename: str, lineno: int) -> tuple[str, int] | None:
     """The user's (file, line) behind a line of generated code, or None for other code."""
-    lines = _SOURCE_MAPS.get(filename)
-    if lines is None:
+    found = _source_map(filename)
+    if found is None:
         return None
+    lines = {int(k): tuple(v) for k, v in found["lines"].items()}
     best = max((line for line in lines if line <= lineno), default=None)
     return lines[best] if best is not None else None
 
@@ -65,8 +79,10 @@ class Site:
         """(function, [its returns]) if `name` is the return-value variable of generated code."""
         frame = self._frame
         while frame is not None:
-            if frame.f_code.co_filename in _RETURN_VALUES:
-                return _RETURN_VALUES[frame.f_code.co_filename].get(name)
+            found = _source_map(frame.f_code.co_filename)
+            if found is not None:
+                returned = found["returns"].get(name)
+                return None if returned is None else tuple(returned)
             frame = frame.f_back
         return None
 
@@ -96,7 +112,5 @@ def user_frames_note(tb: types.TracebackType | None) -> str | None:
     if found is None:
         return None
     filename, lineno = found
-    import linecache
-
     text = linecache.getline(filename, lineno).strip()
     return f"while running converted code at {_display(filename)}:{lineno}: {text}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import numbers
+import types
 
 import jax
 import jax.numpy as jnp
@@ -130,7 +131,7 @@ def describe(value) -> str:
     return f"a {type(value).__name__}"
 
 
-_PYTHON_ZERO = {"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j}  # by dtype kind
+_PYTHON_ZERO = types.MappingProxyType({"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j})  # by kind
 
 
 def dtype_like(x):

@@ -45,3 +45,37 @@ def test_transforming_code_does_not_import_jax(tmp_path):
     script_path.write_text(script)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run([sys.executable, str(script_path)], check=True, cwd=tmp_path, env=env)
+
+
+_MUTABLE_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+_MUTABLE_CONSTRUCTORS = {
+    "list",
+    "dict",
+    "set",
+    "defaultdict",
+    "WeakSet",
+    "WeakKeyDictionary",
+    "WeakValueDictionary",
+    "OrderedDict",
+    "deque",
+    "Counter",
+}
+
+
+def test_runtime_has_no_module_level_mutable_state():
+    """Trace state lives in context variables or is passed explicitly: threads never share it."""
+    for path in (ROOT / "runtime").rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:
+            targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+            if any(isinstance(t, ast.Name) and t.id.startswith("__") for t in targets):
+                continue  # __all__
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                value = node.value
+                name = getattr(getattr(value, "func", None), "attr", None) or getattr(
+                    getattr(value, "func", None), "id", None
+                )
+                assert not isinstance(value, _MUTABLE_DISPLAYS), (path, node.lineno)
+                assert name not in _MUTABLE_CONSTRUCTORS, (path, node.lineno)
+            assert not isinstance(node, ast.Global), (path, node.lineno)
+            if isinstance(node, ast.FunctionDef):
+                assert not any(isinstance(n, ast.Global) for n in ast.walk(node)), (path, node.name)

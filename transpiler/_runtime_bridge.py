@@ -15,7 +15,8 @@ import runtime
 from runtime import calls as runtime_calls
 from runtime import errors as runtime_errors
 
-register_source_map = runtime_errors.register_source_map
+GENERATED_SUFFIX = runtime_errors.GENERATED_SUFFIX
+source_map_footer = runtime_errors.source_map_footer
 ConversionRefused = runtime_calls.ConversionRefused
 
 

@@ -30,7 +30,6 @@ class Options:
 class _Generated:
     code: types.CodeType
     source: str  # what `to_source` shows
-    filename: str
     globals: dict  # held, so that its id in the cache key is not reused while the entry lives
 
 
@@ -157,22 +156,26 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
     generated = _generated.get(fn, options)
     if generated is not None:
         return generated
+    from transpiler import _runtime_bridge
+
     with _conversion_lock:
         parsed = parsing.parse_function(fn)
         converted = pipeline.run(
             parsed.node, fn.__globals__, fn.__code__.co_freevars, recursive=options.recursive
         )
         source = loading.unparse(converted.node)
-        code, filename, line_map = loading.compile_function(
-            converted.node, fn.__code__.co_freevars, parsed.filename, fn.__qualname__
+        return_values = {
+            name: (info.function, info.returns) for name, info in converted.return_values.items()
+        }
+        code = loading.compile_function(
+            converted.node,
+            fn.__code__.co_freevars,
+            parsed.filename,
+            fn.__qualname__,
+            suffix=_runtime_bridge.GENERATED_SUFFIX,
+            footer=lambda line_map: _runtime_bridge.source_map_footer(line_map, return_values),
         )
-    from transpiler import _runtime_bridge
-
-    return_values = {
-        name: (info.function, info.returns) for name, info in converted.return_values.items()
-    }
-    _runtime_bridge.register_source_map(filename, line_map, return_values)
-    generated = _Generated(code, source, filename, fn.__globals__)
+    generated = _Generated(code, source, fn.__globals__)
     _generated.put(fn, options, generated)
     return generated
 
