@@ -1,6 +1,8 @@
 """The public API: convert, jit, to_source, caching, closures, methods."""
 
 import functools
+import importlib.util
+import linecache
 
 import jax
 import jax.numpy as jnp
@@ -274,3 +276,53 @@ def test_zero_argument_super_inside_a_staged_branch():
     child = ChildInBranch()
     assert float(jax.jit(transpiler.convert(child.f))(3.0)) == 4.0
     assert transpiler.convert(child.f)(1.0) == 1.0
+
+
+def _import(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_file_edited_after_import_is_refused(tmp_path):
+    path = tmp_path / "edited.py"
+    path.write_text("def f(x):\n    if x > 0:\n        return x\n    return -x\n")
+    module = _import(path, "edited")
+    path.write_text("def f(x):\n    if x > 0:\n        return 2 * x\n    return -x\n")
+    linecache.checkcache(str(path))
+    with pytest.raises(transpiler.ConversionError, match="the file changed after it was imported"):
+        transpiler.convert(module.f)
+    # Lines added above the function: also caught (the source found is not f's).
+    path.write_text("\n\n" + "def f(x):\n    if x > 0:\n        return x\n    return -x\n")
+    linecache.checkcache(str(path))
+    with pytest.raises(transpiler.ConversionError):
+        transpiler.convert(module.f)
+
+
+def test_equal_code_in_two_files_keeps_two_source_maps(tmp_path):
+    source = "def f(x):\n    if x > 0:\n        x = x.undefined\n    return x\n"
+    functions = []
+    for name in ("first", "second"):
+        (tmp_path / f"{name}.py").write_text(source)
+        functions.append(_import(tmp_path / f"{name}.py", name).f)
+    assert functions[0].__code__ == functions[1].__code__  # equal by value, as CPython compares
+    for fn, name in zip(functions, ("first", "second")):
+        with pytest.raises(AttributeError) as info:
+            transpiler.convert(fn)(1.0)
+        assert f"{name}.py:3" in "".join(getattr(info.value, "__notes__", []))
+
+
+def test_private_attributes_in_converted_methods():
+    class Scaled:
+        def __init__(self):
+            self.__scale = 3.0
+
+        def __call__(self, x):
+            if x > 0:
+                return x * self.__scale
+            return x
+
+    model = Scaled()
+    assert transpiler.convert(model.__call__)(2.0) == 6.0
+    assert jax.jit(transpiler.convert(model.__call__))(2.0) == 6.0

@@ -1,0 +1,573 @@
+"""Every construct is staged exactly, run as Python exactly, or refused: never silently wrong.
+
+One test per class of the soundness issue, each comparing the converted function with plain Python
+(values, printed output, the objects it mutates) on Python values, under `jax.jit` and, where it
+means something, `jax.vmap`; or asserting the precise error.
+"""
+
+import functools
+import os
+import re
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import transpiler
+from runtime import StagingError
+from tests.end_to_end.checks import assert_tree_close, check_jit, check_python, check_vmap
+from tests.end_to_end.test_errors import line_of
+
+HERE = os.path.relpath(__file__)
+
+# -- 1. JAX transformations of functions converted code already called ---------------------------
+
+
+def cube(x):
+    return x**3
+
+
+def grad_of_a_called_helper(x):
+    y = cube(x)
+    return y, jax.grad(cube)(x), jax.vmap(cube)(jnp.stack([x, x + 1]))
+
+
+def test_transformations_of_a_converted_helper_are_not_the_helper():
+    converted = transpiler.convert(grad_of_a_called_helper)
+    expected = grad_of_a_called_helper(2.0)
+    assert_tree_close(converted(2.0), expected)
+    assert_tree_close(jax.jit(converted)(2.0), expected)
+    assert float(jax.jit(converted)(2.0)[1]) == 12.0
+
+
+def test_wraps_copies_of_a_converted_function_are_not_it():
+    transpiler.convert(cube)  # cube's conversion is cached on cube
+
+    @functools.wraps(cube)
+    def doubled(x):
+        return 2 * cube(x)
+
+    assert transpiler.convert(doubled)(2.0) == 16.0
+
+
+# -- 2. Object state changed through methods and helpers in staged blocks -------------------------
+
+
+class Counter:
+    def __init__(self):
+        self.value = 0
+
+    def add(self, d):
+        self.value = self.value + d
+
+
+def count_to(n, c):
+    c.value = 0
+    while c.value < n:
+        c.add(1)
+    return c.value
+
+
+def test_a_method_that_changes_its_object_in_a_staged_while():
+    c = Counter()
+    assert jax.jit(lambda n: transpiler.convert(count_to)(n, Counter()))(5) == 5
+    assert transpiler.convert(count_to)(5, c) == 5 and c.value == 5
+
+
+class Smoother:
+    def __init__(self):
+        self.prev = jnp.float32(0.0)
+
+    def step(self, x):
+        y = 0.5 * (x + self.prev)
+        self.prev = x
+        return y
+
+
+def smooth(xs, model):
+    total = 0.0
+    for x in xs:
+        total = total + model.step(x)
+    return total, model.prev
+
+
+def test_state_a_method_keeps_between_iterations_of_a_staged_loop():
+    xs = jnp.array([1.0, 2.0, 4.0])
+    expected = smooth(xs, Smoother())
+    assert_tree_close(jax.jit(lambda xs: transpiler.convert(smooth)(xs, Smoother()))(xs), expected)
+
+
+STEPS = 0
+
+
+def bump(k):
+    global STEPS
+    STEPS = STEPS + k
+
+
+def bump_while(n):
+    global STEPS
+    STEPS = 0
+    i = 0
+    while i < n:
+        bump(2)
+        i += 1
+    return STEPS
+
+
+def test_a_helper_that_rebinds_a_global_in_a_staged_loop():
+    assert jax.jit(transpiler.convert(bump_while))(3) == 6
+    assert bump_while(3) == 6 and transpiler.convert(bump_while)(3) == 6
+
+
+class Log:
+    def __init__(self):
+        self.entries = []
+
+    def record(self, value):
+        self.entries.append(value)
+
+
+def log_in_branches(x, log):
+    if x > 0:
+        log.record("positive")
+    else:
+        log.record("negative")
+    return x
+
+
+def test_a_python_list_changed_in_a_staged_branch_is_refused_by_name():
+    log = Log()
+    assert transpiler.convert(log_in_branches)(1.0, log) == 1.0 and log.entries == ["positive"]
+    log = Log()
+    with pytest.raises(StagingError, match=r"log.entries \(a list\) grows from 0 to 1 items"):
+        jax.jit(lambda x: transpiler.convert(log_in_branches)(x, log))(1.0)
+    assert log.entries == []  # the abandoned trace left nothing behind
+
+
+# -- 3. Python containers mutated in a staged loop -----------------------------------------------
+
+
+def pop_sum(n):
+    items = [1, 2, 3, 4]
+    s = 0
+    for _ in range(n):
+        s += items.pop()
+    return s
+
+
+def write_dict(x):
+    stats = {"total": 0.0}
+    for i in range(3):
+        stats["total"] = stats["total"] + x * i
+    return stats["total"]
+
+
+def test_containers_mutated_in_staged_loops():
+    assert transpiler.convert(pop_sum)(2) == pop_sum(2) == 7
+    with pytest.raises(StagingError, match=r"items \(a list\) shrinks from 4 to 3 items"):
+        jax.jit(transpiler.convert(pop_sum))(2)
+    check_jit(write_dict, 2.0)  # an item that changes value, not shape: carried
+    check_python(write_dict, 2.0)
+
+
+# -- 4. Effects with no value happen when the program runs, in the branch taken ------------------
+
+
+def say_sign(x):
+    if x > 0:
+        print("positive")
+    else:
+        print("negative")
+    print(f"{x}")
+    return x
+
+
+def test_prints_in_staged_branches_run_in_the_branch_taken(capsys):
+    compiled = jax.jit(transpiler.convert(say_sign))
+    for x in (1.0, -1.0, 2.0):
+        compiled(x).block_until_ready()
+        jax.effects_barrier()
+        say_sign(x)
+        printed = capsys.readouterr().out.splitlines()
+        half = len(printed) // 2
+        assert printed[:half] == printed[half:], printed
+
+
+def test_prints_in_staged_branches_under_vmap(capsys):
+    jax.jit(jax.vmap(transpiler.convert(say_sign)))(jnp.array([1.0, -2.0, 3.0]))
+    jax.effects_barrier()
+    printed = capsys.readouterr().out.splitlines()
+    assert sorted(p for p in printed if p.endswith("tive")) == ["negative", "positive", "positive"]
+
+
+def formats(x):
+    for i in range(2):
+        x = x + 1.5
+        print(f"step {i}: x={x:.2f} ({x!r:>8})")
+    return x
+
+
+def test_f_strings_of_traced_values_print_the_values(capsys):
+    jax.jit(transpiler.convert(formats))(jnp.float32(1.0))
+    jax.effects_barrier()
+    assert capsys.readouterr().out.splitlines()[0].startswith("step 0: x=2.50")
+    assert transpiler.convert(formats)(1.0) == formats(1.0)
+    python_printed = capsys.readouterr().out
+    assert python_printed == "step 0: x=2.50 (     2.5)\nstep 1: x=4.00 (     4.0)\n" * 2
+
+
+# -- 5. Lists appended to under a traced condition ------------------------------------------------
+
+
+def samples(x, n):
+    out = []
+    for i in range(10):
+        x = x * 1.1
+        if i >= n:
+            out.append(x)
+    return jnp.stack(out)
+
+
+def sample_mean(x, n):
+    out = []
+    for i in range(10):
+        x = x * 1.1
+        if i >= n:
+            out.append(x)
+    total = 0.0
+    for v in out:  # a loop over a list of traced length: a while loop over its length
+        total = total + v
+    buffer, count = transpiler.padded(out)
+    return total / len(out), jnp.sum(buffer) / count
+
+
+def test_a_list_of_traced_length_never_passes_for_its_buffer():
+    assert transpiler.convert(samples)(1.0, 5).shape == (5,)
+    line = line_of(samples, "out.append")
+    with pytest.raises(StagingError, match=rf"'out' is appended to at {re.escape(HERE)}:{line}"):
+        transpiler.jit(samples)(1.0, 5)
+    expected = sample_mean(1.0, 5)
+    assert_tree_close(transpiler.jit(sample_mean)(1.0, 5), expected)
+    for op in (jnp.mean, jnp.array, list, sum):
+
+        def reduce(x, n, op=op):
+            out = []
+            for i in range(4):
+                if i >= n:
+                    out.append(x)
+            return op(out)
+
+        with pytest.raises(StagingError, match="'out' is appended to"):
+            jax.jit(transpiler.convert(reduce))(1.0, 2)
+
+
+# -- 6. Syntax: walrus, try/finally, match, raise under a traced if in a try ----------------------
+
+
+def walrus_and(x):
+    y = -1.0
+    z = x > 0 and (y := x * 2) > 1
+    return z, y
+
+
+def walrus_ternary(x):
+    y = 0.0
+    w = (y := 3.0) if x > 1 else (y := -3.0)
+    return w, y
+
+
+def walrus_maybe_unbound(x):
+    z = x > 0 and (y := x * 2) > 1
+    return z, y
+
+
+def test_walrus_in_lazy_operands_binds_where_python_binds():
+    for fn, args in ((walrus_and, (3.0, -3.0)), (walrus_ternary, (2.0, 0.0))):
+        for x in args:
+            check_python(fn, x)
+            check_jit(fn, x)
+        check_vmap(fn, jnp.array(args))
+    assert transpiler.convert(walrus_maybe_unbound)(3.0) == (True, 6.0)
+    with pytest.raises(UnboundLocalError):
+        transpiler.convert(walrus_maybe_unbound)(-3.0)
+    with pytest.raises(StagingError, match="'y' is set in the true branch but not in the false"):
+        jax.jit(transpiler.convert(walrus_maybe_unbound))(3.0)
+
+
+def count_down(n):
+    c = 0
+    while (n := n - 1) > 0:
+        c += 1
+    else:
+        c += 100
+    return c, n
+
+
+def test_walrus_in_a_while_test():
+    for n in (5, 0, 1):
+        check_python(count_down, n)
+        check_jit(count_down, n)
+
+
+def finally_loop_break(xs):
+    out = 0
+    try:
+        out = 1
+        return out
+    finally:
+        for x in xs:
+            if x == 2:
+                break
+            out += x
+
+
+def return_from_finally(x):
+    try:
+        return x
+    finally:
+        return -x  # noqa: B012 - refused, as PEP 765 would have it
+
+
+def test_try_finally():
+    check_python(finally_loop_break, [1, 2, 3])
+    with pytest.raises(transpiler.ConversionError, match="'return' inside 'finally' leaves"):
+        transpiler.convert(return_from_finally)
+
+
+def classify(x, k):
+    match k:
+        case 0:
+            if x > 0:
+                y = 1.0
+            else:
+                y = 2.0
+        case 1 | 2:
+            y = x * 10
+        case v if v > 5:
+            y = float(v)
+        case v:
+            y = -float(v)
+    return y
+
+
+def first_match(xs):
+    for k in xs:
+        match k:
+            case 2:
+                return k * 10
+            case _:
+                pass
+    return -1
+
+
+def test_match():
+    for k in (0, 1, 2, 7, 4):
+        check_python(classify, 3.0, k)
+        check_jit(classify, 3.0, k, static_argnums=(1,))
+    check_jit(classify, -3.0, 0, static_argnums=(1,))
+    check_python(first_match, [1, 2, 3])
+    check_python(first_match, [1, 3])
+
+
+def raise_in_try(x):
+    try:
+        if x > 10:
+            raise ValueError("big")
+        y = x * 2
+    except ValueError:
+        y = -2.0
+    return y
+
+
+def raise_when_taken(x):
+    if x < 0:
+        raise ValueError("negative input")
+    return jnp.sqrt(x)
+
+
+def test_raise_under_a_traced_condition_raises_when_the_program_runs_that_branch():
+    assert jax.jit(transpiler.convert(raise_in_try))(2.0) == raise_in_try(2.0) == 4.0
+    compiled = jax.jit(transpiler.convert(raise_when_taken))
+    assert compiled(4.0) == 2.0
+    with pytest.raises(jax.errors.JaxRuntimeError, match="ValueError: negative input"):
+        compiled(-1.0).block_until_ready()
+
+
+# -- 7. Threads: see test_threads.py ---------------------------------------------------------------
+
+# -- 8. range of a traced float, loop_options --------------------------------------------------------
+
+
+def float_range(x):
+    s = 0.0
+    for _ in range(x):
+        s += 1
+    return s
+
+
+def bounded(n, bound):
+    i = 0
+    while i < n:
+        transpiler.loop_options(max_iterations=bound)
+        i += 1
+    return i
+
+
+def test_float_range_and_loop_options_are_checked():
+    for run in (transpiler.convert(float_range), jax.jit(transpiler.convert(float_range))):
+        with pytest.raises(TypeError, match="'float' object cannot be interpreted as an integer"):
+            run(2.5)
+    assert (
+        transpiler.convert(bounded)(5, 3)
+        == jax.jit(transpiler.convert(bounded), static_argnums=1)(5, 3)
+        == 3
+    )
+    for bad, error in ((2.5, TypeError), (0, ValueError), (-1, ValueError)):
+        with pytest.raises(error, match="max_iterations"):
+            transpiler.convert(bounded)(5, bad)
+
+
+# -- 9. A source file edited after import: see test_api.py -------------------------------------------
+
+# -- 10. Names bound in both branches inside loops, del, walrus tests ---------------------------------
+
+
+def total(xs):
+    t = 0.0
+    for x in xs:
+        if x > 0:
+            step = 2.0
+        else:
+            step = 1.0
+        t = t + step
+    return t
+
+
+def delete_in_one_branch(x, p):
+    y = x
+    if p:
+        del y
+        y = 3
+    return y
+
+
+def delete_and_read(x, p):
+    y = x
+    if p:
+        del y
+    return y
+
+
+def test_names_bound_in_both_branches_inside_loops():
+    check_python(total, [1.0, -1.0])
+    check_jit(total, jnp.array([1.0, -1.0, 2.0]))
+    check_python(delete_in_one_branch, 1.0, True)
+    check_python(delete_in_one_branch, 1.0, False)
+    check_python(delete_and_read, 1.0, False)
+    with pytest.raises(UnboundLocalError):
+        transpiler.convert(delete_and_read)(1.0, True)
+
+
+# -- 11. and/or with a Python right operand -----------------------------------------------------------
+
+
+def shape_guard(x, y):
+    if jnp.sum(x) > 0 and x.shape == y.shape:
+        return x + y
+    return x
+
+
+def test_a_static_right_operand_decides_now():
+    check_jit(shape_guard, jnp.ones(3), jnp.ones(2))
+    check_jit(shape_guard, jnp.ones(3), jnp.ones(3))
+
+
+# -- 12. return inside try/finally ---------------------------------------------------------------------
+
+
+def return_in_try(x):
+    try:
+        if x > 0:
+            return x
+        return -x
+    finally:
+        pass
+
+
+def test_return_inside_try_finally():
+    check_jit(return_in_try, 2.0)
+    check_jit(return_in_try, -2.0)
+
+
+# -- 13. Valid code that failed ---------------------------------------------------------------------
+
+G = 0
+
+
+def global_in_branch(x):
+    if x > 0:
+        global G
+        G = 5
+    return x
+
+
+def count_after_first(items):
+    for i in items:
+        if i == items[0]:
+            x = 0
+        else:
+            x += 1
+    return x
+
+
+def reversed_range(n):
+    s = 0
+    for i in reversed(range(n)):
+        s = s * 2 + i
+    return s
+
+
+def aliased_range(n):
+    r = range
+    s = 0
+    for i in r(n):
+        s += i
+    return s
+
+
+def size_one(x):
+    if x > 0:
+        return 1.0
+    return 2.0
+
+
+def contains(x, c):
+    if c in x:
+        return 1
+    return 0
+
+
+def bound_after_return(x):
+    if x > 0:
+        return x
+    for i in range(3):
+        x = x + i
+    t = x * 2
+    return t + i
+
+
+def test_valid_code_that_failed():
+    check_python(global_in_branch, 1.0)
+    assert G == 5
+    check_python(count_after_first, [1, 2, 3])
+    for n in (0, 1, 4):
+        check_jit(reversed_range, n)
+        check_jit(aliased_range, n)
+    check_jit(size_one, jnp.ones(1))
+    check_jit(size_one, -jnp.ones(1))
+    check_jit(contains, jnp.arange(3), 2)
+    check_jit(contains, jnp.arange(3), 5)
+    check_vmap(contains, jnp.arange(6).reshape(2, 3), jnp.array([1, 7]))
+    check_jit(bound_after_return, -1.0)
+    check_jit(bound_after_return, 1.0)
