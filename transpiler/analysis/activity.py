@@ -51,6 +51,13 @@ class Scope:
     declared: frozenset[str]  # declared global or nonlocal here
     globals: frozenset[str]  # declared global here
     closure_reads: frozenset[str]  # names its nested functions and lambdas read from it
+    locals: frozenset[str]  # its parameters and the names it binds, less the declared ones
+
+    @property
+    def own(self) -> frozenset[str]:
+        """The names whose binding lives in this function's frame (or is declared to live in
+        a module or an outer function): the only names a statement here can pass as state."""
+        return self.locals | self.declared
 
 
 def analyze(fn_node: gast.FunctionDef) -> None:
@@ -117,6 +124,7 @@ def _annotate_function(fn_node: gast.FunctionDef) -> None:
             frozenset(declared),
             frozenset(globals_),
             frozenset(closure_reads),
+            local_names(fn_node),
         ),
     )
     for node in walk_scope(fn_node.body):

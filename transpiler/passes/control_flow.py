@@ -50,7 +50,7 @@ def convertible(node: gast.stmt) -> bool:
     return isinstance(node, (gast.If, gast.While, gast.For)) and not _has_early_exit(node)
 
 
-def state(node: gast.stmt) -> tuple[list[str], list[str]]:
+def state(node: gast.stmt, scope: activity.Scope) -> tuple[list[str], list[str]]:
     """(outputs, inputs): the names a converted statement passes out and in, in a stable order.
 
     A loop passes the same names in and out. An `if` passes out the names its branches modify
@@ -59,9 +59,11 @@ def state(node: gast.stmt) -> tuple[list[str], list[str]]:
 
     Names declared `global` or `nonlocal` are state like any other (liveness keeps them live):
     the generated functions take them as parameters, and the assignment of the returned state,
-    in the user's function, writes the global or nonlocal as the original statement would.
+    in the user's function, writes the global or nonlocal as the original statement would. A
+    name that is neither (a module's dict written as `D[k] = v`) is not state: the object it
+    names changes in place (see `runtime.effects`).
     """
-    modified = anno.getanno(node, _A.BODY_ACTIVITY).modified
+    modified = anno.getanno(node, _A.BODY_ACTIVITY).modified & scope.own
     if isinstance(node, gast.For):
         modified |= activity.of(node.target).bound
     live_out, live_in = anno.getanno(node, _A.LIVE_OUT), anno.getanno(node, _A.LIVE_IN)
@@ -72,10 +74,10 @@ def state(node: gast.stmt) -> tuple[list[str], list[str]]:
     return outputs, outputs + sorted((modified & live_in) - live_out)
 
 
-def read_inputs(node: gast.stmt) -> list[str]:
+def read_inputs(node: gast.stmt, scope: activity.Scope) -> list[str]:
     """The inputs whose values the statement reads. The rest (an `if` whose branches both
     assign `y`) need no value: they are passed in as `rt__.Undefined` placeholders."""
-    _, inputs = state(node)
+    _, inputs = state(node, scope)
     if not isinstance(node, gast.If):
         return inputs
     return [name for name in inputs if name in anno.getanno(node, _A.LIVE_IN)]
@@ -149,9 +151,11 @@ class _ControlFlow(Transformer):
     def _prepare(self, node):
         """Converts the sub-blocks; returns (outputs, inputs) from the annotations,
         which describe the statement as it was before its sub-blocks changed."""
-        outputs, inputs = state(node)
+        scope = anno.getanno(self.scopes[-1], _A.SCOPE)
+        outputs, inputs = state(node, scope)
         # Placeholders for what no branch reads: `rt__.Undefined('y')`.
-        inputs = [name if name in read_inputs(node) else _placeholder(name) for name in inputs]
+        read = read_inputs(node, scope)
+        inputs = [name if name in read else _placeholder(name) for name in inputs]
         node.body = self._visit_block(node.body)
         node.orelse = self._visit_block(node.orelse)
         return outputs, inputs

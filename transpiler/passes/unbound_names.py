@@ -55,12 +55,13 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
 
 def _possibly_unbound_state(scope: gast.FunctionDef) -> frozenset[str]:
     """State names of this scope's converted statements that may be unbound when they start."""
-    declared = anno.getanno(scope, _A.SCOPE).declared
+    info = anno.getanno(scope, _A.SCOPE)
+    declared = info.declared
     names = set()
     for node in structure.walk(scope.body):
         if control_flow.convertible(node):
             bound = anno.getanno(node, _A.DEFINITELY_DEFINED_IN)
-            read = control_flow.read_inputs(node)
+            read = control_flow.read_inputs(node, info)
             names |= {n for n in read if n not in bound and n not in declared}
     return frozenset(names)
 
