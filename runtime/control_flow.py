@@ -36,6 +36,7 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names):
     promotes weakly typed values). Python state the branches change (an attribute, a global) is
     staged too, or refused (see `runtime.effects`).
     """
+    pred = staging.condition(pred)
     if is_staged(pred):
         site = Site("if statement")
         effects = Effects((if_true, if_false), site)
@@ -51,6 +52,7 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names):
 
 def if_exp(pred, if_true, if_false):
     """Functional form of `if_true() if pred else if_false()`; a traced `pred` -> `lax.cond`."""
+    pred = staging.condition(pred)
     if is_staged(pred):
         site = Site("conditional expression")
         effects = Effects((if_true, if_false), site)

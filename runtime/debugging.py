@@ -27,12 +27,13 @@ from runtime.errors import Site
 def print_(*args, sep=" ", end="\n", file=None, flush=False):
     """Functional form of `print(*args, ...)`.
 
-    Prints at once, as Python, unless an argument is traced or the print is part of a staged
-    branch or loop body: then it prints when the compiled program runs it, in order, with the
-    values it has then (`jax.debug.callback`); in a staged branch, only when the branch is taken.
+    Prints at once, as Python, unless it is part of a program being staged (an argument is
+    traced, or the converted function was called with traced values): then it prints when the
+    compiled program runs it, in order, with the values it has then (`jax.debug.callback`); in
+    a staged branch, only when the branch is taken.
     """
     staged = [i for i, arg in enumerate(args) if _has_staged(arg)]
-    if not staged and not staging.in_staged_block():
+    if not staged and not staging.in_staged_program():
         builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
         return
     values = [_values(args[i]) for i in staged]

@@ -344,6 +344,15 @@ class Effects:
             self.carried.append(change)
             known.add(change.key)
 
+    def _input_names(self, leading: int, n: int) -> list[str]:
+        """What the user calls the statement's inputs: the generated functions' parameters."""
+        for function in self.functions:
+            code = function.__code__
+            params = code.co_varnames[leading : code.co_argcount]
+            if len(params) == n - leading:
+                return list(params)
+        return [*self.names, *["a value in the state"] * n][: n - leading]
+
     def wrap(self, fn, leading: int = 0, returns_state: bool = True):
         """`fn`, taking and giving the carried places' values after the statement's state."""
         carried = list(self.carried)
@@ -354,7 +363,7 @@ class Effects:
             for function in self.functions:
                 snapshot.add_function(function)
             # What the state holds (its containers are fresh copies: only their contents count).
-            for name, value in zip(self.names, args[leading:n]):
+            for name, value in zip(self._input_names(leading, n), args[leading:n]):
                 for leaf in jax.tree_util.tree_leaves(value):
                     snapshot.add(name, leaf)
             try:

@@ -163,13 +163,21 @@ class StagedList:
 
         jax.debug.callback(check, self.length)
 
+    def __staged_truth__(self):
+        """`if items:`: a traced `length > 0` when the length is traced."""
+        known = self.known_length()
+        return bool(known) if known is not None else self.length > 0
+
+    def __bool__(self) -> bool:
+        known = self.known_length()
+        if known is None:
+            raise self._traced_length("its truth value (as an operand of and/or)")
+        return bool(known)
+
     def __len__(self) -> int:
         known = self.known_length()
         if known is None:
-            raise TypeError(
-                f"'{self.origin.name}' has a traced length; len() of it is an array in converted "
-                "code (rt__.len_)"
-            )
+            raise self._traced_length("len() outside converted code")
         return known
 
     def __getitem__(self, index):

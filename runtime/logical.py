@@ -33,15 +33,30 @@ def or_(a, b):
 
 def not_(a):
     """Functional form of `not a`."""
+    a = staging.condition(a)
     if is_staged(a):
         return jnp.logical_not(staging.scalar_predicate(a, Site("'not' expression"), "operand"))
     return not a
 
 
 def in_(item, container):
-    """Functional form of `item in container`; in a traced array: `jnp.any(container == item)`."""
+    """Functional form of `item in container`.
+
+    In a traced array: `jnp.any(container == item)`. A traced item in a Python list, tuple, set,
+    range or dict's keys: `==` with each element (as `in` does), combined with `or`.
+    """
     if is_staged(container) or (is_staged(item) and isinstance(container, jax.Array)):
         return jnp.any(jnp.asarray(container) == item)
+    if is_staged(item) and isinstance(container, (list, tuple, set, frozenset, dict, range)):
+        if isinstance(container, range):
+            inside = (item >= container.start) & (item < container.stop)
+            if container.step < 0:
+                inside = (item <= container.start) & (item > container.stop)
+            return inside & ((item - container.start) % container.step == 0)
+        found = jnp.asarray(False)
+        for element in container:
+            found = jnp.logical_or(found, jnp.asarray(item == element))
+        return found
     return item in container
 
 

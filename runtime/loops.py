@@ -51,7 +51,7 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None):
     max_iterations = _check_max_iterations(max_iterations, site)
     iterations = 0
     while max_iterations is None or iterations < max_iterations:
-        pred = test(*state)
+        pred = staging.condition(test(*state))
         if is_staged(pred):
             left = None if max_iterations is None else max_iterations - iterations
             return Effects((test, body), site).run(

@@ -41,6 +41,29 @@ _branch_predicates: contextvars.ContextVar[tuple] = contextvars.ContextVar(
     "branch_predicates", default=()
 )
 _trackers: contextvars.ContextVar[tuple] = contextvars.ContextVar("trackers", default=())
+_staged_program: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "staged_program", default=False
+)
+
+
+@contextlib.contextmanager
+def calling(args, kwargs):
+    """Marks a converted function's run as part of a program being staged, if it is (some
+    argument is staged): its effects with no value (prints) then happen when that program runs,
+    in order, not while it is traced."""
+    if _staged_program.get() or not has_staged((args, kwargs)):
+        yield
+        return
+    token = _staged_program.set(True)
+    try:
+        yield
+    finally:
+        _staged_program.reset(token)
+
+
+def in_staged_program() -> bool:
+    """Whether the code running now is being traced into a program (see `calling`)."""
+    return _staged_program.get() or bool(_trackers.get())
 
 
 def loop_trip_counts() -> tuple[int | None, ...]:
@@ -94,9 +117,11 @@ def trackers() -> tuple:
     return _trackers.get()
 
 
-def in_staged_block() -> bool:
-    """Whether the code running now is being traced as part of a staged branch or loop body."""
-    return bool(_trackers.get())
+def condition(value):
+    """`value` as the condition of an if, a while or and/or/not: itself, or, for an object that
+    knows its truth only as a traced bool (a list of traced length), that bool."""
+    truth = getattr(type(value), "__staged_truth__", None)
+    return value if truth is None else truth(value)
 
 
 def is_traced(value) -> bool:
@@ -196,7 +221,7 @@ def fresh(tree):
 
 def scalar_predicate(pred, site: Site, role: str):
     """A staged predicate as a boolean scalar, as Python's truth test would read it."""
-    pred = jnp.asarray(pred)
+    pred = jnp.asarray(condition(pred))
     if pred.size != 1:
         raise StagingError(
             f"the {role} is {describe(pred)} ({site}); a condition must be a single value, "

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import runtime
 from runtime import calls as runtime_calls
 from runtime import errors as runtime_errors
+from runtime import staging as runtime_staging
 
 GENERATED_SUFFIX = runtime_errors.GENERATED_SUFFIX
 source_map_footer = runtime_errors.source_map_footer
@@ -34,7 +35,8 @@ def wrap(generated: types.FunctionType, original: types.FunctionType) -> types.F
     @functools.wraps(original)
     def converted(*args, **kwargs):
         try:
-            return generated(*args, **kwargs)
+            with runtime_staging.calling(args, kwargs):
+                return generated(*args, **kwargs)
         except Exception as e:  # noqa: BLE001 - annotated and re-raised unchanged
             _add_user_location(e)
             # A StagingError names the user's line itself: generated frames would only distract.

@@ -44,7 +44,7 @@ _TABLE: dict[str, tuple[Decision, str]] = {
     "AnnAssign": (_P, "annotated assignment (the annotation of a local is not evaluated)"),
     "TypeAlias": (_P, "a `type` alias statement"),
     "With": (_P, "context managers enter and exit while the function runs (or is traced)"),
-    "Match": (_P, "cases are matched in Python; a traced subject is refused when it runs"),
+    "Match": (_S, "values, captures and | patterns: an if chain; other patterns match in Python"),
     "Try": (_P, "try/except/else/finally in Python; exceptions of the compiled program are not"),
     "TryStar": (_P, "try/except* in Python"),
     "Import": (_P, "import"),

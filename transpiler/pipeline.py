@@ -20,6 +20,7 @@ from transpiler.passes import (
     fence,
     lists,
     logical_expressions,
+    match_statements,
     print_statements,
     return_statements,
     unbound_names,
@@ -35,6 +36,8 @@ PASSES = (
     # Before anything moves an expression into a function of its own (a thunk, a loop test),
     # where a `:=` would bind in the wrong scope.
     assignment_expressions,
+    # Before the early-exit passes, so a return in a case is a return in an if branch.
+    match_statements,
     # Early exits become flags before anything else looks at control flow. `return` goes first:
     # inside a loop it becomes flag assignments plus a `break`, which the break pass rewrites.
     return_statements,

@@ -54,8 +54,9 @@ class _Liveness:
         return (live_out - act.bound) | act.reads
 
     def _If(self, node, live_out):
-        test = activity.of(node.test).reads
-        return test | self.block(node.body, live_out) | self.block(node.orelse, live_out)
+        test = activity.of(node.test)  # it may bind (`if (n := len(x)) > 3:`) before the branches
+        branches = self.block(node.body, live_out) | self.block(node.orelse, live_out)
+        return (branches - test.bound) | test.reads
 
     def _While(self, node, live_out):
         exit_live = self.block(node.orelse, live_out)
