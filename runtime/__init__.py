@@ -12,6 +12,7 @@ from runtime.builtins import (
     max_,
     min_,
     reversed_,
+    sum_,
     zip_,
 )
 from runtime.control_flow import if_exp, if_stmt
@@ -41,6 +42,7 @@ __all__ = [
     "print_",
     "fstring",
     "reversed_",
+    "sum_",
     "stack_list",
     "zip_",
     "for_stmt",

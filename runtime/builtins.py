@@ -61,6 +61,15 @@ def _extreme(python_fn, jnp_reduce, jnp_pair, args, key, default):
         return python_fn(*args, key=key, **kwargs)
     if len(args) == 1:
         (items,) = args
+        if isinstance(items, lists.StagedList) and items.known_length() is None:
+            # A list of traced length: the reduction of its items, the padding masked out.
+            if items.buffer.ndim != 1:
+                raise TypeError(f"{python_fn.__name__}() of a list of arrays compares arrays")
+            items.check_not_empty(f"{python_fn.__name__}()")
+            dtype = items.buffer.dtype
+            info = jnp.finfo(dtype) if jnp.issubdtype(dtype, jnp.floating) else jnp.iinfo(dtype)
+            fill = info.max if python_fn is builtins.min else info.min
+            return jnp_reduce(items.masked(fill))
         if is_staged(items):
             if jnp.ndim(items) != 1:
                 raise TypeError(
@@ -83,6 +92,14 @@ def min_(*args, key=None, default=_NO_DEFAULT):
 def max_(*args, key=None, default=_NO_DEFAULT):
     """`max(...)`; traced values -> `jnp.maximum` of them (`jnp.max` of a traced vector)."""
     return _extreme(builtins.max, jnp.max, jnp.maximum, args, key, default)
+
+
+def sum_(iterable, /, start=0):
+    """`sum(iterable, start)`; of a list of traced length, the sum of its items (the padding
+    masked out)."""
+    if isinstance(iterable, lists.StagedList) and iterable.known_length() is None:
+        return start + jnp.sum(iterable.masked(0), axis=0)
+    return builtins.sum(iterable, start)
 
 
 def enumerate_(iterable, start=0):
@@ -124,6 +141,7 @@ STAGED = types.MappingProxyType(
         builtins.len: len_,
         builtins.min: min_,
         builtins.max: max_,
+        builtins.sum: sum_,
         builtins.enumerate: enumerate_,
         builtins.zip: zip_,
         builtins.reversed: reversed_,

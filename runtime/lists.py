@@ -20,6 +20,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from runtime import staging
@@ -152,16 +153,31 @@ class StagedList:
             "(buffer, length) with zeros after the last item; or append on every path."
         )
 
+    def masked(self, fill):
+        """The buffer with `fill` in place of the padding after the last item."""
+        present = jnp.arange(self.capacity) < self.length
+        present = present.reshape((-1,) + (1,) * (self.buffer.ndim - 1))
+        return jnp.where(present, self.buffer, jnp.asarray(fill, self.buffer.dtype))
+
+    def check_not_empty(self, what: str) -> None:
+        """A check, when the program runs, that the list (of traced length) has items."""
+
+        def check(length, taken):
+            if np.all(taken) and length == 0:
+                raise ValueError(f"{what} arg is an empty sequence ('{self.origin.name}')")
+
+        jax.debug.callback(check, self.length, staging.branch_taken())
+
     def _check_index(self, index: int) -> None:
         """A check, when the program runs, that `index` is in range (the length is traced)."""
         if self.known_length() is not None:
             return
 
-        def check(length):
-            if not -length <= index < length:
+        def check(length, taken):
+            if np.all(taken) and not -length <= index < length:
                 raise IndexError(f"list index out of range ('{self.origin.name}'[{index}])")
 
-        jax.debug.callback(check, self.length)
+        jax.debug.callback(check, self.length, staging.branch_taken())
 
     def __staged_truth__(self):
         """`if items:`: a traced `length > 0` when the length is traced."""

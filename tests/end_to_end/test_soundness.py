@@ -249,7 +249,7 @@ def test_a_list_of_traced_length_never_passes_for_its_buffer():
         transpiler.jit(samples)(1.0, 5)
     expected = sample_mean(1.0, 5)
     assert_tree_close(transpiler.jit(sample_mean)(1.0, 5), expected)
-    for op in (jnp.mean, jnp.array, list, sum):
+    for op in (jnp.mean, jnp.array, list, sorted):
 
         def reduce(x, n, op=op):
             out = []
@@ -260,6 +260,34 @@ def test_a_list_of_traced_length_never_passes_for_its_buffer():
 
         with pytest.raises(StagingError, match="'out' is appended to"):
             jax.jit(transpiler.convert(reduce))(1.0, 2)
+
+
+def reductions(x, y):
+    acc = []
+    for i in range(4):
+        if (x + i) % 3 == 0:
+            acc.append((y * i) % 97)
+    largest = max(acc) if acc else -1
+    smallest = min(acc) if len(acc) > 0 else -1
+    return sum(acc), largest, smallest, len(acc)
+
+
+def test_reductions_of_a_list_of_traced_length_are_exact():
+    inputs = [(0, 5), (1, 7), (2, 3), (5, 9)]
+    for args in inputs:
+        check_jit(reductions, *args)
+    check_vmap(reductions, *(jnp.array(column) for column in zip(*inputs)))
+
+    def empty_max(x):
+        acc = []
+        if x > 0:
+            acc.append(x)
+        return max(acc)
+
+    compiled = jax.jit(transpiler.convert(empty_max))
+    assert compiled(2) == 2
+    with pytest.raises(jax.errors.JaxRuntimeError, match="empty sequence"):
+        compiled(-2).block_until_ready()
 
 
 # -- 6. Syntax: walrus, try/finally, match, raise under a traced if in a try ----------------------

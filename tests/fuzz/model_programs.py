@@ -1,0 +1,657 @@
+"""Random "model code" programs: objects, globals, containers, prints, match, try, walrus, ...
+
+`program(seed)` returns the source of a module defining `f(x, y)` over two Python ints plus:
+
+- `reset()`: puts every module-level value (globals, a module-level object, a list, a dict) back
+  to its start value; the harness calls it before each run;
+- `snapshot()`: the module-level state after a run (compared exactly on the Python path);
+- `CLASSES`: the construct classes (numbers of `CLASS_NAMES`) the program contains.
+
+`f` always returns a flat tuple of ints: `a`, `b` and whatever state the program exposes
+(`len(acc)`, object attributes, the global counter, dict entries, list lengths), so results
+compare exactly under `jax.jit` and `jax.vmap` too. Values stay small (`% 97`, loops of at
+most 4 iterations), so int32 under jit equals Python's ints. Every program runs under plain
+Python without an exception on any input: temporaries are bound on every path that reads them,
+`pop()`/`max()` are guarded, `while` loops have counters, and no `break`/`continue`/`return`
+leaves a `finally` block (PEP 765; the converter refuses those, see `harness.PEP765_SNIPPETS`).
+
+Each seed enables a random subset of the construct classes (each with probability 1/2, at least
+three); every enabled class is emitted at least once at the top level of `f` and then again at
+random inside nested blocks.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import NamedTuple
+
+CLASS_NAMES = {
+    1: "temporaries bound in both branches / del + rebind",
+    2: "walrus := (if, while, and/or, ternary)",
+    3: "try/finally with return/break, loop in finally",
+    4: "match on ints (literals, guards, captures)",
+    5: "methods mutating objects",
+    6: "helpers writing module globals",
+    7: "list.pop() and dict writes",
+    8: "prints (constant, values, f-strings)",
+    9: "conditional appends + reductions",
+    10: "jax.grad / jax.vmap of user helpers",
+    11: "and/or with a static Python bool operand",
+    12: "reversed(range), range alias, `in` containers",
+    13: "nested if/while/for/break/continue/return",
+}
+
+
+class _Ctx(NamedTuple):
+    loop: bool  # break/continue allowed (the innermost loop is inside the current finally, if any)
+    bounded: bool  # appends allowed: every enclosing loop has a static bound
+    in_finally: bool  # no return
+    names: tuple  # loop indices / captures readable here
+    depth: int
+
+    def nest(self, **kw):
+        return self._replace(depth=self.depth + 1, **kw)
+
+
+class _Generator:
+    def __init__(self, seed: int):
+        self.rng = random.Random(seed)
+        self.n = 0  # fresh-name counter
+        self.lines: list[str] = []
+        classes = [c for c in CLASS_NAMES if self.rng.random() < 0.5]
+        while len(classes) < 3:
+            c = self.rng.choice(list(CLASS_NAMES))
+            if c not in classes:
+                classes.append(c)
+        self.enabled = sorted(classes)
+        self.used: set[int] = set()
+        self.kind = self.rng.randint(0, 4)  # a static int some `match` statements look at
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def fresh(self, prefix: str) -> str:
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def emit(self, indent: int, text: str) -> None:
+        self.lines.append("    " * indent + text)
+
+    def on(self, c: int) -> bool:
+        return c in self.enabled
+
+    def chance(self, p: float) -> bool:
+        return self.rng.random() < p
+
+    def atom(self, ctx: _Ctx) -> str:
+        atoms = ["a", "b", "a", "b", "x", "y", str(self.rng.randint(0, 9))]
+        atoms += list(ctx.names)
+        if self.on(5):
+            atoms.append("obj.total")
+        if self.on(6):
+            atoms.append("COUNT")
+        if self.on(7):
+            atoms.append('d["k"]')
+        return self.rng.choice(atoms)
+
+    def expr(self, ctx: _Ctx, depth: int = 0) -> str:
+        r = self.rng.random()
+        if depth > 1 or r < 0.4:
+            return self.atom(ctx)
+        if r < 0.8:
+            op = self.rng.choice(["+", "-", "*"])
+            return f"(({self.expr(ctx, depth + 1)} {op} {self.expr(ctx, depth + 1)}) % 97)"
+        if r < 0.9:
+            return f"helper({self.expr(ctx, depth + 1)})"
+        return (
+            f"({self.expr(ctx, depth + 1)} if {self.cond(ctx, depth + 1)} "
+            f"else {self.expr(ctx, depth + 1)})"
+        )
+
+    def cond(self, ctx: _Ctx, depth: int = 0) -> str:
+        r = self.rng.random()
+        cmp = self.rng.choice(["<", ">", "<=", ">=", "==", "!="])
+        simple = f"{self.expr(ctx, depth + 1)} {cmp} {self.expr(ctx, depth + 1)}"
+        if depth > 1 or r < 0.6:
+            return simple
+        if r < 0.7:
+            return f"{self.atom(ctx)} < {self.atom(ctx)} < {self.atom(ctx)}"
+        if r < 0.85:
+            op = self.rng.choice(["and", "or"])
+            return f"({simple} {op} {self.cond(ctx, depth + 1)})"
+        return f"not ({simple})"
+
+    def assign(self, indent: int, ctx: _Ctx) -> None:
+        v = self.rng.choice("ab")
+        self.emit(indent, f"{v} = (({v} + {self.expr(ctx)}) % 97)")
+
+    def block(self, indent: int, ctx: _Ctx, n: tuple[int, int] = (1, 3)) -> None:
+        for _ in range(self.rng.randint(*n)):
+            self.statement(indent, ctx)
+
+    def statement(self, indent: int, ctx: _Ctx, cls: int | None = None) -> None:
+        if cls is None:
+            if ctx.depth >= 3 or self.chance(0.3):
+                self.assign(indent, ctx)
+                return
+            cls = self.rng.choice(self.enabled)
+        self.used.add(cls)
+        getattr(self, f"c{cls}")(indent, ctx)
+
+    def loop_ctx(self, ctx: _Ctx, index: str | None, bounded: bool) -> _Ctx:
+        names = ctx.names + ((index,) if index else ())
+        return ctx.nest(loop=True, bounded=ctx.bounded and bounded, names=names)
+
+    def for_header(self, indent: int, index: str) -> None:
+        self.emit(indent, f"for {index} in range({self.rng.choice([0, 1, 2, 3, 3, 4])}):")
+
+    def exit_statement(self, indent: int, ctx: _Ctx) -> None:
+        """`break`/`continue`/`return` under a condition, where each is allowed."""
+        options = []
+        if ctx.loop:
+            options += ["break", "continue"]
+        if not ctx.in_finally:
+            options.append("return")
+        if not options:
+            self.assign(indent, ctx)
+            return
+        kind = self.rng.choice(options)
+        self.emit(indent, f"if {self.cond(ctx)}:")
+        if kind == "return":
+            self.emit(indent + 1, f"a = {self.expr(ctx)}")
+            self.emit(indent + 1, f"return {self.ret}")
+        else:
+            self.emit(indent + 1, kind)
+
+    # -- 1: temporaries bound in both branches; del + rebind ----------------------------------
+
+    def c1(self, indent: int, ctx: _Ctx) -> None:
+        if not ctx.loop or self.chance(0.3):
+            i = self.fresh("i")
+            self.for_header(indent, i)
+            indent, ctx = indent + 1, self.loop_ctx(ctx, i, True)
+        t = self.fresh("t")
+        r = self.rng.random()
+        if r < 0.6:
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            if ctx.loop and self.chance(0.2):
+                self.emit(indent + 1, f"if {self.cond(ctx)}:")
+                self.emit(indent + 2, self.rng.choice(["continue", "break"]))
+            self.emit(indent + 1, f"{t} = {self.expr(ctx)}")
+            if ctx.depth < 2 and self.chance(0.3):
+                self.block(indent + 1, ctx.nest(), (1, 1))
+            self.emit(indent, "else:")
+            self.emit(indent + 1, f"{t} = {self.expr(ctx)}")
+        elif r < 0.8:
+            self.emit(indent, f"{t} = {self.expr(ctx)}")
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            self.emit(indent + 1, f"del {t}")
+            self.emit(indent + 1, f"{t} = {self.expr(ctx)}")
+        else:
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            self.emit(indent + 1, f"{t} = {self.expr(ctx)}")
+            self.emit(indent + 1, f"a = ((a + {t}) % 97)")
+            self.emit(indent + 1, f"del {t}")
+            self.emit(indent, f"{t} = {self.expr(ctx)}")
+        self.emit(indent, f"{self.rng.choice('ab')} = (({self.rng.choice('ab')} + {t}) % 97)")
+
+    # -- 2: walrus ----------------------------------------------------------------------------
+
+    def c2(self, indent: int, ctx: _Ctx) -> None:
+        t = self.fresh("w")
+        r = self.rng.random()
+        if r < 0.3:
+            self.emit(indent, f"if ({t} := {self.expr(ctx)}) > {self.rng.randint(0, 60)}:")
+            self.block(indent + 1, ctx.nest(names=ctx.names + (t,)), (1, 2))
+            if self.chance(0.5):
+                self.emit(indent, "else:")
+                self.emit(indent + 1, f"b = ((b + {t}) % 97)")
+        elif r < 0.55:
+            self.emit(indent, f"{t} = {self.rng.choice(['x', 'y', 'a', 'b'])} % 3 + 2")
+            self.emit(indent, f"while ({t} := {t} - 1) > 0:")
+            bounded = self.chance(0.4)
+            if bounded:
+                self.emit(indent + 1, "transpiler.loop_options(max_iterations=4)")
+            self.block(indent + 1, self.loop_ctx(ctx, t, bounded), (1, 2))
+        elif r < 0.8:
+            self.emit(indent, f"{t} = {self.rng.randint(0, 5)}")
+            op = self.rng.choice(["and", "or"])
+            cmp = self.rng.choice([">", "<", "!="])
+            self.emit(
+                indent,
+                f"if {self.cond(ctx, 1)} {op} ({t} := {self.expr(ctx)}) {cmp} "
+                f"{self.rng.randint(0, 60)}:",
+            )
+            self.block(indent + 1, ctx.nest(names=ctx.names + (t,)), (1, 2))
+        else:
+            self.emit(indent, f"{t} = {self.rng.randint(0, 5)}")
+            self.emit(
+                indent,
+                f"a = ({t} := {self.expr(ctx)}) if {self.cond(ctx)} else {self.expr(ctx)}",
+            )
+        self.emit(indent, f"{self.rng.choice('ab')} = (({self.rng.choice('ab')} + {t}) % 97)")
+
+    # -- 3: try/finally -----------------------------------------------------------------------
+
+    def c3(self, indent: int, ctx: _Ctx) -> None:
+        if not ctx.loop and not ctx.in_finally and self.chance(0.3):
+            # return inside the try body, state changed in finally
+            self.emit(indent, "try:")
+            self.block(indent + 1, ctx.nest(), (0, 1))
+            self.exit_statement(indent + 1, ctx.nest())
+            self.assign(indent + 1, ctx)
+        else:
+            if not ctx.loop or self.chance(0.4):
+                i = self.fresh("i")
+                self.for_header(indent, i)
+                indent, ctx = indent + 1, self.loop_ctx(ctx, i, True)
+            self.emit(indent, "try:")
+            inner = ctx.nest()
+            if self.chance(0.5):
+                self.block(indent + 1, inner, (1, 1))
+            self.exit_statement(indent + 1, inner)
+            self.assign(indent + 1, inner)
+        self.emit(indent, "finally:")
+        fin = ctx.nest(loop=False, in_finally=True)
+        self.assign(indent + 1, fin)
+        if self.chance(0.5):
+            j = self.fresh("j")
+            self.emit(indent + 1, f"for {j} in range({self.rng.randint(1, 4)}):")
+            body = self.loop_ctx(fin, j, True)
+            self.emit(indent + 2, f"if {self.cond(body)}:")
+            self.emit(indent + 3, self.rng.choice(["break", "continue"]))
+            self.assign(indent + 2, body)
+        elif self.chance(0.5) and fin.depth < 3:
+            self.block(indent + 1, fin, (1, 1))
+
+    # -- 4: match -----------------------------------------------------------------------------
+
+    def c4(self, indent: int, ctx: _Ctx) -> None:
+        # traced under jit (a, b, a loop index) or a Python int even then (`kind`, a constant)
+        subjects = ["a % 5", "b % 4", "(a + b) % 6", "kind", "kind", "kind"]
+        subjects += [f"{n} % 4" for n in ctx.names[-1:]]
+        self.emit(indent, f"match {self.rng.choice(subjects)}:")
+        inner = ctx.nest()
+        for lit in sorted(self.rng.sample(range(5), self.rng.randint(1, 2))):
+            pattern = str(lit) if self.chance(0.7) else f"{lit} | {lit + 5}"
+            self.emit(indent + 1, f"case {pattern}:")
+            self.block(indent + 2, inner, (1, 2))
+        if self.chance(0.6):
+            v = self.fresh("v")
+            self.emit(indent + 1, f"case {v} if {v} > {self.rng.randint(1, 3)}:")
+            self.emit(indent + 2, f"b = ((b + {v}) % 97)")
+            if self.chance(0.5):
+                self.block(indent + 2, inner.nest(names=inner.names + (v,)), (1, 1))
+        last = self.rng.random()
+        if last < 0.4:
+            v = self.fresh("v")
+            self.emit(indent + 1, f"case {v}:")
+            self.emit(indent + 2, f"a = ((a * 2 + {v}) % 97)")
+        elif last < 0.8:
+            self.emit(indent + 1, "case _:")
+            self.block(indent + 2, inner, (1, 2))
+
+    # -- 5: methods mutating objects ----------------------------------------------------------
+
+    def c5(self, indent: int, ctx: _Ctx) -> None:
+        r = self.rng.random()
+        e = self.expr(ctx)
+        if r < 0.3:
+            self.emit(indent, f"obj.add({e})")
+        elif r < 0.5:
+            self.emit(indent, f"a = ((a + obj.bump({e})) % 97)")
+        elif r < 0.65:
+            self.emit(indent, f"push(obj, {e})")
+        elif r < 0.8:
+            self.emit(indent, f"STATE.add({e})")
+        else:
+            n = self.rng.choice(["2", "b % 3", "x % 3"])
+            self.emit(indent, f"obj.spin({n})")
+
+    # -- 6: helpers writing module globals ----------------------------------------------------
+
+    def c6(self, indent: int, ctx: _Ctx) -> None:
+        r = self.rng.random()
+        if r < 0.5:
+            self.emit(indent, f"record({self.expr(ctx)})")
+        elif r < 0.8:
+            self.emit(indent, f"b = ((b + note({self.expr(ctx)})) % 97)")
+        else:
+            self.emit(indent, "a = ((a + COUNT) % 97)")
+
+    # -- 7: list.pop() and dict writes --------------------------------------------------------
+
+    def c7(self, indent: int, ctx: _Ctx) -> None:
+        r = self.rng.random()
+        if r < 0.2:
+            self.emit(indent, f"if {self.rng.choice(['lst', 'len(lst) > 0'])}:")
+            self.emit(indent + 1, "a = ((a + lst.pop()) % 97)")
+        elif r < 0.3:
+            self.emit(indent, "if len(LST) > 1:")
+            self.emit(indent + 1, "b = ((b * LST.pop()) % 97)")
+        elif r < 0.45:
+            self.emit(indent, f'd["{self.rng.choice("km")}"] = {self.expr(ctx)}')
+        elif r < 0.6:
+            self.emit(indent, f'd["m"] += {self.expr(ctx)}')
+            self.emit(indent, 'd["m"] %= 97')
+        elif r < 0.75:
+            key = self.fresh("key")
+            self.emit(indent, f'for {key} in ("k", "m"):')
+            if self.chance(0.5):
+                self.emit(indent + 1, f"d[{key}] += {self.expr(ctx)}")
+                self.emit(indent + 1, f"d[{key}] %= 97")
+            else:
+                self.emit(indent + 1, f"d[{key}] = ((d[{key}] + {self.expr(ctx)}) % 97)")
+        elif r < 0.85:
+            self.emit(indent, f'D["n"] = ((D["n"] + {self.expr(ctx)}) % 97)')
+        elif ctx.bounded:
+            self.emit(indent, f"lst.append({self.expr(ctx)})")
+        else:
+            self.emit(indent, 'a = ((a + d["m"]) % 97)')
+
+    # -- 8: prints ----------------------------------------------------------------------------
+
+    def c8(self, indent: int, ctx: _Ctx) -> None:
+        r = self.rng.random()
+        if r < 0.35:
+            self.emit(indent, f'print("hit", {self.n})')
+            self.n += 1
+        elif r < 0.65:
+            v = self.rng.choice(["a", "b"] + list(ctx.names))
+            self.emit(indent, f'print("{v}", {v})')
+        elif r < 0.85:
+            v = self.rng.choice(["a", "b"] + list(ctx.names))
+            self.emit(indent, f'print(f"{v}={{{v}}}")')
+        else:
+            self.emit(indent, 'print("ab", a, b, sep=":")')
+
+    # -- 9: conditional appends + reductions --------------------------------------------------
+
+    def c9(self, indent: int, ctx: _Ctx) -> None:
+        if ctx.bounded and ctx.loop and self.chance(0.4):
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            self.emit(indent + 1, f"acc.append({self.expr(ctx)})")
+            return
+        if ctx.bounded:
+            i = self.fresh("i")
+            self.for_header(indent, i)
+            body = self.loop_ctx(ctx, i, True)
+            if self.chance(0.3) and ctx.depth < 2:
+                self.block(indent + 1, body, (1, 1))
+            self.emit(indent + 1, f"if {self.cond(body)}:")
+            self.emit(indent + 2, f"acc.append({self.expr(body)})")
+        r = self.rng.random()
+        if r < 0.2:
+            self.emit(indent, "a = ((a + len(acc)) % 97)")
+        elif r < 0.4:
+            self.emit(indent, "b = ((b + sum(acc)) % 97)")
+        elif r < 0.6:
+            self.emit(indent, "if len(acc) > 0:")
+            self.emit(indent + 1, "a = ((a + int(jnp.sum(jnp.array(acc)))) % 97)")
+        elif r < 0.8:
+            self.emit(indent, f"if {self.rng.choice(['acc', 'len(acc) > 0'])}:")
+            self.emit(indent + 1, "b = ((b + max(acc)) % 97)")
+        else:
+            self.emit(indent, "for item in acc:")
+            self.emit(indent + 1, "a = ((a * 3 + item) % 97)")
+
+    # -- 10: jax.grad / jax.vmap of user helpers ----------------------------------------------
+
+    def c10(self, indent: int, ctx: _Ctx) -> None:
+        v = self.rng.choice("ab")
+        w = self.rng.choice(["a", "b", "x", "y"] + list(ctx.names))
+        options = [
+            f"int(jax.grad(lambda v: v * v * 3.0)(float({w} % 5)))",
+            f"int(jax.grad(sq)(float({w} % 7)))",
+            f"int(jax.grad(transpiler.convert(gsel))(float({w} % 4)))",
+            f"int(jnp.sum(jax.vmap(vh)(jnp.arange(3) + {w})))",
+            f"int(jnp.sum(jax.vmap(transpiler.convert(helper))(jnp.arange(3) + {w})))",
+        ]
+        self.emit(indent, f"{v} = (({v} + {self.rng.choice(options)}) % 97)")
+
+    # -- 11: and/or with a static Python bool -------------------------------------------------
+
+    def c11(self, indent: int, ctx: _Ctx) -> None:
+        static = self.rng.choice(
+            ["len(acc) >= 0", "n > 2", "jnp.ndim(a) == 0", "jnp.shape(b) == ()", "n < 2"]
+        )
+        op = self.rng.choice(["and", "or"])
+        if self.chance(0.7):
+            left, right = self.cond(ctx, 1), static
+            if self.chance(0.3):
+                left, right = right, left
+            self.emit(indent, f"if {left} {op} {right}:")
+            self.block(indent + 1, ctx.nest(), (1, 2))
+            if self.chance(0.3):
+                self.emit(indent, "else:")
+                self.block(indent + 1, ctx.nest(), (1, 1))
+        else:
+            c = self.fresh("c")
+            self.emit(indent, f"{c} = {self.cond(ctx, 1)} {op} {static}")
+            self.emit(indent, f"a = ((a + int({c})) % 97)")
+
+    # -- 12: reversed(range), range alias, `in` -----------------------------------------------
+
+    def c12(self, indent: int, ctx: _Ctx) -> None:
+        r = self.rng.random()
+        if r < 0.5:
+            i = self.fresh("i")
+            bound = str(self.rng.randint(0, 4))
+            static = True
+            if self.chance(0.3):
+                bound, static = self.rng.choice(["b % 4", "x % 3"]), False
+            it = self.rng.choice([f"reversed(range({bound}))", f"r({bound})"])
+            self.emit(indent, f"for {i} in {it}:")
+            body = self.loop_ctx(ctx, i, static)
+            self.emit(indent + 1, f"a = ((a * 2 + {i}) % 97)")
+            if ctx.depth < 3:
+                self.block(indent + 1, body, (0, 2))
+        else:
+            lhs = self.rng.choice(["a", "b", "a % 5"] + list(ctx.names))
+            container = self.rng.choice(["(1, 2, 5, 30)", "[0, 3, 7]", "{1, 4, 9}"])
+            if self.on(9) and self.chance(0.2):
+                container = "acc"
+            if self.on(7) and self.chance(0.2):
+                container = "lst"
+            neg = self.rng.choice(["in", "not in"])
+            if self.chance(0.3):
+                self.emit(indent, f"b = ((b + (1 if {lhs} {neg} {container} else 2)) % 97)")
+            else:
+                self.emit(indent, f"if {lhs} {neg} {container}:")
+                self.block(indent + 1, ctx.nest(), (1, 2))
+
+    # -- 13: nested if/while/for/break/continue/return ----------------------------------------
+
+    def c13(self, indent: int, ctx: _Ctx) -> None:
+        r = self.rng.random()
+        if r < 0.3:
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            self.block(indent + 1, ctx.nest())
+            if self.chance(0.3):
+                self.emit(indent, f"elif {self.cond(ctx)}:")
+                self.block(indent + 1, ctx.nest())
+            if self.chance(0.5):
+                self.emit(indent, "else:")
+                self.block(indent + 1, ctx.nest())
+        elif r < 0.55:
+            i = self.fresh("i")
+            self.for_header(indent, i)
+            self.emit(indent + 1, f"a = ((a + {i}) % 97)")
+            self.block(indent + 1, self.loop_ctx(ctx, i, True))
+            if self.chance(0.2):
+                self.emit(indent, "else:")
+                self.emit(indent + 1, "b = ((b + 1) % 97)")
+        elif r < 0.75:
+            k = self.fresh("k")
+            self.emit(indent, f"{k} = 0")
+            self.emit(indent, f"while {self.cond(ctx)} and {k} < 4:")
+            bounded = self.chance(0.5)
+            if bounded:
+                self.emit(indent + 1, "transpiler.loop_options(max_iterations=4)")
+            self.emit(indent + 1, f"{k} += 1")
+            self.block(indent + 1, self.loop_ctx(ctx, None, bounded))
+        else:
+            self.exit_statement(indent, ctx)
+
+    # -- the module ---------------------------------------------------------------------------
+
+    def program(self) -> str:
+        on = self.on
+        ret = ["a", "b", "len(acc)"]
+        if on(5):
+            ret += ["obj.total", "obj.hits", "STATE.total"]
+        if on(6):
+            ret += ["COUNT"]
+        if on(7):
+            ret += ['d["k"]', 'd["m"]', "len(lst)", "len(LST)", 'D["n"]']
+        self.ret = "(" + ", ".join(ret) + ")"
+
+        body_start = len(self.lines)
+        ctx = _Ctx(loop=False, bounded=True, in_finally=False, names=(), depth=0)
+        todo = list(self.enabled)
+        self.rng.shuffle(todo)
+        for c in todo:
+            if self.chance(0.3):
+                self.statement(1, ctx)
+            self.statement(1, ctx, c)
+        body = self.lines[body_start:]
+        self.lines = []
+
+        L = self.lines.append
+        L(f"# classes: {', '.join(str(c) for c in sorted(self.used))}")
+        L("import jax")
+        L("import jax.numpy as jnp")
+        L("")
+        L("import transpiler")
+        L("")
+        L(f"CLASSES = {tuple(sorted(self.used))!r}")
+        if on(6):
+            L("COUNT = 0")
+        if on(5):
+            L("STATE = None")
+        if on(7):
+            L("LST = []")
+            L("D = {}")
+        L("")
+        L("")
+        if on(5):
+            L("class Acc:")
+            L("    def __init__(self, start):")
+            L("        self.total = start % 97")
+            L("        self.hits = 0")
+            L("")
+            L("    def add(self, d):")
+            L("        self.total = (self.total + d) % 97")
+            L("")
+            L("    def bump(self, d):")
+            L("        if d > self.total:")
+            L("            self.hits = self.hits + 1")
+            L("            return self.total")
+            L("        self.total = (self.total * 2 + d) % 97")
+            L("        return self.hits")
+            L("")
+            L("    def spin(self, n):")
+            L("        for _ in range(n):")
+            L("            self.total = (self.total + 3) % 97")
+            L("            if self.total > 90:")
+            L("                break")
+            L("")
+            L("")
+            L("def push(o, v):")
+            L("    o.add(v)")
+            L("    if v % 2 == 0:")
+            L("        o.hits = (o.hits + 1) % 97")
+            L("")
+            L("")
+        if on(6):
+            L("def record(v):")
+            L("    global COUNT")
+            L("    COUNT = (COUNT + v) % 97")
+            L("")
+            L("")
+            L("def note(v):")
+            L("    global COUNT")
+            L("    if v > 40:")
+            L("        COUNT = (COUNT * 2) % 97")
+            L("        return 1")
+            L("    COUNT = (COUNT + 1) % 97")
+            L("    return 0")
+            L("")
+            L("")
+        if on(10):
+            L("def sq(v):")
+            L("    return v * v * 2.0 + v")
+            L("")
+            L("")
+            L("def gsel(v):")
+            L("    if v > 2.0:")
+            L("        return v * v")
+            L("    return 3.0 * v")
+            L("")
+            L("")
+            L("def vh(v):")
+            L("    return (v * 3 + 1) % 97")
+            L("")
+            L("")
+        L("def helper(v):")
+        L("    if v > 50:")
+        L("        return v - 50")
+        L("    return (v * 3) % 97")
+        L("")
+        L("")
+        L("def reset():")
+        names = [n for c, n in ((6, "COUNT"), (5, "STATE"), (7, "LST, D")) if on(c)]
+        if names:
+            L(f"    global {', '.join(names)}")
+        if on(6):
+            L("    COUNT = 0")
+        if on(5):
+            L("    STATE = Acc(11)")
+        if on(7):
+            L("    LST = [4, 5, 6]")
+            L('    D = {"n": 3}')
+        if not names:
+            L("    pass")
+        L("")
+        L("")
+        L("def snapshot():")
+        snap = []
+        if on(6):
+            snap.append("COUNT")
+        if on(5):
+            snap += ["STATE.total", "STATE.hits"]
+        if on(7):
+            snap += ["list(LST)", "dict(D)"]
+        L(f"    return ({', '.join(snap)}{',' if len(snap) == 1 else ''})")
+        L("")
+        L("")
+        L("def f(x, y):")
+        L("    a = x % 97")
+        L("    b = y % 97")
+        L("    acc = []")
+        if on(5):
+            L("    obj = Acc(b)")
+        if on(7):
+            L('    d = {"k": 1, "m": 2}')
+            L("    lst = [x % 5, 7, y % 11]")
+        if on(4):
+            L(f"    kind = {self.kind}")
+        if on(11):
+            L("    n = 3")
+        if on(12):
+            L("    r = range")
+        self.lines += body
+        L(f"    return {self.ret}")
+        return "\n".join(self.lines) + "\n"
+
+
+def program(seed: int) -> str:
+    """The source of random model program number `seed`."""
+    return _Generator(seed).program()
+
+
+def classes_of(source: str) -> tuple[int, ...]:
+    """The construct classes a generated program contains (from its first line)."""
+    first = source.split("\n", 1)[0]
+    if not first.startswith("# classes:"):
+        return ()
+    return tuple(int(c) for c in first.split(":", 1)[1].split(",") if c.strip())
