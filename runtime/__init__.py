@@ -21,9 +21,11 @@ from runtime.errors import StagingError
 from runtime.lists import list_append, list_pop, stack_list
 from runtime.logical import and_, in_, not_, not_in, or_
 from runtime.loops import for_stmt, range_, while_stmt
+from runtime.staging import CANNOT_STAGE
 from runtime.variables import Undefined, UndefinedReturnValue, deleted, ld
 
 __all__ = [
+    "CANNOT_STAGE",
     "StagingError",
     "Undefined",
     "UndefinedReturnValue",

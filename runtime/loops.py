@@ -92,6 +92,20 @@ def _check_max_iterations(value, site: Site) -> int | None:
 def _staged_while(test, body, state, names, site, max_iterations=None):
     if max_iterations is not None:
         return _bounded_while(test, body, state, names, site, max_iterations)
+    try:
+        return _while_loop(test, body, state, names, site)
+    except staging.CANNOT_STAGE:
+        raise
+    except Exception as e:  # noqa: BLE001 - the user's exception, raised if the loop runs
+        # Traced once, the body raised: every iteration would. So the loop raises when the
+        # program runs it at all, as Python would on its first iteration.
+        def raise_it(*state):
+            raise e
+
+        return staged_cond(test(*state), raise_it, lambda *s: s, state, names, site)
+
+
+def _while_loop(test, body, state, names, site):
     carry = _Carry(state, names, site, probe=lambda s: body(*s))
 
     def cond_fun(dynamic):

@@ -17,6 +17,7 @@ from transpiler.passes import (
     control_flow,
     declarations,
     directives,
+    exceptions,
     fence,
     lists,
     logical_expressions,
@@ -59,6 +60,8 @@ PASSES = (
     # functions are rewritten wherever they ended up.
     conditional_expressions,
     logical_expressions,
+    # Last: the clause it adds to every try must stay first among the handlers.
+    exceptions,
 )
 
 

@@ -599,3 +599,38 @@ def test_valid_code_that_failed():
     check_vmap(contains, jnp.arange(6).reshape(2, 3), jnp.array([1, 7]))
     check_jit(bound_after_return, -1.0)
     check_jit(bound_after_return, 1.0)
+
+
+def raise_in_loop_in_try(x):
+    try:
+        while x > 100:
+            raise ValueError("too big")
+        y = 1.0
+    except ValueError:
+        y = 2.0
+    return y + x
+
+
+def test_a_loop_body_that_raises_raises_when_the_loop_runs():
+    compiled = jax.jit(transpiler.convert(raise_in_loop_in_try))
+    assert compiled(5.0) == raise_in_loop_in_try(5.0) == 6.0
+    with pytest.raises(jax.errors.JaxRuntimeError, match="ValueError: too big"):
+        compiled(500.0).block_until_ready()
+
+
+def staging_error_in_try(x):
+    try:
+        if jnp.sum(x) > 0:
+            y = x[:2]
+        else:
+            y = x
+    except Exception:  # noqa: BLE001 - what the test is about
+        y = jnp.zeros(3)
+    return y
+
+
+def test_a_user_except_never_catches_a_staging_error():
+    x = jnp.arange(3.0)
+    check_python(staging_error_in_try, x)
+    with pytest.raises(StagingError, match="'y' is float32\\[2\\] in the true branch"):
+        jax.jit(transpiler.convert(staging_error_in_try))(x)
