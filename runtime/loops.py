@@ -99,8 +99,8 @@ def _staged_while(test, body, state, names, site, max_iterations=None):
     except Exception as e:  # noqa: BLE001 - the user's exception, raised if the loop runs
         # Traced once, the body raised: every iteration would. So the loop raises when the
         # program runs it at all, as Python would on its first iteration.
-        def raise_it(*state):
-            raise e
+        def raise_it(*state, error=e):
+            raise error
 
         return staged_cond(test(*state), raise_it, lambda *s: s, state, names, site)
 
