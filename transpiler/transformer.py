@@ -22,3 +22,13 @@ class Transformer(gast.NodeTransformer):
                 if isinstance(new, gast.AST):
                     origins.fill_missing(new, origin)
         return result
+
+    def visit_block(self, stmts: list[gast.stmt]) -> list[gast.stmt]:
+        """Visits each statement of a block; a visit may return several statements, or none."""
+        out = []
+        for stmt in stmts:
+            result = self.visit(stmt)
+            if result is None:
+                continue
+            out.extend(result if isinstance(result, list) else [result])
+        return out

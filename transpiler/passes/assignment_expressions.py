@@ -89,17 +89,10 @@ class _AssignmentExpressions(Transformer):
     def __init__(self, ctx: PassContext):
         self.namer = ctx.namer
 
-    def _block(self, stmts):
-        out = []
-        for stmt in stmts:
-            result = self.visit(stmt)
-            out.extend(result if isinstance(result, list) else [result])
-        return out
-
     def generic_visit(self, node):
         if isinstance(node, gast.stmt):
             for block in structure.scope_blocks(node):
-                block.stmts = self._block(block.stmts)
+                block.stmts = self.visit_block(block.stmts)
             return self._statement(node)
         return node
 
@@ -117,7 +110,7 @@ class _AssignmentExpressions(Transformer):
                     "if flag:\n    orelse", flag=exhausted, orelse=node.orelse
                 )
                 node.orelse = []
-                return self._block(
+                return self.visit_block(
                     templates.replace("flag = False", flag=exhausted) + [node] + after
                 )
         return self.generic_visit(node)
@@ -134,7 +127,7 @@ class _AssignmentExpressions(Transformer):
                 setattr(node, field, value)
                 # The statements may hold more of the same (`a and (b or (y := c))`), and so may
                 # what is left of this one.
-                return self._block(before) + _as_list(self._statement(node))
+                return self.visit_block(before) + _as_list(self._statement(node))
         if isinstance(node, gast.Assert) and node.msg is not None and _binds(node.msg):
             self._refuse(node, "in an assert message")
         for expr in _own_expressions(node):

@@ -137,16 +137,9 @@ class _ControlFlow(Transformer):
 
     def visit_FunctionDef(self, node):
         self.scopes.append(node)
-        node.body = self._visit_block(node.body)
+        node.body = self.visit_block(node.body)
         self.scopes.pop()
         return node
-
-    def _visit_block(self, stmts):
-        out = []
-        for stmt in stmts:
-            result = self.visit(stmt)
-            out.extend(result if isinstance(result, list) else [result])
-        return out
 
     def _prepare(self, node):
         """Converts the sub-blocks; returns (outputs, inputs) from the annotations,
@@ -156,8 +149,8 @@ class _ControlFlow(Transformer):
         # Placeholders for what no branch reads: `rt__.Undefined('y')`.
         read = read_inputs(node, scope)
         inputs = [name if name in read else _placeholder(name) for name in inputs]
-        node.body = self._visit_block(node.body)
-        node.orelse = self._visit_block(node.orelse)
+        node.body = self.visit_block(node.body)
+        node.orelse = self.visit_block(node.orelse)
         return outputs, inputs
 
     def visit_If(self, node):

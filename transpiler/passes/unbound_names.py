@@ -75,14 +75,7 @@ class _Reads(Transformer):
         self.nested = 0  # inside a nested function, whose annotations are about its own scope
 
     def visit_scope(self, scope: gast.FunctionDef) -> None:
-        scope.body = self._block(scope.body)
-
-    def _block(self, stmts):
-        out = []
-        for stmt in stmts:
-            result = self.visit(stmt)
-            out.extend(result if isinstance(result, list) else [result])
-        return out
+        scope.body = self.visit_block(scope.body)
 
     def visit(self, node):
         if (
