@@ -129,7 +129,15 @@ class StagedList:
             static_length=None if known is None else known + 1,
         )
 
-    def pop(self) -> tuple[StagedList, object]:
+    def pop(self, *index):
+        raise StagingError(
+            f"'{self.origin.name}' is a list built in staged code, held as an array: "
+            f"{self.origin.name}.pop() can only be a statement of its own, `item = "
+            f"{self.origin.name}.pop()` or `{self.origin.name}.pop()`, not part of an expression."
+        )
+
+    def popped(self) -> tuple[StagedList, object]:
+        """The list without its last item, and that item."""
         last = self.length - 1
         item = lax.dynamic_index_in_dim(self.buffer, last, 0, keepdims=False)
         known = self.known_length()
@@ -253,8 +261,10 @@ def list_pop(target, *index):
     """Functional form of `item = target.pop(*index)`: returns `(target, item)`."""
     if isinstance(target, StagedList):
         if index:
-            raise NotImplementedError("pop(i) of a list built in a staged loop; use pop()")
-        return target.pop()
+            raise StagingError(
+                f"{target.origin.name}.pop(i) of a list built in staged code: only pop() is staged"
+            )
+        return target.popped()
     item = target.pop(*index)
     return target, item
 
