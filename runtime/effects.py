@@ -30,7 +30,8 @@ from runtime.errors import StagingError
 
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, range, type(Ellipsis))
 _LIBRARIES = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "runtime", "builtins"})
-_LEAVES = (jax.Array, jax.core.Tracer, np.ndarray, np.generic, types.ModuleType)
+_LEAVES = (jax.Array, jax.core.Tracer, np.generic, types.ModuleType)
+_WATCHED_NUMPY_SIZE = 1 << 16  # larger NumPy arrays are not copied to watch them
 _ABSENT = object()  # a key or attribute that is not there
 _BUILTIN_CONTAINERS = (dict, list, set, tuple, type)
 
@@ -96,6 +97,8 @@ class Change:
         if self.kind == "resize":
             before, after = len(self.before), len(self.after)
             what = f"{self.label} (a {type(self.container).__name__})"
+            if isinstance(self.container, np.ndarray):
+                return f"{self.label} (a NumPy array) is changed in place"
             if isinstance(self.container, (set, frozenset)) or before == after:
                 return f"{what} is changed in place"
             verb = "grows" if after > before else "shrinks"
@@ -111,7 +114,9 @@ class Change:
 
 
 def _restore_whole(container, before) -> None:
-    if isinstance(container, (list, collections.deque)):
+    if isinstance(container, np.ndarray):
+        container[...] = before
+    elif isinstance(container, (list, collections.deque)):
         container.clear()
         container.extend(before)
     else:  # a set
@@ -171,6 +176,10 @@ class Snapshot:
 
     def _record(self, label, obj):
         """Records `obj`; yields (label, value) of what it holds."""
+        if isinstance(obj, np.ndarray):
+            if obj.size <= _WATCHED_NUMPY_SIZE and obj.dtype != object:
+                self._records.append((obj, "numpy", obj.copy(), label))
+            return []
         if type(obj) not in _BUILTIN_CONTAINERS and not _is_user(type(obj)):
             return []  # library objects, and the runtime's own (a list a loop is sizing)
         if isinstance(obj, dict):
@@ -221,6 +230,19 @@ def _compare(container, kind, before, label) -> list[Change]:
         if _same(before, now):
             return []
         return [Change((id(container), "cell", None), label, before, now, container, "cell")]
+    if kind == "numpy":
+        if np.array_equal(container, before, equal_nan=container.dtype.kind in "fc"):
+            return []
+        return [
+            Change(
+                (id(container), "resize", None),
+                label,
+                before,
+                container.copy(),
+                container,
+                "resize",
+            )
+        ]
     if kind == "set":
         now = set(container)
         if now == before:

@@ -11,6 +11,7 @@ import re
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import transpiler
@@ -634,3 +635,42 @@ def test_a_user_except_never_catches_a_staging_error():
     check_python(staging_error_in_try, x)
     with pytest.raises(StagingError, match="'y' is float32\\[2\\] in the true branch"):
         jax.jit(transpiler.convert(staging_error_in_try))(x)
+
+
+# -- Objects changed in place keep their identity (found by an adversarial review) ------------------
+
+
+def update(stats, x):
+    if x > 0:
+        stats["n"] = stats["n"] + 1
+
+
+def through_a_helper(x):
+    stats = {"n": 0}
+    update(stats, x)
+    return stats["n"]
+
+
+def through_an_alias(x):
+    a = [0.0]
+    b = a
+    if x > 0:
+        b[0] = x
+    return a[0]
+
+
+def numpy_in_place(x):
+    arr = np.zeros(3)
+    if x > 0:
+        arr[0] = 1.0
+    return x + arr[0]
+
+
+def test_containers_changed_in_place_in_staged_branches():
+    for fn in (through_a_helper, through_an_alias):
+        for x in (1.0, -1.0):
+            check_python(fn, x)
+            check_jit(fn, x)
+        check_vmap(fn, jnp.array([1.0, -1.0]))
+    with pytest.raises(StagingError, match=r"arr \(a NumPy array\) is changed in place"):
+        jax.jit(transpiler.convert(numpy_in_place))(1.0)

@@ -60,10 +60,12 @@ def state(node: gast.stmt, scope: activity.Scope) -> tuple[list[str], list[str]]
     Names declared `global` or `nonlocal` are state like any other (liveness keeps them live):
     the generated functions take them as parameters, and the assignment of the returned state,
     in the user's function, writes the global or nonlocal as the original statement would. A
-    name that is neither (a module's dict written as `D[k] = v`) is not state: the object it
-    names changes in place (see `runtime.effects`).
+    name only changed in place (`D[k] = v`, `obj.n = v`) is not state: the object it names is
+    changed in place, aliases included (see `runtime.effects`).
     """
-    modified = anno.getanno(node, _A.BODY_ACTIVITY).modified & scope.own
+    # Rebound names only: an object changed in place (`stats[k] = v`, `self.n = v`) stays the
+    # same object, reached through its name as it is; `runtime.effects` stages the change.
+    modified = anno.getanno(node, _A.BODY_ACTIVITY).bound & scope.own
     if isinstance(node, gast.For):
         modified |= activity.of(node.target).bound
     live_out, live_in = anno.getanno(node, _A.LIVE_OUT), anno.getanno(node, _A.LIVE_IN)
