@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import types
 
+import jax
 import jax.numpy as jnp
 
 from runtime import debugging, lists, loops, sequences, staging
@@ -55,43 +56,67 @@ def len_(obj):
     return builtins.len(obj)
 
 
-def _extreme(python_fn, jnp_reduce, jnp_pair, args, key, default):
-    if key is not None or default is not _NO_DEFAULT or not has_staged(args):
+def _extreme(python_fn, args, key, default):
+    """`min`/`max` as Python computes them, on traced values too: the first item that no later
+    one beats (`v > best` for max), so ties keep the first (and the gradient goes to it) and a
+    NaN counts only where it comes first."""
+    if default is not _NO_DEFAULT or not has_staged(args):
         kwargs = {} if default is _NO_DEFAULT else {"default": default}
         return python_fn(*args, key=key, **kwargs)
+    beats = jnp.greater if python_fn is builtins.max else jnp.less
     if len(args) == 1:
         (items,) = args
         if isinstance(items, lists.StagedList) and items.known_length() is None:
-            # A list of traced length: the reduction of its items, the padding masked out.
-            if items.buffer.ndim != 1:
+            # A list of traced length: its items, the padding made to never win.
+            if items.buffer.ndim != 1 or key is not None:
                 raise TypeError(f"{python_fn.__name__}() of a list of arrays compares arrays")
             items.check_not_empty(f"{python_fn.__name__}()")
             dtype = items.buffer.dtype
             info = jnp.finfo(dtype) if jnp.issubdtype(dtype, jnp.floating) else jnp.iinfo(dtype)
-            fill = info.max if python_fn is builtins.min else info.min
-            return jnp_reduce(items.masked(fill))
-        if is_staged(items):
+            return _first_best(items.masked(info.min if beats is jnp.greater else info.max), beats)
+        if is_staged(items) and key is None:
             if jnp.ndim(items) != 1:
-                raise TypeError(
-                    f"{python_fn.__name__}() of a {jnp.ndim(items)}-d array compares rows, whose "
-                    f"truth value is ambiguous; use jnp.{jnp_reduce.__name__}(x, axis=...)"
+                raise ValueError(
+                    f"{python_fn.__name__}() of a {jnp.ndim(items)}-d array compares its rows: "
+                    "the truth value of an array with more than one element is ambiguous. Use "
+                    f"jnp.{python_fn.__name__}(x, axis=...)"
                 )
-            return jnp_reduce(items)
+            if items.shape[0] == 0:
+                raise ValueError(f"{python_fn.__name__}() arg is an empty sequence")
+            return _first_best(items, beats)
         args = tuple(items)
-    result = args[0]
+    best, best_key = args[0], _key(key, args[0])
     for value in args[1:]:
-        result = jnp_pair(result, value)
-    return result
+        value_key = _key(key, value)
+        wins = beats(value_key, best_key)
+        best = jax.tree_util.tree_map(lambda v, b, wins=wins: jnp.where(wins, v, b), value, best)
+        best_key = jnp.where(wins, value_key, best_key)
+    return best
+
+
+def _key(key, value):
+    return value if key is None else key(value)
+
+
+def _first_best(items, beats):
+    """Python's `max`/`min` of a traced vector: the first item no later one beats."""
+    if jnp.issubdtype(items.dtype, jnp.floating):
+        # Python compares `v > best`: a NaN never beats, and once first, is never beaten.
+        never = -jnp.inf if beats is jnp.greater else jnp.inf
+        later = jnp.arange(items.shape[0]) > 0
+        items = jnp.where(later & jnp.isnan(items), never, items)
+    index = jnp.argmax(items) if beats is jnp.greater else jnp.argmin(items)
+    return items[index]
 
 
 def min_(*args, key=None, default=_NO_DEFAULT):
-    """`min(...)`; traced values -> `jnp.minimum` of them (`jnp.min` of a traced vector)."""
-    return _extreme(builtins.min, jnp.min, jnp.minimum, args, key, default)
+    """`min(...)`, as Python computes it (the first smallest), on traced values too."""
+    return _extreme(builtins.min, args, key, default)
 
 
 def max_(*args, key=None, default=_NO_DEFAULT):
-    """`max(...)`; traced values -> `jnp.maximum` of them (`jnp.max` of a traced vector)."""
-    return _extreme(builtins.max, jnp.max, jnp.maximum, args, key, default)
+    """`max(...)`, as Python computes it (the first largest), on traced values too."""
+    return _extreme(builtins.max, args, key, default)
 
 
 def sum_(iterable, /, start=0):

@@ -37,11 +37,14 @@ def print_(*args, sep=" ", end="\n", file=None, flush=False):
         builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
         return
     values = [_values(args[i]) for i in staged]
+    # What is not traced is shown as it is now (print calls str), not as it is when the program
+    # runs: a list printed, then appended to, prints its items of now.
+    now = [None if i in staged else str(arg) for i, arg in enumerate(args)]
 
     def host_print(taken, *concrete):
         if not np.all(taken):
             return
-        shown = list(args)
+        shown = list(now)
         for i, value in zip(staged, concrete):
             shown[i] = _shown(args[i], value)
         builtins.print(*shown, sep=sep, end=end, file=file or sys.stdout, flush=flush)

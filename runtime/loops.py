@@ -380,7 +380,16 @@ def range_(*args):
     return TracedRange(start, stop, step)
 
 
-def for_stmt(iterable, body, state, *, symbol_names, extra_test=None, max_iterations=None):
+def for_stmt(
+    iterable,
+    body,
+    state,
+    *,
+    symbol_names,
+    extra_test=None,
+    max_iterations=None,
+    items_as_python=False,
+):
     """Functional form of a for statement.
 
     Same semantics as::
@@ -398,7 +407,9 @@ def for_stmt(iterable, body, state, *, symbol_names, extra_test=None, max_iterat
     count. Once `extra_test` is traced, the remaining iterations still run, masked: the loop stays
     a `scan`, which reverse-mode differentiation supports. A range with a traced bound lowers to
     `jax.lax.while_loop`. A body that cannot be staged (it changes a variable's shape, or needs
-    the index as a Python int) runs as unrolled Python instead. Python state the loop changes is
+    the index as a Python int) runs as unrolled Python instead, and so does a loop whose body
+    uses its Python items as Python values (`items_as_python`: `f"layer{i}"`, a call of user
+    code with `i`), where a traced item would not be exact. Python state the loop changes is
     carried too, or refused (see `runtime.effects`).
     """
     site = Site("for loop")
@@ -439,11 +450,13 @@ def for_stmt(iterable, body, state, *, symbol_names, extra_test=None, max_iterat
     n, k = len(seq), 0
     if max_iterations is not None:
         n = min(n, max_iterations)
+    # Python items the body uses as Python values stay Python: no scan hands it tracers.
+    may_scan = seq.staged() or not items_as_python
     while k < n:
         go = extra_test(*state) if extra_test is not None else True
         if not is_staged(go) and not go:
             return state
-        if is_staged(go) or (n - k >= 2 and _should_scan(seq, state)):
+        if may_scan and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state))):
             try:
                 return staged(
                     lambda body, test, state, names, k=k: _scan(

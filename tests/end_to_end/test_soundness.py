@@ -674,3 +674,82 @@ def test_containers_changed_in_place_in_staged_branches():
         check_vmap(fn, jnp.array([1.0, -1.0]))
     with pytest.raises(StagingError, match=r"arr \(a NumPy array\) is changed in place"):
         jax.jit(transpiler.convert(numpy_in_place))(1.0)
+
+
+# -- A staged loop hands its body tracers only where a tracer is exact -------------------------------
+
+WEIGHTS = {"w1": 10.0}
+FROZEN = {"layer0"}
+
+
+def keyed_by_index(x):
+    for i in range(2):
+        x = x * WEIGHTS.get(f"w{i}", 1.0)
+    return x
+
+
+def negative_power(x):
+    for i in range(3):
+        x = x + 2 ** -i
+    return x
+
+
+def index_in_text(x):
+    for i in range(3):
+        if f"layer{i}" not in FROZEN:
+            x = x + 1
+    return x
+
+
+def triangle(x):
+    s = 0.0
+    for i in range(4):
+        for j in range(i):  # a static bound in Python: a scan, reverse-differentiable
+            s = s + x * j
+    return s
+
+
+def arithmetic_only(x, xs):
+    for i in range(3):
+        x = x * 2 + i + xs[i]
+    return x
+
+
+def test_python_uses_of_a_loop_index_keep_it_python():
+    for fn in (keyed_by_index, negative_power, index_in_text, triangle):
+        check_jit(fn, 1.0)
+    assert float(jax.jit(jax.grad(transpiler.convert(triangle)))(1.0)) == jax.grad(triangle)(1.0)
+    xs = jnp.arange(3.0)
+    check_jit(arithmetic_only, 1.0, xs)
+    assert "scan[" in str(jax.make_jaxpr(transpiler.convert(arithmetic_only))(1.0, xs))
+
+
+# -- min/max as Python computes them; prints of objects changed later -------------------------------
+
+
+def extremes(a, b):
+    return max(a, b), min(a, b), max(a, b, key=lambda t: -t)
+
+
+def test_min_max_ties_nan_and_key():
+    for args in ((1.0, float("nan")), (float("nan"), 1.0), (1.0, 1.0), (2.0, -1.0)):
+        expected = extremes(*args)
+        got = jax.jit(transpiler.convert(extremes))(*args)
+        np.testing.assert_array_equal(np.asarray(got, dtype=np.float32), np.float32(expected))
+    relu = transpiler.convert(lambda x: max(x, 0.0))
+    assert jax.jit(jax.grad(relu))(0.0) == 1.0  # Python's max returns the first of a tie
+
+
+def history(x):
+    seen = []
+    for i in range(2):
+        seen.append(i)
+        print(seen)
+        x = x + i
+    return x
+
+
+def test_a_deferred_print_shows_python_objects_as_they_were(capsys):
+    jax.jit(transpiler.convert(history))(1.0)
+    jax.effects_barrier()
+    assert capsys.readouterr().out == "[0]\n[0, 1]\n"

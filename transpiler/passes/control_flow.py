@@ -24,7 +24,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import analysis, anno, structure, templates
-from transpiler.analysis import activity
+from transpiler.analysis import activity, item_uses
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
@@ -190,6 +190,11 @@ class _ControlFlow(Transformer):
     def visit_For(self, node):
         if not convertible(node):
             return self.generic_visit(node)
+        # Decided on the body as the user wrote it, before its statements become functions.
+        options = _loop_options(node)
+        if item_uses.uses_items_as_python(node):
+            true = templates.constant(True)
+            options.append(gast.keyword(arg="items_as_python", value=true))
         names, _ = self._prepare(node)
         target = node.target
         if isinstance(target, gast.Name) and target.id not in names:
@@ -203,7 +208,7 @@ class _ControlFlow(Transformer):
             body=node.body,
             iterable=node.iter,
             loop_body=self.namer.new("loop_body"),
-            options=_loop_options(node),
+            options=options,
         )
         template = _FOR
         if anno.hasanno(node, _A.EXTRA_TEST):

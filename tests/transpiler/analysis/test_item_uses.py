@@ -1,0 +1,56 @@
+import textwrap
+
+import gast
+import pytest
+
+from transpiler.analysis import item_uses
+
+
+def loop(body: str) -> gast.For:
+    source = "for i in range(4):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    return gast.parse(source).body[0]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "x = x * 2 + i",
+        "x = xs[i] + ys[i, 0]",
+        "y = xs[i]\nz = y.mean()",  # an item of xs, not the index
+        "j = i + 1\nx = x + jnp.sin(j)",
+        "if i > 2:\n    x = -x",
+        "x = x + rt__.float_(i)",
+        "rt__.print_(rt__.fstring('i=', (i, '', '')))",
+        "x = x + (i if x > 0 else 0)",
+        "x = x ** i",
+    ],
+)
+def test_array_uses(body):
+    assert not item_uses.uses_items_as_python(loop(body))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "key = f'w{i}'",
+        "x = x + 2 ** -i",
+        "name = str(i)",
+        "ok = isinstance(i, int)",
+        "x = rt__.call(helper, x, i)",
+        "for j in rt__.range_(i):\n    x = x + j",
+        "j = i * 2\nkey = 'k' + str(j)",
+        "d = {i: x}",
+        "b = i.bit_length()",
+    ],
+)
+def test_python_uses(body):
+    assert item_uses.uses_items_as_python(loop(body))
+
+
+def test_a_negative_range_index_is_no_exponent():
+    body = "x = x ** i\n"
+    negative = gast.parse("for i in range(-3, 3):\n    " + body).body[0]
+    assert item_uses.uses_items_as_python(negative)
+    assert not item_uses.uses_items_as_python(
+        gast.parse("for i in range(1, 9, 2):\n    " + body).body[0]
+    )

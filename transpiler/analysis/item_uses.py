@@ -1,0 +1,224 @@
+"""Whether a `for` loop's body uses its items only as array values.
+
+A `for` over a Python range (or a NumPy array) may be staged as one `lax.scan`, which hands the
+body its items as traced arrays: `i` is then an int32 tracer, not a Python int. That is exact
+where the body only computes with `i` (arithmetic, comparisons, indexing arrays, JAX functions),
+and silently different where it uses `i` as a Python value: `f"w{i}"` and `str(i)` (the text of a
+tracer), `2 ** -i` (an int power, not a float), `isinstance(i, int)`, a user function that may do
+any of these. `uses_items_as_python(loop)` says whether the body does; such a loop is not staged
+as a scan (it runs as Python, unrolled while tracing).
+
+The names bound from the items (`j = i + 1`) are followed through the body's assignments; a use
+is fine where its value goes into an array computation.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import gast
+
+from transpiler import structure
+from transpiler.naming import RUNTIME
+
+# Runtime operators that treat a traced int as Python would (casts, min/max, print).
+_ARRAY_SAFE_RUNTIME = frozenset(
+    {
+        "int_",
+        "float_",
+        "bool_",
+        "min_",
+        "max_",
+        "sum_",
+        "print_",
+        "fstring",
+        "ld",
+        "and_",
+        "or_",
+        "not_",
+        "in_",
+        "not_in",
+        "if_exp",
+        "len_",
+    }
+)
+
+
+def uses_items_as_python(loop: gast.For) -> bool:
+    """Whether the body of `loop` (or its extra test) uses an item as a Python value."""
+    tainted = _names(loop.target)
+    # The index of `range(n)` (or of a range from a constant >= 0) is never negative: `x ** i`
+    # is the same power of a Python int and of a traced one.
+    counter = None
+    if isinstance(loop.target, gast.Name) and _nonnegative_range(loop.iter):
+        counter = loop.target.id
+    statements = list(structure.walk(loop.body))
+    while True:  # names bound from the items, through any number of assignments
+        grown = set(tainted)
+        for stmt in statements:
+            for target, value in _bindings(stmt):
+                if value is not None and _derived(value, tainted):
+                    grown |= _names(target)
+        if grown == tainted:
+            break
+        tainted = grown
+    for stmt in statements:
+        reads = [
+            node
+            for node in _own_nodes(stmt)
+            if isinstance(node, gast.Name)
+            and node.id in tainted
+            and isinstance(node.ctx, gast.Load)
+        ]
+        if reads:
+            parents = _parents(stmt)
+            if not all(_array_use(node, parents, counter) for node in reads):
+                return True
+    return False
+
+
+def _nonnegative_range(iterable: gast.expr) -> bool:
+    """Whether `iterable` is `range(n)`, or a range from a constant >= 0 by a constant > 0."""
+    if not isinstance(iterable, gast.Call) or iterable.keywords:
+        return False
+    func = iterable.func
+    is_range = _runtime_name(func) == "range_" or (
+        isinstance(func, gast.Name) and func.id == "range"
+    )
+    args = iterable.args
+    if not is_range or not 1 <= len(args) <= 3:
+        return False
+    if len(args) == 1:
+        return True
+    constants = [a.value if isinstance(a, gast.Constant) else None for a in args]
+    start, step = constants[0], constants[2] if len(args) == 3 else 1
+    return isinstance(start, int) and start >= 0 and isinstance(step, int) and step > 0
+
+
+def _names(target: gast.AST) -> set[str]:
+    return {n.id for n in gast.walk(target) if isinstance(n, gast.Name)}
+
+
+def _derived(value: gast.AST, names: set[str]) -> bool:
+    """Whether `value` is one of `names`, or made from one by arithmetic, a cast, a tuple...:
+    a value a tracer would stand for (`xs[i]` is an item of `xs`, not made from `i`)."""
+    if isinstance(value, gast.Name):
+        return value.id in names
+    if isinstance(value, gast.Call):
+        passes = _runtime_name(value.func) in ("ld", "int_", "float_", "bool_")
+        return passes and any(_derived(a, names) for a in value.args)
+    if isinstance(value, gast.IfExp):
+        return _derived(value.body, names) or _derived(value.orelse, names)
+    if isinstance(value, _VALUE_PASSING):
+        return any(_derived(c, names) for c in gast.iter_child_nodes(value))
+    return False
+
+
+def _bindings(stmt: gast.stmt):
+    """(target, value) pairs a statement binds, walrus included."""
+    if isinstance(stmt, gast.Assign):
+        for target in stmt.targets:
+            yield target, stmt.value
+    elif isinstance(stmt, (gast.AugAssign, gast.AnnAssign)):
+        yield stmt.target, stmt.value
+    elif isinstance(stmt, gast.For):
+        yield stmt.target, stmt.iter
+    for node in _own_nodes(stmt):
+        if isinstance(node, gast.NamedExpr):
+            yield node.target, node.value
+
+
+def _own_nodes(stmt: gast.stmt):
+    """The nodes of `stmt` itself, not of its nested blocks (they are statements of their own)."""
+    stack = [stmt]
+    while stack:
+        node = stack.pop()
+        yield node
+        for field, value in gast.iter_fields(node):
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, gast.stmt) and node is stmt and field in _BLOCK_FIELDS:
+                    continue
+                if isinstance(child, gast.AST):
+                    stack.append(child)
+
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _parents(stmt: gast.stmt) -> dict[int, gast.AST]:
+    parents = {}
+    for node in _own_nodes(stmt):
+        for child in gast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return parents
+
+
+def _array_use(name: gast.Name, parents: dict[int, gast.AST], counter: str | None) -> bool:
+    """Whether this read of an item feeds an array computation, where a tracer is exact: its
+    value (or what arithmetic makes of it) is compared, indexes an array, goes into a JAX
+    function or into an assignment (followed as a binding); not into text, a type test, an
+    exponent, or user code."""
+    node, parent = name, parents.get(id(name))
+    while parent is not None:
+        if isinstance(parent, gast.BinOp) and isinstance(parent.op, gast.Pow):
+            if parent.right is node and not (node is name and name.id == counter):
+                return False  # `2 ** -i`: a float in Python, an int power staged
+        elif isinstance(parent, gast.Compare):
+            return True
+        elif isinstance(parent, gast.IfExp) and parent.test is node:
+            return True
+        elif isinstance(parent, gast.Subscript):
+            return parent.slice is node
+        elif isinstance(parent, gast.Call):
+            if node is parent.func:
+                return False
+            if _runtime_name(parent.func) != "ld":  # `rt__.ld(i)` is `i`
+                return _array_function(parent.func)
+        elif isinstance(parent, gast.stmt):
+            return not isinstance(parent, gast.Expr)
+        elif not isinstance(parent, _VALUE_PASSING):
+            return False  # an f-string, an attribute of the item, a dict key, a lambda, ...
+        node, parent = parent, parents.get(id(parent))
+    return True
+
+
+# Expressions whose value is made from their operands: follow them up.
+_VALUE_PASSING = (
+    gast.BinOp,
+    gast.UnaryOp,
+    gast.BoolOp,
+    gast.IfExp,
+    gast.keyword,
+    gast.Tuple,
+    gast.List,
+    gast.Slice,
+    gast.Starred,
+    gast.NamedExpr,
+)
+
+
+def _runtime_name(func: gast.expr) -> str | None:
+    """`'ld'` for `rt__.ld`, else None."""
+    if (
+        isinstance(func, gast.Attribute)
+        and isinstance(func.value, gast.Name)
+        and func.value.id == RUNTIME
+    ):
+        return func.attr
+    return None
+
+
+def _array_function(func: gast.expr) -> bool:
+    """Whether a call of `func` treats a traced int as an array: a JAX/NumPy-style function
+    (`jnp.where`, `x.at[i].set`), or a runtime operator that does; not a user function
+    (`rt__.call`), nor a builtin that reads the Python value (`str`, `isinstance`, `range`)."""
+    if isinstance(func, gast.Attribute):
+        root = func
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        if isinstance(root, gast.Name) and root.id == RUNTIME:
+            return func.attr in _ARRAY_SAFE_RUNTIME
+        return True
+    if isinstance(func, gast.Name):
+        return not hasattr(builtins, func.id)
+    return False
