@@ -12,21 +12,27 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from runtime import staging
+from runtime import control_flow, staging
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, is_staged
 
 
-def and_(a, b):
-    """Functional form of `a and b()`."""
+def and_(a, b, lazy=False):
+    """Functional form of `a and b()`. With a traced `a`, `b()` is computed alongside and
+    selected, or, if `lazy` (it may have effects: it calls user code), in a `lax.cond` branch
+    that runs only where Python would evaluate it."""
     if is_staged(a):
+        if lazy:
+            return control_flow.if_exp(a, b, lambda: a)
         return _staged_select(a, b(), "and", Site("'and' expression"))
     return a and b()
 
 
-def or_(a, b):
-    """Functional form of `a or b()`."""
+def or_(a, b, lazy=False):
+    """Functional form of `a or b()`; see `and_`."""
     if is_staged(a):
+        if lazy:
+            return control_flow.if_exp(a, lambda: a, b)
         return _staged_select(a, b(), "or", Site("'or' expression"))
     return a or b()
 

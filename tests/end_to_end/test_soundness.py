@@ -690,7 +690,7 @@ def keyed_by_index(x):
 
 def negative_power(x):
     for i in range(3):
-        x = x + 2 ** -i
+        x = x + 2**-i
     return x
 
 
@@ -753,3 +753,28 @@ def test_a_deferred_print_shows_python_objects_as_they_were(capsys):
     jax.jit(transpiler.convert(history))(1.0)
     jax.effects_barrier()
     assert capsys.readouterr().out == "[0]\n[0, 1]\n"
+
+
+class Monitor:
+    def __init__(self):
+        self.checks = 0
+
+    def check(self, x):
+        self.checks = self.checks + 1
+        print("checked")
+        return x < 10
+
+
+def short_circuit(x):
+    monitor = Monitor()
+    ok = x > 0 and monitor.check(x)
+    return ok, monitor.checks
+
+
+def test_and_or_evaluate_a_right_operand_with_effects_only_where_python_does(capsys):
+    for x in (-1.0, 1.0):
+        expected = short_circuit(x)
+        python_out = capsys.readouterr().out
+        got = jax.jit(transpiler.convert(short_circuit))(x)
+        jax.effects_barrier()
+        assert tuple(got) == expected and capsys.readouterr().out == python_out

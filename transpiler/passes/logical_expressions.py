@@ -3,6 +3,7 @@
 The right operand becomes a thunk, so Python values keep Python's short-circuit semantics:
 
     a and b or c     ->   rt__.or_(rt__.and_(a, lambda: b), lambda: c)
+    a and f(x)       ->   rt__.and_(a, lambda: rt__.call(f, x), lazy=True)   (user code: a cond)
     not x            ->   rt__.not_(x)
     0 < x < 1        ->   rt__.and_(0 < x, lambda: x < 1)
     c in xs          ->   rt__.in_(c, xs)                 (a traced array: jnp.any(xs == c))
@@ -31,9 +32,11 @@ class _LogicalExpressions(Transformer):
         op = "and_" if isinstance(node.op, gast.And) else "or_"
         result = node.values[-1]
         for left in reversed(node.values[:-1]):
-            result = templates.replace_as_expression(
-                f"{RUNTIME}.{op}(left, lambda: right)", left=left, right=result
-            )
+            template = f"{RUNTIME}.{op}(left, lambda: right)"
+            if _may_have_effects(result):
+                # Staged, it is evaluated only where Python would (a cond), not alongside.
+                template = f"{RUNTIME}.{op}(left, lambda: right, lazy=True)"
+            result = templates.replace_as_expression(template, left=left, right=result)
         return result
 
     def visit_UnaryOp(self, node):
@@ -70,6 +73,24 @@ class _LogicalExpressions(Transformer):
                 f"{RUNTIME}.and_(left, lambda: right)", left=comparison, right=result
             )
         return result
+
+
+def _may_have_effects(node: gast.expr) -> bool:
+    """Whether evaluating `node` may do more than compute a value: it calls user code
+    (`rt__.call(...)`, or a plain function name). Library calls (`jnp.any(x)`) do not."""
+    for child in gast.walk(node):
+        if isinstance(child, gast.Call):
+            func = child.func
+            if isinstance(func, gast.Name):
+                return True
+            if (
+                isinstance(func, gast.Attribute)
+                and isinstance(func.value, gast.Name)
+                and func.value.id == RUNTIME
+                and func.attr in ("call", "print_", "assert_")
+            ):
+                return True
+    return False
 
 
 def _comparison(left: gast.expr, op: gast.cmpop, right: gast.expr) -> gast.expr:
