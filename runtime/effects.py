@@ -366,14 +366,14 @@ class Effects:
             self.carried.append(change)
             known.add(change.key)
 
-    def _input_names(self, leading: int, n: int) -> list[str]:
-        """What the user calls the statement's inputs: the generated functions' parameters."""
+    def _parameter_names(self, n: int) -> list[str]:
+        """What the user calls the `n` arguments of a traced function (a loop's item, the
+        statement's inputs): the generated functions' parameters."""
         for function in self.functions:
             code = function.__code__
-            params = code.co_varnames[leading : code.co_argcount]
-            if len(params) == n - leading:
-                return list(params)
-        return [*self.names, *["a value in the state"] * n][: n - leading]
+            if code.co_argcount == n:
+                return list(code.co_varnames[:n])
+        return [*["an item"] * (n - len(self.names)), *self.names][-n:] if n else []
 
     def wrap(self, fn, leading: int = 0, returns_state: bool = True):
         """`fn`, taking and giving the carried places' values after the statement's state."""
@@ -384,8 +384,10 @@ class Effects:
             snapshot = Snapshot()
             for function in self.functions:
                 snapshot.add_function(function)
-            # What the state holds (its containers are fresh copies: only their contents count).
-            for name, value in zip(self._input_names(leading, n), args[leading:n]):
+            # The item of a loop, and what the state holds (its containers are fresh copies:
+            # only their contents count).
+            names = self._parameter_names(n)
+            for name, value in zip(names, args[:n]):
                 for leaf in jax.tree_util.tree_leaves(value):
                     snapshot.add(name, leaf)
             try:

@@ -187,6 +187,14 @@ class StagedList:
 
         jax.debug.callback(check, self.length, staging.branch_taken())
 
+    def __getattr__(self, name):
+        if name.startswith("__") or name not in _LIST_METHODS:
+            raise AttributeError(name)
+        raise StagingError(
+            f"'{self.origin.name}' is a list built in staged code, held as an array: of the list "
+            f"methods only append() and pop() are staged, not {name}()."
+        )
+
     def __staged_truth__(self):
         """`if items:`: a traced `length > 0` when the length is traced."""
         known = self.known_length()
@@ -221,6 +229,9 @@ class StagedList:
 
     def __repr__(self) -> str:
         return f"StagedList(length={self.length}, buffer={staging.describe(self.buffer)})"
+
+
+_LIST_METHODS = frozenset(name for name in dir(list) if not name.startswith("_"))
 
 
 def padded(target):

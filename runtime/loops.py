@@ -7,6 +7,7 @@ checking that the state keeps its structure, shapes and dtypes.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import operator
@@ -492,7 +493,7 @@ def _python_for(items, body, state, names, site, extra_test, effects):
                 state,
                 names,
                 lambda state, names, wrap, item=item, go=go: _masked(
-                    go, wrap(lambda *s: body(item, *s)), state, names, site
+                    go, functools.partial(wrap(body, leading=1), item), state, names, site
                 ),
             )
         else:
