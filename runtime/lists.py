@@ -282,6 +282,8 @@ def list_pop(target, *index):
 
 def stack_list(stack, target, *args, **kwargs):
     """`stack(target, ...)` (`jnp.stack`, `jnp.array`, ...) that stacks a StagedList at once."""
+    if isinstance(target, ProbeList):
+        target = list(target)  # JAX takes lists, not subclasses of them
     if not isinstance(target, StagedList):
         return stack(target, *args, **kwargs)
     result = target.stacked(f"{getattr(stack, '__name__', 'stacking')}()")

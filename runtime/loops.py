@@ -457,6 +457,8 @@ def for_stmt(
         go = extra_test(*state) if extra_test is not None else True
         if not is_staged(go) and not go:
             return state
+        if is_staged(go) and not may_scan:
+            break  # the rest, as Python, each iteration masked by the traced test
         if may_scan and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state))):
             try:
                 return staged(

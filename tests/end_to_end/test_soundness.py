@@ -778,3 +778,22 @@ def test_and_or_evaluate_a_right_operand_with_effects_only_where_python_does(cap
         got = jax.jit(transpiler.convert(short_circuit))(x)
         jax.effects_barrier()
         assert tuple(got) == expected and capsys.readouterr().out == python_out
+
+
+def identity(v):
+    return v
+
+
+def early_return_in_a_python_loop(x, y):
+    a, b = x, y
+    for i in range(3):  # i goes into user code: the loop stays Python, its iterations masked
+        if b == x:
+            a = i
+            return a, b
+        b = identity(a)
+    return a, b
+
+
+def test_a_python_loop_left_by_a_traced_return_masks_its_later_iterations():
+    for args in ((0, 0), (0, 5), (1, 2)):
+        check_jit(early_return_in_a_python_loop, *args)
