@@ -17,7 +17,7 @@ from runtime import errors, lists, staging
 from runtime.effects import Effects
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, describe_tree, is_staged
-from runtime.variables import Undefined, UndefinedReturnValue
+from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
 
 
 def if_stmt(pred, if_true, if_false, state, *, symbol_names):
@@ -77,9 +77,12 @@ class _Retrace(staging.Retrace):
     holding these Python lists (appended to in one branch only) as staged lists, and raising in
     the branch whose tracing raised."""
 
-    def __init__(self, casts=None, placeholders=None, lists=None, resize=None, raised=None):
+    def __init__(
+        self, casts=None, placeholders=None, lists=None, resize=None, raised=None, unbound=None
+    ):
         self.casts = casts or {}  # {(variable index, leaf index): dtype}
         self.placeholders = placeholders or {}  # {variable index: tree of ShapeDtypeStruct}
+        self.unbound = unbound or {}  # {variable index: tree of ShapeDtypeStruct}: MaybeUnbound
         self.lists = lists or {}  # {variable index: (capacity, item ShapeDtypeStruct)}
         self.resize = resize or {}  # {variable index: capacity} of staged lists to even out
         self.raised = raised or {}  # {"true" or "false": the exception its tracing raised}
@@ -89,7 +92,7 @@ def staged_cond(pred, if_true, if_false, state, names, site):
     """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
-    for _ in range(8):  # at most: stage lists (twice), even them out, fill, cast, raise
+    for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
         try:
             return _cond_once(pred, if_true, if_false, state, names, site, fixes)
         except _Retrace as retrace:
@@ -98,6 +101,7 @@ def staged_cond(pred, if_true, if_false, state, names, site):
                 {**fixes.placeholders, **retrace.placeholders},
                 resize={**fixes.resize, **retrace.resize},
                 raised={**fixes.raised, **retrace.raised},
+                unbound={**fixes.unbound, **retrace.unbound},
             )
             state = tuple(
                 lists.StagedList.create(value, *retrace.lists[i], _appended_in(names[i], site))
@@ -127,7 +131,7 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes):
                     raw = _trace_branch(fn, state, which)
             appended[which] = {key: p.count - starts[key] for key, (p, _, _) in probes.items()}
             assert len(raw) == len(names), "generated code returned the wrong number of values"
-            outs = [_branch_output(i, value, fixes) for i, value in enumerate(raw)]
+            outs = [_branch_output(i, value, fixes, names[i]) for i, value in enumerate(raw)]
             if traced:
                 _compare_branches(traced[0], (which, outs, raw), names, site)
             traced.append((which, outs, raw))
@@ -184,11 +188,17 @@ def _appended_in(name: str, site: Site) -> lists.Origin:
     )
 
 
-def _branch_output(index, value, fixes: _Retrace):
+def _branch_output(index, value, fixes: _Retrace, name: str):
     """A branch's value of state variable `index` as the cond returns it, with what retracing
-    asked for: placeholders filled, staged lists evened out, dtypes promoted."""
+    asked for: placeholders filled, staged lists evened out, maybe-unbound variables made so,
+    dtypes promoted."""
     if isinstance(value, UndefinedReturnValue) and index in fixes.placeholders:
         value = staging.zeros_like(fixes.placeholders[index])
+    if index in fixes.unbound and not isinstance(value, MaybeUnbound):
+        if isinstance(value, Undefined):
+            value = MaybeUnbound(staging.zeros_like(fixes.unbound[index]), False, name)
+        else:
+            value = MaybeUnbound(value, True, name)
     if isinstance(value, lists.StagedList) and index in fixes.resize:
         # Both branches get the larger buffer; the length is known in neither.
         value = value.resized(fixes.resize[index], value.fixed)._with(static_length=None)
@@ -221,7 +231,7 @@ def _returns_note(name: str, site: Site) -> str:
 def _compare_branches(first, second, names, site):
     """Raises StagingError where the branches disagree on a variable; _Retrace where JAX would
     promote (weak types), or where a return value is set on one path only (a placeholder)."""
-    casts, placeholders = {}, {}
+    casts, placeholders, unbound_shapes = {}, {}, {}
     for index, name in enumerate(names):
         values = {first[0]: first[1][index], second[0]: second[1][index]}
         a, b = values["true"], values["false"]
@@ -231,14 +241,18 @@ def _compare_branches(first, second, names, site):
         if len(unset) == 1 and staging.is_array_tree(other):
             placeholders[index] = staging.shapes_of(staging.as_arrays(other))
             continue
+        unbound = _bound_on_one_path(a, b)
+        if unbound is not None:
+            unbound_shapes[index] = unbound
+            continue
         undefined = [w for w, v in values.items() if isinstance(v, Undefined)]
         if len(undefined) == 1:
             defined = "false" if undefined == ["true"] else "true"
             raise StagingError(
                 f"'{name}' is set in the {defined} branch but not in the {undefined[0]} branch "
-                f"({site}), and it is used after the if. With a traced condition both branches "
-                f"run in the graph, so '{name}' needs a value on both paths: give it one before "
-                "the if, or in both branches."
+                f"({site}), and it is used after the if, but its value there is "
+                f"{describe_tree(values[defined])}, which a staged program cannot hold: give "
+                f"'{name}' a value before the if, or in both branches."
             )
         # Lists are compared as the branches left them: the items both kept are the same objects.
         grown = _appended_in_one_branch(raw["true"], raw["false"])
@@ -262,8 +276,23 @@ def _compare_branches(first, second, names, site):
             _raise_mismatch(name, a, b, site)
         for j, dtype in _compare_leaves(name, a, b, site).items():
             casts[index, j] = dtype
-    if casts or placeholders:
-        raise _Retrace(casts, placeholders)
+    if casts or placeholders or unbound_shapes:
+        raise _Retrace(casts, placeholders, unbound=unbound_shapes)
+
+
+def _bound_on_one_path(a, b):
+    """The shapes of the value of a variable bound on one path only (one side unbound or
+    maybe-unbound, the other arrays): it becomes a MaybeUnbound. None otherwise."""
+    kinds = {type(v) for v in (a, b)}
+    if not kinds & {Undefined, MaybeUnbound} or kinds == {Undefined}:
+        return None
+    bound = [v.value if isinstance(v, MaybeUnbound) else v for v in (a, b)]
+    bound = [v for v in bound if not isinstance(v, Undefined)]
+    if isinstance(a, MaybeUnbound) and isinstance(b, MaybeUnbound):
+        return None  # already alike: compared leaf by leaf
+    if not all(staging.is_array_tree(v) for v in bound):
+        return None
+    return staging.shapes_of(staging.as_arrays(bound[0]))
 
 
 def _appended_in_one_branch(a, b):

@@ -24,7 +24,7 @@ from runtime.control_flow import staged_cond
 from runtime.effects import Effects
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, is_staged
-from runtime.variables import Undefined, UndefinedReturnValue
+from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
 
 logger = logging.getLogger("transpiler")
 
@@ -166,7 +166,8 @@ class _Carry:
         self.init = tuple(init)
 
     def _size_from_body(self, state, probe, trip_count, probe_args):
-        unset = [i for i, v in enumerate(state) if isinstance(v, UndefinedReturnValue)]
+        # Unset: a return value not set yet, or a variable the body binds first.
+        unset = [i for i, v in enumerate(state) if isinstance(v, (UndefinedReturnValue, Undefined))]
         lists = [i for i, v in enumerate(state) if _growable(v)]
         if not unset and not lists:
             return state
@@ -187,13 +188,18 @@ class _Carry:
         def run(carried, probe_args):
             values = [carried.get(i, v) for i, v in enumerate(probe_state)]
             outs = probe(tuple(values), *probe_args)
-            found.extend(i for i in unset if staging.is_array_tree(outs[i]))
-            return [staging.as_arrays(outs[i]) for i in found]
+            bound = [v.value if isinstance(v, MaybeUnbound) else v for v in outs]
+            found.extend(i for i in unset if staging.is_array_tree(bound[i]))
+            return [staging.as_arrays(bound[i]) for i in found]
 
         shapes = dict(zip(found, jax.eval_shape(run, carried, probe_args)))
         state = list(state)
         for i in unset:
-            if i in shapes:
+            if i in shapes and isinstance(state[i], Undefined):
+                # Bound by the body: unbound until an iteration binds it (`ld` checks it).
+                zeros = staging.zeros_like(shapes[i])
+                state[i] = MaybeUnbound(zeros, jnp.asarray(False), self.names[i])
+            elif i in shapes:
                 state[i] = staging.zeros_like(shapes[i])
         for i in lists:
             if probe_state[i].appended:
@@ -275,6 +281,8 @@ class _Carry:
                     )
                 continue
             prev = next(before)
+            if isinstance(prev, MaybeUnbound) and not isinstance(value, MaybeUnbound):
+                value = MaybeUnbound(value, jnp.asarray(True), name)  # bound in this iteration
             if not staging.is_array_tree(value):
                 raise StagingError(
                     f"'{name}' is {describe(prev)} before the {self.site.construct} but "

@@ -1,6 +1,9 @@
-"""The `Undefined` sentinel: the value of a variable that Python would leave unbound."""
+"""Variables Python would leave unbound: `Undefined`, and `MaybeUnbound` in staged code."""
 
 from __future__ import annotations
+
+import jax
+import numpy as np
 
 
 class Undefined:
@@ -36,10 +39,49 @@ def deleted(value, name: str) -> Undefined:
 
 
 def ld(value):
-    """Reads a variable that may be undefined: returns its value, or raises as Python would."""
+    """Reads a variable that may be undefined: returns its value, or raises as Python would
+    (for a `MaybeUnbound`, when the program runs a path where it is unbound)."""
     if isinstance(value, Undefined):
         raise _unbound(value.symbol_name)
+    if isinstance(value, MaybeUnbound):
+        return value.read()
     return value
+
+
+@jax.tree_util.register_pytree_node_class
+class MaybeUnbound:
+    """A variable of staged code bound on some paths only (set in one branch of a traced `if`,
+    first set in a staged loop): its value where it is bound, zeros where it is not, and a
+    traced flag that says which. Reading it checks the flag when the program runs, and raises
+    the UnboundLocalError Python would raise on a path where it is unbound."""
+
+    def __init__(self, value, bound, name: str):
+        self.value, self.bound, self.name = value, bound, name
+
+    def tree_flatten(self):
+        return (self.value, self.bound), self.name
+
+    @classmethod
+    def tree_unflatten(cls, name, children):
+        return cls(*children, name)
+
+    def read(self):
+        from runtime import errors, staging
+
+        name, where = self.name, errors.Site("read", depth=3).location()
+
+        def check(bound, taken):
+            if np.all(taken) and not np.all(bound):
+                error = _unbound(name)
+                raise (
+                    UnboundLocalError(f"{error} (in converted code at {where})") if where else error
+                )
+
+        jax.debug.callback(check, self.bound, staging.branch_taken())
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"MaybeUnbound({self.name!r})"
 
 
 class UndefinedReturnValue:

@@ -31,14 +31,30 @@ def defined_in_one_branch(x):
 
 
 def test_variable_defined_in_one_branch():
-    line = line_of(defined_in_one_branch, "if x > 0")
+    # Staged, it is read where Python reads it: where it is unbound, the program raises.
+    compiled = jax.jit(transpiler.convert(defined_in_one_branch))
+    assert compiled(1.0) == 2.0
+    line = line_of(defined_in_one_branch, "return y")
+    with pytest.raises(jax.errors.JaxRuntimeError) as e:
+        compiled(-1.0).block_until_ready()
+    assert "UnboundLocalError: cannot access local variable 'y'" in str(e.value)
+    assert f"in converted code at {HERE}:{line}" in str(e.value)
+
+
+def name_in_one_branch(x):
+    if x > 0:
+        label = "positive"
+    return label
+
+
+def test_a_python_object_defined_in_one_branch():
+    line = line_of(name_in_one_branch, "if x > 0")
     with pytest.raises(StagingError) as e:
-        jax.jit(transpiler.convert(defined_in_one_branch))(1.0)
+        jax.jit(transpiler.convert(name_in_one_branch))(1.0)
     assert str(e.value) == (
-        f"'y' is set in the true branch but not in the false branch ({HERE}:{line}, if "
-        "statement), and it is used after the if. With a traced condition both branches run in "
-        "the graph, so 'y' needs a value on both paths: give it one before the if, or in both "
-        "branches."
+        f"'label' is set in the true branch but not in the false branch ({HERE}:{line}, if "
+        "statement), and it is used after the if, but its value there is a str, which a staged "
+        "program cannot hold: give 'label' a value before the if, or in both branches."
     )
 
 
@@ -151,14 +167,10 @@ def defined_only_in_loop(x):
 
 
 def test_while_variable_defined_only_inside_the_loop():
-    line = line_of(defined_only_in_loop, "while x < 10")
-    with pytest.raises(StagingError) as e:
-        jax.jit(transpiler.convert(defined_only_in_loop))(1.0)
-    assert str(e.value) == (
-        f"'last' has no value before the while loop ({HERE}:{line}, while loop), but the staged "
-        "loop carries it from one iteration to the next (it is read in the loop or after it). "
-        "Give 'last' a value before the loop."
-    )
+    compiled = jax.jit(transpiler.convert(defined_only_in_loop))
+    assert compiled(1.0) == defined_only_in_loop(1.0) == 8.0
+    with pytest.raises(jax.errors.JaxRuntimeError, match="local variable 'last'"):
+        compiled(20.0).block_until_ready()  # the loop never runs: Python raises too
 
 
 def vector_condition(x):

@@ -320,8 +320,24 @@ def test_walrus_in_lazy_operands_binds_where_python_binds():
     assert transpiler.convert(walrus_maybe_unbound)(3.0) == (True, 6.0)
     with pytest.raises(UnboundLocalError):
         transpiler.convert(walrus_maybe_unbound)(-3.0)
-    with pytest.raises(StagingError, match="'y' is set in the true branch but not in the false"):
-        jax.jit(transpiler.convert(walrus_maybe_unbound))(3.0)
+    compiled = jax.jit(transpiler.convert(walrus_maybe_unbound))
+    assert tuple(compiled(3.0)) == (True, 6.0)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="local variable 'y'"):
+        compiled(-3.0)[1].block_until_ready()
+
+
+def read_only_where_bound(x):
+    if x > 1 and (z := x + 1) < 10:
+        out = z
+    else:
+        out = 0.0
+    return out
+
+
+def test_a_name_bound_on_some_paths_and_read_only_there():
+    for x in (3.0, -3.0, 20.0):
+        check_jit(read_only_where_bound, x)
+    check_vmap(read_only_where_bound, jnp.array([3.0, -3.0, 20.0]))
 
 
 def count_down(n):

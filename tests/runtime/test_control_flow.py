@@ -7,7 +7,6 @@ import pytest
 from jax import lax
 
 import runtime as rt
-from runtime import StagingError
 
 
 def test_if_stmt_python_path_calls_exactly_one_branch():
@@ -133,17 +132,19 @@ def test_range_with_traced_bound_runs_a_while_loop():
     assert rt.range_(3) == range(3)
 
 
-def test_staged_loop_rejects_undefined_state():
+def test_staged_loop_binds_undefined_state_on_the_iterations_that_run():
     def converted(x):
-        return rt.while_stmt(
+        x, y = rt.while_stmt(
             lambda x, y: x < 3,
             lambda x, y: (x + 1, x),
             (x, rt.Undefined("y")),
             symbol_names=("x", "y"),
         )
+        return rt.ld(y)
 
-    with pytest.raises(StagingError, match="^'y' has no value before the while loop"):
-        jax.jit(converted)(0)
+    assert jax.jit(converted)(0) == 2
+    with pytest.raises(jax.errors.JaxRuntimeError, match="local variable 'y'"):
+        jax.jit(converted)(5).block_until_ready()
 
 
 def test_undefined_and_ld():

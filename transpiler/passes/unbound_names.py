@@ -16,8 +16,8 @@ read goes through `rt__.ld`, which raises the UnboundLocalError Python would rai
             t = t + step
 
 `del step` becomes `step = rt__.deleted(step, 'step')`, which raises as `del` would if `step` is
-unbound, and `step += 1` first checks `rt__.ld(step)`. Names declared `global` or `nonlocal` are
-left alone.
+unbound, and `step += 1` first reads `step = rt__.ld(step)`. Names declared `global` or
+`nonlocal` are left alone.
 """
 
 from __future__ import annotations
@@ -129,5 +129,5 @@ class _Reads(Transformer):
         node = self.generic_visit(node)
         name = node.target.id if isinstance(node.target, gast.Name) else None
         if name in self.names and name not in self.bound:
-            return templates.replace(f"{RUNTIME}.ld(name)", name=name) + [node]
+            return templates.replace(f"name = {RUNTIME}.ld(name)", name=name) + [node]
         return node
