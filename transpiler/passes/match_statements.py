@@ -5,10 +5,12 @@
             y = a                        y = a
         case 1 | 2:          ->      elif match_subject == 1 or match_subject == 2:
             y = b                        y = b
-        case v if v > 5:             elif (v := match_subject) is v and v > 5:
-            y = v                        y = v
-        case _:                      else:
-            y = c                        y = c
+        case v if v > 5:             else:
+            y = v                        v = match_subject
+        case _:                          if v > 5:
+            y = c                            y = v
+                                         else:
+                                             y = c
 
 So a traced subject stages, as an `if` would. The tests are the pattern's own: `==` for a value,
 `is` for None/True/False; a capture binds the subject only when its case is tried, before its
@@ -64,19 +66,25 @@ class _MatchStatements(Transformer):
         case, rest = cases[0], cases[1:]
         test, capture = _test(case.pattern, subject)
         body = case.body
+        orelse = self._chain(rest, subject) or [gast.Pass()]
+        if capture is not None and test is None and case.guard is not None:
+            # `case v if v > 5:` binds v whenever it is tried, then tests the guard.
+            bind = templates.replace("name = subject", name=capture, subject=subject)
+            return bind + templates.replace(
+                "if test:\n    body\nelse:\n    orelse", test=case.guard, body=body, orelse=orelse
+            )
         if capture is not None and case.guard is None:
             body = templates.replace("name = subject", name=capture, subject=subject) + body
         elif capture is not None:
-            # Bound before the guard is evaluated, and only when the case is tried.
+            # `case 1 | 2 as w if w > 1:` binds w only when the pattern matched.
             bound = templates.replace_as_expression(
                 "(name := subject) is name", name=capture, subject=subject
             )
-            test = bound if test is None else _and(test, bound)
+            test = _and(test, bound)
         if case.guard is not None:
             test = case.guard if test is None else _and(test, case.guard)
         if test is None:  # irrefutable: the last case
             return body
-        orelse = self._chain(rest, subject) or [gast.Pass()]
         return templates.replace(
             "if test:\n    body\nelse:\n    orelse", test=test, body=body, orelse=orelse
         )
