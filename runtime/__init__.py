@@ -16,12 +16,13 @@ from runtime.builtins import (
     zip_,
 )
 from runtime.control_flow import if_exp, if_stmt
-from runtime.debugging import assert_, fstring, print_
+from runtime.debugging import assert_, print_
 from runtime.errors import StagingError
 from runtime.lists import list_append, list_pop, stack_list
 from runtime.logical import and_, in_, not_, not_in, or_
 from runtime.loops import for_stmt, range_, while_stmt
 from runtime.staging import CANNOT_STAGE
+from runtime.text import format_, fstring, percent, repr_, str_
 from runtime.variables import Undefined, UndefinedReturnValue, deleted, ld
 
 __all__ = [
@@ -43,6 +44,10 @@ __all__ = [
     "min_",
     "print_",
     "fstring",
+    "format_",
+    "percent",
+    "repr_",
+    "str_",
     "reversed_",
     "sum_",
     "stack_list",

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from runtime import errors, lists, staging
+from runtime import errors, lists, staging, text
 from runtime.effects import Effects
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, describe_tree, is_staged
@@ -166,14 +166,21 @@ def _trace_branch(fn, state, which) -> list:
 def _raise_when_run(error: Exception, other: list) -> list:
     """A branch that raises `error` when the program runs it; its outputs mirror `other`'s."""
     note = errors.user_frames_note(error.__traceback__)
+    # Text made from traced values (`ValueError(f"bad {x}")`): made again with their values.
+    texts = [i for i, arg in enumerate(error.args) if isinstance(arg, text.DeferredText)]
 
-    def raise_if(taken):
+    def raise_if(taken, *values):
         if np.any(taken):
+            args = list(error.args)
+            for i, value in zip(texts, values):
+                args[i] = args[i].render(value)
+            error.args = tuple(args)
             if note is not None and note not in getattr(error, "__notes__", ()):
                 error.add_note(note)
             raise error
 
-    jax.debug.callback(raise_if, staging.branch_taken(), ordered=True)
+    values = [error.args[i].values for i in texts]
+    jax.debug.callback(raise_if, staging.branch_taken(), *values, ordered=True)
     return [
         staging.zeros_like(staging.shapes_of(staging.as_arrays(value)))
         if staging.is_array_tree(value)

@@ -15,102 +15,40 @@ from __future__ import annotations
 
 import builtins
 import sys
-import types
 
 import jax
 import numpy as np
 
-from runtime import staging
+from runtime import staging, text
 from runtime.errors import Site
 
 
 def print_(*args, sep=" ", end="\n", file=None, flush=False):
     """Functional form of `print(*args, ...)`.
 
-    Prints at once, as Python, unless it is part of a program being staged (an argument is
-    traced, or the converted function was called with traced values): then it prints when the
-    compiled program runs it, in order, with the values it has then (`jax.debug.callback`); in
-    a staged branch, only when the branch is taken.
+    Prints at once, as Python, unless it is part of a program being staged (an argument holds a
+    traced value, or the converted function was called with traced values): then it prints when
+    the compiled program runs it, in order, with the values it has then (`jax.debug.callback`);
+    in a staged branch, only when the branch is taken. Arguments are shown as `str` shows them
+    when `print` runs; traced values in them (in lists, dicts, `text.DeferredText`) as their
+    values when the program runs.
     """
-    staged = [i for i, arg in enumerate(args) if _has_staged(arg)]
-    if not staged and not staging.in_staged_program():
+    if not staging.in_staged_program() and not text.has_staged(args):
         builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
         return
-    values = [_values(args[i]) for i in staged]
-    # What is not traced is shown as it is now (print calls str), not as it is when the program
-    # runs: a list printed, then appended to, prints its items of now.
-    now = [None if i in staged else str(arg) for i, arg in enumerate(args)]
+    shown = [text.str_(arg) for arg in args]  # str() of each argument, once, as print does
+    staged = [i for i, arg in enumerate(shown) if isinstance(arg, text.DeferredText)]
+    values = [shown[i].values for i in staged]
 
     def host_print(taken, *concrete):
         if not np.all(taken):
             return
-        shown = list(now)
+        line = [str(arg) for arg in shown]
         for i, value in zip(staged, concrete):
-            shown[i] = _shown(args[i], value)
-        builtins.print(*shown, sep=sep, end=end, file=file or sys.stdout, flush=flush)
+            line[i] = shown[i].render(value)
+        builtins.print(*line, sep=sep, end=end, file=file or sys.stdout, flush=flush)
 
     jax.debug.callback(host_print, staging.branch_taken(), *values, ordered=True)
-
-
-def fstring(*parts) -> str:
-    """An f-string: `f"a {x!r:>8} b"` is `fstring("a ", (x, "r", ">8"), " b")`.
-
-    With Python values it is exactly the f-string. With traced values it is a `FormattedText`:
-    the text Python makes of it now, which `print_` prints with the values the program has when
-    it runs.
-    """
-    if not any(isinstance(p, tuple) and staging.is_staged(p[0]) for p in parts):
-        return "".join(p if isinstance(p, str) else _field(*p) for p in parts)
-    return FormattedText(parts)
-
-
-class FormattedText(str):
-    """An f-string of traced values: its text shows the tracers; printed, the values."""
-
-    def __new__(cls, parts):
-        text = "".join(p if isinstance(p, str) else _field_now(*p) for p in parts)
-        self = super().__new__(cls, text)
-        self.parts = parts
-        return self
-
-    def values(self) -> list:
-        return [p[0] for p in self.parts if isinstance(p, tuple)]
-
-    def render(self, values) -> str:
-        values = iter(values)
-        return "".join(
-            p if isinstance(p, str) else _field(np.asarray(next(values))[()], *p[1:])
-            for p in self.parts
-        )
-
-
-_CONVERSIONS = types.MappingProxyType({"": lambda v: v, "s": str, "r": repr, "a": ascii})
-
-
-def _field(value, conversion: str, spec: str) -> str:
-    return format(_CONVERSIONS[conversion](value), spec)
-
-
-def _field_now(value, conversion, spec) -> str:
-    if staging.is_staged(value):
-        return _CONVERSIONS[conversion or "r"](value)  # a tracer has no format spec
-    return _field(value, conversion, spec)
-
-
-def _has_staged(leaf) -> bool:
-    if isinstance(leaf, FormattedText):
-        return any(staging.is_staged(v) for v in leaf.values())
-    return staging.is_staged(leaf)
-
-
-def _values(leaf):
-    return leaf.values() if isinstance(leaf, FormattedText) else leaf
-
-
-def _shown(leaf, value):
-    if isinstance(leaf, FormattedText):
-        return leaf.render(value)
-    return np.asarray(value)
 
 
 def assert_(test, msg=None):

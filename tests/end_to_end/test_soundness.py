@@ -813,3 +813,21 @@ def early_return_in_a_python_loop(x, y):
 def test_a_python_loop_left_by_a_traced_return_masks_its_later_iterations():
     for args in ((0, 0), (0, 5), (1, 2)):
         check_jit(early_return_in_a_python_loop, *args)
+
+
+def shows(x):
+    print([x], "{}".format(x), "%.2f" % x, "x: " + str(x), repr(x), {"k": x})  # noqa: UP031, UP032
+    if x < 0:
+        raise ValueError(f"negative input {x}")
+    return x
+
+
+def test_text_made_from_traced_values_shows_the_values(capsys):
+    x = np.float32(1.5)
+    shows(x)
+    python_printed = capsys.readouterr().out
+    jax.jit(transpiler.convert(shows))(x)
+    jax.effects_barrier()
+    assert capsys.readouterr().out == python_printed
+    with pytest.raises(jax.errors.JaxRuntimeError, match="ValueError: negative input -2.0"):
+        jax.jit(transpiler.convert(shows))(np.float32(-2.0)).block_until_ready()

@@ -2,10 +2,12 @@
 
     print("loss", loss, sep=": ")   ->   rt__.print_("loss", loss, sep=": ")
     print(f"x={x:.3f}")             ->   rt__.print_(rt__.fstring('x=', (x, '', '.3f')))
+    raise ValueError(f"bad {x}")    ->   raise ValueError(rt__.fstring('bad ', (x, '', '')))
 
-Only calls of the builtin `print` are rewritten (not a local or global named `print`). The
-f-strings among their arguments become `rt__.fstring` calls, which keep traced values apart from
-the text, so a staged print shows their values, not the tracers.
+Only calls of the builtin `print` are rewritten (not a local or global named `print`). Text made
+from values among their arguments (f-strings, `%`, `.format`, `str()`), and in the exception of
+a `raise`, is made by runtime calls that keep traced values apart from the text, so a staged
+print shows their values, not the tracers.
 """
 
 from __future__ import annotations
@@ -23,19 +25,66 @@ from transpiler.transformer import Transformer
 
 class _PrintStatements(Transformer):
     def __init__(self, globals_: dict, shadowed: frozenset[str]):
-        self.is_builtin = "print" not in globals_ and "print" not in shadowed
-        self.is_builtin &= hasattr(builtins, "print")
+        self.builtins = frozenset(
+            name
+            for name in ("print", "str", "repr")
+            if name not in globals_ and name not in shadowed and hasattr(builtins, name)
+        )
 
     def visit_Call(self, node):
         node = self.generic_visit(node)
-        if self.is_builtin and isinstance(node.func, gast.Name) and node.func.id == "print":
+        func = node.func
+        if isinstance(func, gast.Name) and func.id == "print" and "print" in self.builtins:
             node.func = templates.replace_as_expression(f"{RUNTIME}.print_")
-            node.args = [_FormattedStrings().visit(arg) for arg in node.args]
+            node.args = [_Text(self.builtins).visit(arg) for arg in node.args]
+        return node
+
+    def visit_Raise(self, node):
+        # Raised under a traced condition, the message is made when the program raises it.
+        node = self.generic_visit(node)
+        if node.exc is not None:
+            node.exc = _Text(self.builtins).visit(node.exc)
         return node
 
 
-class _FormattedStrings(gast.NodeTransformer):
-    """`f"a {x!r:>8}"` -> `rt__.fstring('a ', (x, 'r', '>8'))`."""
+class _Text(gast.NodeTransformer):
+    """Text made from values, kept apart from them (see `runtime.text`):
+
+    f"a {x!r:>8}"      ->  rt__.fstring('a ', (x, 'r', '>8'))
+    "%d items" % n     ->  rt__.percent('%d items', n)
+    "{}".format(x)     ->  rt__.format_('{}', x)
+    str(x), repr(x)    ->  rt__.str_(x), rt__.repr_(x)
+    """
+
+    def __init__(self, builtin_names: frozenset[str]):
+        self.builtins = builtin_names
+
+    def visit_Call(self, node):
+        node = self.generic_visit(node)
+        func = node.func
+        if isinstance(func, gast.Name) and func.id in ("str", "repr") and func.id in self.builtins:
+            node.func = templates.replace_as_expression(f"{RUNTIME}.{func.id}_")
+        elif (
+            isinstance(func, gast.Attribute)
+            and func.attr == "format"
+            and isinstance(func.value, gast.Constant)
+            and isinstance(func.value.value, str)
+        ):
+            node.args = [func.value, *node.args]
+            node.func = templates.replace_as_expression(f"{RUNTIME}.format_")
+        return node
+
+    def visit_BinOp(self, node):
+        node = self.generic_visit(node)
+        if (
+            isinstance(node.op, gast.Mod)
+            and isinstance(node.left, gast.Constant)
+            and isinstance(node.left.value, str)
+        ):
+            return templates.replace_as_expression(
+                f"{RUNTIME}.percent(text, values)", text=node.left, values=node.right
+            )
+        return node
 
     def visit_JoinedStr(self, node):
         node = self.generic_visit(node)

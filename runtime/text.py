@@ -1,0 +1,158 @@
+"""Text made from traced values, rendered with the values the program has when it runs.
+
+`print(f"loss {loss:.3f}")`, `print("loss %.3f" % loss)`, `print("x: " + str(x))`,
+`print([x, y])`: while tracing, `loss` is a tracer, and formatting it gives the tracer's text.
+Generated code builds such text through the functions here instead (inside `print` arguments
+and the exception of a `raise`). With Python values each is exactly the Python operation. With a
+traced value somewhere in its arguments it returns a `DeferredText`: a `str` (showing the tracers,
+as Python would now) that also knows how to make the text again from the values, which
+`print_` and a staged `raise` do when the program runs.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+
+import numpy as np
+
+from runtime import staging
+
+
+class DeferredText(str):
+    """A str made from traced values, with how to make it from their values at run time."""
+
+    values: list
+    render: Callable[[list], str]
+
+    def __new__(cls, now: str, values: list, render: Callable[[list], str]):
+        self = super().__new__(cls, now)
+        self.values, self.render = values, render
+        return self
+
+    def __add__(self, other):
+        if not isinstance(other, str):
+            return NotImplemented
+        return _joined(self, other)
+
+    def __radd__(self, other):
+        if not isinstance(other, str):
+            return NotImplemented
+        return _joined(other, self)
+
+
+def _joined(left: str, right: str) -> str:
+    return deferred(operator.add, str(left) if type(left) is str else left, right)
+
+
+def deferred(build: Callable, *args, **kwargs):
+    """`build(*args, **kwargs)`, a text; a `DeferredText` if a traced value is among the
+    arguments (through lists, tuples, dicts, other deferred texts)."""
+    leaves: list = []
+    _collect((args, kwargs), leaves)
+    if not leaves:
+        return build(*args, **kwargs)
+
+    def render(values):
+        values = iter(values)
+        args_, kwargs_ = _rebuild((args, kwargs), values, concrete=True)
+        return build(*args_, **kwargs_)
+
+    now_args, now_kwargs = _rebuild((args, kwargs), iter(leaves), concrete=False)
+    try:
+        now = build(*now_args, **now_kwargs)
+    except (TypeError, ValueError):  # `"%.2f" % x` takes numbers only: no text for it yet
+        now = f"<text of {len(leaves)} traced values>"
+    return DeferredText(now, leaves, render)
+
+
+def has_staged(obj) -> bool:
+    """Whether a traced value is in `obj` (through lists, tuples, dicts, deferred texts)."""
+    leaves: list = []
+    _collect(obj, leaves)
+    return bool(leaves)
+
+
+def fstring(*parts) -> str:
+    """An f-string: `f"a {x!r:>8} b"` is `fstring("a ", (x, "r", ">8"), " b")`."""
+    return deferred(_join_fields, *parts)
+
+
+def _join_fields(*parts) -> str:
+    return "".join(p if isinstance(p, str) else _field(*p) for p in parts)
+
+
+def _field(value, conversion: str, spec: str) -> str:
+    converted = {"s": str, "r": repr, "a": ascii}.get(conversion)
+    return format(converted(value) if converted else value, spec)
+
+
+def str_(*args, **kwargs):
+    """`str(...)`, of traced values too."""
+    return deferred(str, *args, **kwargs)
+
+
+def repr_(value):
+    """`repr(value)`, of a traced value too."""
+    return deferred(repr, value)
+
+
+def format_(template: str, *args, **kwargs):
+    """`template.format(*args, **kwargs)`, of traced values too."""
+    return deferred(template.format, *args, **kwargs)
+
+
+def percent(template, values):
+    """`template % values`, of traced values too."""
+    return deferred(operator.mod, template, values)
+
+
+class _Shown:
+    """What a traced value looks like in text made while tracing (a tracer has no format)."""
+
+    def __init__(self, value):
+        self.text = f"Traced<{staging.describe(value)}>"
+
+    def __format__(self, spec):
+        return self.text
+
+    def __repr__(self):
+        return self.text
+
+    __str__ = __repr__
+
+
+def _collect(obj, leaves: list) -> None:
+    """Appends the traced values in `obj` (walked as `_rebuild` walks it) to `leaves`."""
+    if isinstance(obj, DeferredText):
+        leaves.extend(obj.values)
+    elif staging.is_staged(obj):
+        leaves.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            _collect(item, leaves)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            _collect(item, leaves)
+
+
+def _rebuild(obj, values, concrete: bool):
+    """`obj` with its traced values taken from `values` in order: concrete (NumPy) values, or,
+    while tracing, stand-ins that show their type."""
+    if isinstance(obj, DeferredText):
+        mine = [next(values) for _ in obj.values]
+        return obj.render(mine) if concrete else str(obj)
+    if staging.is_staged(obj):
+        value = next(values)
+        return np.asarray(value)[()] if concrete else _Shown(value)
+    if isinstance(obj, (list, tuple)):
+        items = [_rebuild(item, values, concrete) for item in obj]
+        if type(obj) in (list, tuple):
+            return type(obj)(items)
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a namedtuple
+            return type(obj)(*items)
+        return type(obj)(items)
+    if isinstance(obj, dict):
+        rebuilt = {key: _rebuild(item, values, concrete) for key, item in obj.items()}
+        return rebuilt if type(obj) is dict else type(obj)(rebuilt)
+    return obj
