@@ -151,6 +151,8 @@ def describe(value) -> str:
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         dims = ",".join(str(d) for d in value.shape)
         return f"{np.dtype(value.dtype).name}[{dims}]"
+    if isinstance(value, str):
+        return f"the str {value!r}" if len(value) <= 40 else "a str"
     if isinstance(value, bool | numbers.Number):
         return f"Python {type(value).__name__} {value!r}"
     return f"a {type(value).__name__}"

@@ -31,6 +31,9 @@ class Static(enum.Enum):
         "an expression on a For node: the loop also stops once it is false (set by the break pass)"
     )
     LOOP_OPTIONS = "a dict on a loop node: option name -> expression, from transpiler.loop_options"
+    AS_WRITTEN = (
+        "True on a nested function the passes leave as written (a generator: it runs as Python)"
+    )
     SCOPE = (
         "an `activity.Scope` on a function node: its parameters, globals/nonlocals, closure reads"
     )

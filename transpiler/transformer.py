@@ -15,6 +15,8 @@ class Transformer(gast.NodeTransformer):
     """
 
     def visit(self, node):
+        if anno.hasanno(node, anno.Static.AS_WRITTEN):
+            return node  # a nested generator: Python, as written
         result = super().visit(node)
         if result is not node and anno.hasanno(node, anno.Static.ORIGIN):
             origin = anno.getanno(node, anno.Static.ORIGIN)

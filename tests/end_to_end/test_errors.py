@@ -53,7 +53,7 @@ def test_a_python_object_defined_in_one_branch():
         jax.jit(transpiler.convert(name_in_one_branch))(1.0)
     assert str(e.value) == (
         f"'label' is set in the true branch but not in the false branch ({HERE}:{line}, if "
-        "statement), and it is used after the if, but its value there is a str, which a staged "
+        "statement), and it is used after the if, but its value there is the str 'positive', which a staged "
         "program cannot hold: give 'label' a value before the if, or in both branches."
     )
 

@@ -831,3 +831,24 @@ def test_text_made_from_traced_values_shows_the_values(capsys):
     assert capsys.readouterr().out == python_printed
     with pytest.raises(jax.errors.JaxRuntimeError, match="ValueError: negative input -2.0"):
         jax.jit(transpiler.convert(shows))(np.float32(-2.0)).block_until_ready()
+
+
+def with_a_local_context_manager(x):
+    import contextlib
+
+    log = []
+
+    @contextlib.contextmanager
+    def scope(name):
+        log.append(name)
+        yield name
+
+    with scope("step"):
+        if x > 0:
+            x = x * 2
+    return x, len(log)
+
+
+def test_a_generator_defined_inside_stays_python():
+    check_python(with_a_local_context_manager, 2.0)
+    check_jit(with_a_local_context_manager, 2.0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import anno, fence, naming, structure
+from transpiler.analysis import activity
 from transpiler.context import PassContext
 from transpiler.errors import ConversionError
 
@@ -25,8 +26,16 @@ _WHAT = {
 
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
-    """Raises ConversionError at the first construct of `fn_node` that cannot be converted."""
+    """Raises ConversionError at the first construct of `fn_node` that cannot be converted.
+    A generator defined inside it (a `@contextmanager`) is left as written: it runs as Python."""
+    as_written = set()
     for node in gast.walk(fn_node):
+        if node is not fn_node and isinstance(node, gast.FunctionDef) and _is_generator(node):
+            anno.setanno(node, anno.Static.AS_WRITTEN, True)
+            as_written |= {id(n) for n in gast.walk(node) if n is not node}
+    for node in gast.walk(fn_node):
+        if id(node) in as_written:
+            continue
         known = fence.decision(node)
         if known is None:
             raise ConversionError(
@@ -52,6 +61,10 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
         if isinstance(node, structure.TRY):
             _check_finally(node.finalbody)
     return fn_node
+
+
+def _is_generator(fn: gast.FunctionDef) -> bool:
+    return any(isinstance(n, (gast.Yield, gast.YieldFrom)) for n in activity.walk_scope(fn.body))
 
 
 def _check_finally(finalbody: list[gast.stmt]) -> None:
