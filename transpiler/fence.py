@@ -84,7 +84,7 @@ _TABLE: dict[str, tuple[Decision, str]] = {
     "Name": (_P, "a variable"),
     "Slice": (_P, "a slice"),
     "Await": (_R, "converted functions run synchronously; call them outside async code"),
-    "Yield": (_R, "return a list or an array instead (a generator defined inside runs as Python)"),
+    "Yield": (_R, "return a list or an array instead of yielding"),
     "YieldFrom": (_R, "return a list or an array instead"),
     "Repr": (_R, "Python 2 syntax"),
     "TemplateStr": (_R, "template strings (t-strings): use an f-string"),
