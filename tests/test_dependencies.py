@@ -79,3 +79,13 @@ def test_runtime_has_no_module_level_mutable_state():
             assert not isinstance(node, ast.Global), (path, node.lineno)
             if isinstance(node, ast.FunctionDef):
                 assert not any(isinstance(n, ast.Global) for n in ast.walk(node)), (path, node.name)
+
+
+def test_api_pipeline_and_runtime_bridge_import_no_circle():
+    """The pipeline and the bridge are below the API; directives are a leaf."""
+    transpiler = ROOT / "transpiler"
+    assert not any(m.startswith("transpiler.api") for m in imports(transpiler / "pipeline.py"))
+    assert not any("api" in m for m in imports(transpiler / "_runtime_bridge.py"))
+    assert not any(m.startswith("transpiler") for m in imports(transpiler / "directives.py"))
+    for path in (transpiler / "passes").glob("*.py"):
+        assert "transpiler.api" not in imports(path), path
