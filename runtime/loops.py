@@ -15,16 +15,16 @@ import warnings
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from runtime import lists as lists_
 from runtime import sequences, staging
+from runtime.carry import Carry
 from runtime.control_flow import staged_cond
 from runtime.effects import Effects
 from runtime.errors import Site, StagingError
-from runtime.staging import describe, is_staged
-from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
+from runtime.staging import is_staged
+from runtime.variables import Undefined
 
 logger = logging.getLogger("transpiler")
 
@@ -107,7 +107,7 @@ def _staged_while(test, body, state, names, site, max_iterations=None):
 
 
 def _while_loop(test, body, state, names, site):
-    carry = _Carry(state, names, site, probe=lambda s: body(*s))
+    carry = Carry(state, names, site, probe=lambda s: body(*s))
 
     def cond_fun(dynamic):
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
@@ -126,7 +126,7 @@ def _bounded_while(test, body, state, names, site, max_iterations):
     def step(s):
         return _masked(test(*s), body, s, names, site)
 
-    carry = _Carry(state, names, site, probe=step, trip_count=max_iterations)
+    carry = Carry(state, names, site, probe=step, trip_count=max_iterations)
 
     def scan_body(dynamic, _):
         with staging.tracing_loop(max_iterations):
@@ -134,216 +134,6 @@ def _bounded_while(test, body, state, names, site, max_iterations):
 
     final, _ = lax.scan(scan_body, carry.init, None, length=max_iterations)
     return carry.finish(final)
-
-
-class _Carry:
-    """The state of a staged loop: array variables are carried, other Python objects stay put.
-
-    Before the loop starts, the body is traced once, abstractly (`probe(state)`), if the state
-    holds what only the body can size: a return value not set yet (`UndefinedReturnValue`) starts
-    as zeros shaped like what the body sets, and a Python list the body appends to becomes a
-    `StagedList` with room for `trip_count` iterations of appends.
-    """
-
-    def __init__(self, state, names, site, probe, trip_count=None, probe_args=()):
-        self.names, self.site = names, site
-        self.static_lengths: dict[int, int] = {}
-        self.planned: set[int] = set()  # the lists this loop sized (and fixed)
-        state = self._size_from_body(state, probe, trip_count, probe_args)
-        self.static: dict[int, object] = {}
-        init = []
-        for index, (name, value) in enumerate(zip(names, state)):
-            if isinstance(value, Undefined):
-                raise StagingError(
-                    f"'{name}' has no value before the {site.construct} ({site}), but the "
-                    "staged loop carries it from one iteration to the next (it is read in the "
-                    f"loop or after it). Give '{name}' a value before the loop."
-                )
-            if staging.is_array_tree(value):
-                init.append(staging.as_arrays(value))
-            else:
-                self.static[index] = value
-        self.init = tuple(init)
-
-    def _size_from_body(self, state, probe, trip_count, probe_args):
-        # Unset: a return value not set yet, or a variable the body binds first.
-        unset = [i for i, v in enumerate(state) if isinstance(v, (UndefinedReturnValue, Undefined))]
-        lists = [i for i, v in enumerate(state) if _growable(v)]
-        if not unset and not lists:
-            return state
-        probe_state = list(staging.fresh(state))
-        for i in lists:
-            value = state[i]
-            staged = isinstance(value, lists_.StagedList)
-            probe_state[i] = lists_.ProbeList([] if staged else value, value if staged else None)
-        # What the loop carries enters the probe abstract, as it enters the loop: a test on it is
-        # traced there too, not decided by the values the state has before the loop.
-        carried = {
-            i: staging.as_arrays(v)
-            for i, v in enumerate(probe_state)
-            if i not in lists and staging.is_array_tree(v)
-        }
-        found = []
-
-        def run(carried, probe_args):
-            values = [carried.get(i, v) for i, v in enumerate(probe_state)]
-            outs = probe(tuple(values), *probe_args)
-            bound = [v.value if isinstance(v, MaybeUnbound) else v for v in outs]
-            found.extend(i for i in unset if staging.is_array_tree(bound[i]))
-            return [staging.as_arrays(bound[i]) for i in found]
-
-        shapes = dict(zip(found, jax.eval_shape(run, carried, probe_args)))
-        state = list(state)
-        for i in unset:
-            if i in shapes and isinstance(state[i], Undefined):
-                # Bound by the body: unbound until an iteration binds it (`ld` checks it).
-                zeros = staging.zeros_like(shapes[i])
-                state[i] = MaybeUnbound(zeros, jnp.asarray(False), self.names[i])
-            elif i in shapes:
-                state[i] = staging.zeros_like(shapes[i])
-        for i in lists:
-            if probe_state[i].appended:
-                state[i] = self._staged_list(i, state[i], probe_state[i], trip_count)
-        return tuple(state)
-
-    def _staged_list(self, index, value, probed, trip_count):
-        """The list `value` as a fixed StagedList with room for the loop's appends."""
-        name, site = self.names[index], self.site
-        if trip_count is None or probed.unbounded:
-            where = "" if trip_count is None else " (in a nested while loop)"
-            raise StagingError(
-                f"'{name}' is appended to in a staged {site.construct} ({site}){where} whose "
-                "number of iterations is not known, so the list has no fixed size. Put "
-                "`transpiler.loop_options(max_iterations=N)` as the first statement of the loop "
-                "body to bound it, or loop over a range."
-            )
-        staged = isinstance(value, lists_.StagedList)
-        items = probed.appended + ([] if staged else list(value))
-        if staged:
-            element = lists_.item_type([value.buffer[0], *items], value.buffer.dtype)
-        else:
-            element = lists_.item_type(items)
-        if element is None:
-            shown = [jnp.asarray(x) for x in items] + ([value.buffer[0]] if staged else [])
-            kinds = ", ".join(sorted({describe(x) for x in shown}))
-            raise StagingError(
-                f"'{name}' gets items of different shapes or dtypes in the staged "
-                f"{site.construct} ({site}): {kinds}. A list built in a staged loop is stacked "
-                "into one array, so all its items must have one shape (and dtypes that promote "
-                "to one)."
-            )
-        appends = probed.count * trip_count
-        where = f" at {probed.where}" if probed.where else ""
-        origin = lists_.Origin(
-            name,
-            f"is appended to{where} on some paths of the staged {site.construct} ({site}) only "
-            "(under a traced condition, or after a break)",
-        )
-        if not staged:
-            value = lists_.StagedList.create(value, len(value), element, origin)
-            value = value._with(static_length=len(value.buffer))
-        known = value.known_length()
-        if known is not None and not probed.conditional:
-            self.static_lengths[index] = known + appends
-        self.planned.add(index)
-        carried = value.resized(value.capacity + appends, fixed=True)
-        # In the loop the length is a traced count; it is known again after (static_lengths).
-        return carried._with(static_length=None, fixed=True, origin=origin)
-
-    def finish(self, dynamic):
-        """The state after the loop: its lists can grow again; those that always grew get their
-        length back as an int."""
-        state = list(self.merge(dynamic))
-        for index in self.planned:
-            value, length = state[index], self.static_lengths.get(index)
-            state[index] = value._with(static_length=length, fixed=False)
-        return tuple(state)
-
-    def merge(self, dynamic):
-        dynamic = iter(dynamic)
-        return tuple(
-            self.static[i] if i in self.static else next(dynamic) for i in range(len(self.names))
-        )
-
-    def check(self, outs, before):
-        """The loop body's outputs as the next carry; StagingError if they changed type."""
-        assert len(outs) == len(self.names), "generated code returned the wrong number of values"
-        before = iter(before)
-        result = []
-        for index, (name, value) in enumerate(zip(self.names, outs)):
-            if index in self.static:
-                if value is not self.static[index]:
-                    raise StagingError(
-                        f"'{name}' is {describe(self.static[index])} before the "
-                        f"{self.site.construct} and {describe(value)} after one iteration "
-                        f"({self.site}). A staged loop can only carry arrays (or tuples, lists "
-                        "and dicts of arrays); other Python objects must stay the same object."
-                    )
-                continue
-            prev = next(before)
-            if isinstance(prev, MaybeUnbound) and not isinstance(value, MaybeUnbound):
-                value = MaybeUnbound(value, jnp.asarray(True), name)  # bound in this iteration
-            if not staging.is_array_tree(value):
-                raise StagingError(
-                    f"'{name}' is {describe(prev)} before the {self.site.construct} but "
-                    f"{describe(value)} after one iteration ({self.site}). A staged loop can "
-                    "only carry arrays (or tuples, lists and dicts of arrays)."
-                )
-            value = _adopt_weak_dtypes(staging.as_arrays(value), prev)
-            self._check_leaves(name, prev, value)
-            result.append(value)
-        return tuple(result)
-
-    def _check_leaves(self, name, prev, value):
-        site, construct = self.site, self.site.construct
-        tree_prev = jax.tree_util.tree_structure(prev)
-        tree_value = jax.tree_util.tree_structure(value)
-        if tree_prev != tree_value:
-            raise StagingError(
-                f"'{name}' is {staging.describe_tree(prev)} before the {construct} but "
-                f"{staging.describe_tree(value)} after one iteration ({site}). Loop variables "
-                "must keep their structure."
-            )
-        for (path, x), y in zip(staging.leaf_paths(prev), jax.tree_util.tree_leaves(value)):
-            where = f"'{name}{path}'"
-            if x.shape != y.shape:
-                raise StagingError(
-                    f"{where} is {describe(x)} before the {construct} but {describe(y)} after "
-                    f"one iteration ({site}). Loop variables must keep their shape and dtype; "
-                    f"pad {name} to a fixed size or carry its length separately."
-                )
-            if x.dtype != y.dtype and not jax.typeof(x).weak_type:
-                raise StagingError(
-                    f"{where} is {describe(x)} before the {construct} but {describe(y)} after "
-                    f"one iteration ({site}). Loop variables must keep their dtype; give {name} "
-                    f"its final dtype before the loop, or cast inside it with "
-                    f".astype(jnp.{np.dtype(x.dtype).name})."
-                )
-
-
-def _adopt_weak_dtypes(value, prev):
-    """`value` with each weakly typed leaf (a Python number assigned in the loop, `total = 0`)
-    cast to the dtype the loop carries there, where JAX's promotion would give that dtype
-    (a Python int into a float32 variable; not a float result into an int variable)."""
-    if jax.tree_util.tree_structure(value) != jax.tree_util.tree_structure(prev):
-        return value  # reported by the structure check
-    return jax.tree_util.tree_map(
-        lambda y, x: (
-            lax.convert_element_type(y, x.dtype)
-            if y.dtype != x.dtype
-            and jax.typeof(y).weak_type
-            and y.shape == x.shape
-            and jnp.result_type(x.dtype, staging.dtype_like(y)) == x.dtype
-            else y
-        ),
-        value,
-        prev,
-    )
-
-
-def _growable(value) -> bool:
-    """A list a loop may append to: a Python list, or a staged list not sized by a loop."""
-    return type(value) is list or (isinstance(value, lists_.StagedList) and not value.fixed)
 
 
 class TracedRange:
@@ -566,7 +356,7 @@ def _staged_scan(seq, k, n, body, state, names, site, extra_test):
         return _masked(extra_test(*s), lambda *s: body(item, *s), s, names, site)
 
     first = jax.tree_util.tree_map(lambda x: x[0], xs)
-    carry = _Carry(
+    carry = Carry(
         state,
         names,
         site,
