@@ -46,23 +46,21 @@ _staged_program: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 
-@contextlib.contextmanager
-def calling(args, kwargs):
-    """Marks a converted function's run as part of a program being staged, if it is (some
-    argument is staged): its effects with no value (prints) then happen when that program runs,
-    in order, not while it is traced."""
-    if _staged_program.get() or not has_staged((args, kwargs)):
-        yield
-        return
+def call_staging(fn, args, kwargs):
+    """`fn(*args, **kwargs)` for a converted function: if an argument is staged, the call is
+    marked as part of a program being staged, so that its effects with no value (prints) happen
+    when that program runs, in order, not while it is traced."""
+    if _staged_program.get() or not (has_staged(args) or has_staged(list(kwargs.values()))):
+        return fn(*args, **kwargs)
     token = _staged_program.set(True)
     try:
-        yield
+        return fn(*args, **kwargs)
     finally:
         _staged_program.reset(token)
 
 
 def in_staged_program() -> bool:
-    """Whether the code running now is being traced into a program (see `calling`)."""
+    """Whether the code running now is being traced into a program (see `call_staging`)."""
     return _staged_program.get() or bool(_trackers.get())
 
 
@@ -139,7 +137,22 @@ def is_staged(value) -> bool:
 
 def has_staged(tree) -> bool:
     """Whether any leaf of `tree` is staged (see `is_staged`)."""
+    if type(tree) in (tuple, list):  # the common case, fast: a statement's state
+        for value in tree:
+            if type(value) in _PLAIN:
+                continue
+            if isinstance(value, jax.core.Tracer):
+                if value.to_concrete_value() is None:
+                    return True
+            elif has_staged(value):
+                return True
+        return False
+    if type(tree) in _PLAIN:
+        return False
     return any(is_staged(leaf) for leaf in jax.tree_util.tree_leaves(tree))
+
+
+_PLAIN = frozenset({int, float, bool, complex, str, type(None)})
 
 
 def describe(value) -> str:

@@ -35,8 +35,7 @@ def wrap(generated: types.FunctionType, original: types.FunctionType) -> types.F
     @functools.wraps(original)
     def converted(*args, **kwargs):
         try:
-            with runtime_staging.calling(args, kwargs):
-                return generated(*args, **kwargs)
+            return runtime_staging.call_staging(generated, args, kwargs)
         except Exception as e:  # noqa: BLE001 - annotated and re-raised unchanged
             _add_user_location(e)
             # A StagingError names the user's line itself: generated frames would only distract.
