@@ -48,12 +48,14 @@ def not_(a):
 def in_(item, container):
     """Functional form of `item in container`.
 
-    In a traced array: `jnp.any(container == item)`. A traced item in a Python list, tuple, set,
-    range or dict's keys: `==` with each element (as `in` does), combined with `or`.
+    In a traced array: `jnp.any(container == item)`. A traced item, or traced elements, in a
+    Python list, tuple, set, range or dict's keys: `==` with each element (as `in` does),
+    combined with `or`.
     """
     if is_staged(container) or (is_staged(item) and isinstance(container, jax.Array)):
         return jnp.any(jnp.asarray(container) == item)
-    if is_staged(item) and isinstance(container, (list, tuple, set, frozenset, dict, range)):
+    python_container = isinstance(container, (list, tuple, set, frozenset, dict, range))
+    if python_container and (is_staged(item) or staging.has_staged(list(container))):
         if isinstance(container, range):
             inside = (item >= container.start) & (item < container.stop)
             if container.step < 0:

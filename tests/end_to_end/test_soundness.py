@@ -852,3 +852,16 @@ def with_a_local_context_manager(x):
 def test_a_generator_defined_inside_stays_python():
     check_python(with_a_local_context_manager, 2.0)
     check_jit(with_a_local_context_manager, 2.0)
+
+
+def in_a_list_of_traced_values(x, y):
+    items = [x % 5, 7, y % 11]
+    hits = 0
+    for i in range(6):
+        hits = hits + (1 if i in items else 0)
+    return hits
+
+
+def test_in_a_python_list_holding_traced_values():
+    for args in ((0, 0), (3, 4), (9, 13)):
+        check_jit(in_a_list_of_traced_values, *args)
