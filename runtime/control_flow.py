@@ -8,6 +8,8 @@ shapes and dtypes. Loops live in `runtime.loops`.
 
 from __future__ import annotations
 
+import copy
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -171,13 +173,14 @@ def _raise_when_run(error: Exception, other: list) -> list:
 
     def raise_if(taken, *values):
         if np.any(taken):
+            raised = copy.copy(error)  # a fresh one each run: the message made from its values
             args = list(error.args)
             for i, value in zip(texts, values):
                 args[i] = args[i].render(value)
-            error.args = tuple(args)
-            if note is not None and note not in getattr(error, "__notes__", ()):
-                error.add_note(note)
-            raise error
+            raised.args = tuple(args)
+            if note is not None and note not in getattr(raised, "__notes__", ()):
+                raised.__notes__ = [*getattr(error, "__notes__", ()), note]
+            raise raised.with_traceback(None)
 
     values = [error.args[i].values for i in texts]
     jax.debug.callback(raise_if, staging.branch_taken(), *values, ordered=True)

@@ -865,3 +865,58 @@ def in_a_list_of_traced_values(x, y):
 def test_in_a_python_list_holding_traced_values():
     for args in ((0, 0), (3, 4), (9, 13)):
         check_jit(in_a_list_of_traced_values, *args)
+
+
+def index_after_the_loop(x):
+    acc = x
+    for i in range(4):  # noqa: B007 - read after the loop, the construct under test
+        acc = acc + x
+    return acc * 2**-i
+
+
+def index_through_max(x):
+    acc = x
+    for i in range(4):
+        j = max(i, 1)
+        acc = acc + x * 2**-j
+    return acc
+
+
+def index_in_a_closure(x):
+    acc = x
+    for i in range(4):
+
+        def scale(v):
+            return v * 2**-i  # noqa: B023 - called at once, the construct under test
+
+        acc = scale(acc)
+    return acc
+
+
+def index_picks_from_a_tuple(x):
+    for i in range(3):
+        x = x + (1.0, 5.0)[i > 0]
+    return x
+
+
+def test_more_python_uses_of_a_loop_index():
+    for fn in (
+        index_after_the_loop,
+        index_through_max,
+        index_in_a_closure,
+        index_picks_from_a_tuple,
+    ):
+        check_jit(fn, 1.0)
+
+
+def deferred_message(x):
+    if x < 0:
+        raise ValueError(f"negative input {x}")
+    return jnp.sqrt(x)
+
+
+def test_a_deferred_message_is_made_again_on_every_failing_run():
+    compiled = jax.jit(transpiler.convert(deferred_message))
+    for x in (-1.0, -4.0):
+        with pytest.raises(jax.errors.JaxRuntimeError, match=f"negative input {x}"):
+            compiled(x).block_until_ready()

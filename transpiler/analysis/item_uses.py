@@ -44,9 +44,12 @@ _ARRAY_SAFE_RUNTIME = frozenset(
 )
 
 
-def uses_items_as_python(loop: gast.For) -> bool:
-    """Whether the body of `loop` (or its extra test) uses an item as a Python value."""
+def uses_items_as_python(loop: gast.For, live_after: frozenset[str] = frozenset()) -> bool:
+    """Whether the body of `loop` (or its extra test) uses an item as a Python value; or the
+    code after it (`live_after`: names read after the loop) reads the last item."""
     tainted = _names(loop.target)
+    if tainted & live_after:
+        return True  # read after the loop, where no analysis of ours follows it
     # The index of `range(n)` (or of a range from a constant >= 0) is never negative: `x ** i`
     # is the same power of a Python int and of a traced one.
     counter = None
@@ -63,6 +66,10 @@ def uses_items_as_python(loop: gast.For) -> bool:
             break
         tainted = grown
     for stmt in statements:
+        if isinstance(stmt, structure.SCOPES) and any(
+            isinstance(n, gast.Name) and n.id in tainted for n in gast.walk(stmt)
+        ):
+            return True  # a nested function reads an item: it may do anything with it
         reads = [
             node
             for node in _own_nodes(stmt)
@@ -105,7 +112,7 @@ def _derived(value: gast.AST, names: set[str]) -> bool:
     if isinstance(value, gast.Name):
         return value.id in names
     if isinstance(value, gast.Call):
-        passes = _runtime_name(value.func) in ("ld", "int_", "float_", "bool_")
+        passes = _runtime_name(value.func) in _PASSING_RUNTIME
         return passes and any(_derived(a, names) for a in value.args)
     if isinstance(value, gast.IfExp):
         return _derived(value.body, names) or _derived(value.orelse, names)
@@ -160,19 +167,26 @@ def _array_use(name: gast.Name, parents: dict[int, gast.AST], counter: str | Non
     exponent, or user code."""
     node, parent = name, parents.get(id(name))
     while parent is not None:
-        if isinstance(parent, gast.BinOp) and isinstance(parent.op, gast.Pow):
-            if parent.right is node and not (node is name and name.id == counter):
-                return False  # `2 ** -i`: a float in Python, an int power staged
-        elif isinstance(parent, gast.Compare):
-            return True
+        if isinstance(parent, gast.BinOp) and parent.right is node:
+            if isinstance(parent.op, gast.Pow):
+                # `2 ** -i` is a float in Python, an int power staged; `10 ** i` grows past
+                # int32. `x ** i` (x not an int literal, i >= 0) is the same either way.
+                int_base = isinstance(parent.left, gast.Constant) and type(parent.left.value) is int
+                if node is not name or name.id != counter or int_base:
+                    return False
+            if isinstance(parent.op, (gast.Div, gast.FloorDiv, gast.Mod)):
+                return False  # `1 / i` raises ZeroDivisionError in Python; `"w%d" % i` is text
         elif isinstance(parent, gast.IfExp) and parent.test is node:
             return True
         elif isinstance(parent, gast.Subscript):
-            return parent.slice is node
+            if parent.slice is not node or isinstance(node, gast.Slice):
+                return False  # `i[0]`; `x[:i]` needs a static bound
+            # `(a, b)[i > 0]` indexes a Python tuple: it needs a Python int.
+            return not isinstance(parent.value, (gast.Tuple, gast.List, gast.Dict, gast.Constant))
         elif isinstance(parent, gast.Call):
             if node is parent.func:
                 return False
-            if _runtime_name(parent.func) != "ld":  # `rt__.ld(i)` is `i`
+            if _runtime_name(parent.func) not in _PASSING_RUNTIME:
                 return _array_function(parent.func)
         elif isinstance(parent, gast.stmt):
             return not isinstance(parent, gast.Expr)
@@ -182,9 +196,13 @@ def _array_use(name: gast.Name, parents: dict[int, gast.AST], counter: str | Non
     return True
 
 
+# Runtime operators whose result is made from their arguments: followed up like arithmetic.
+_PASSING_RUNTIME = frozenset({"ld", "int_", "float_", "bool_", "min_", "max_", "sum_"})
+
 # Expressions whose value is made from their operands: follow them up.
 _VALUE_PASSING = (
     gast.BinOp,
+    gast.Compare,
     gast.UnaryOp,
     gast.BoolOp,
     gast.IfExp,

@@ -192,7 +192,7 @@ class _ControlFlow(Transformer):
             return self.generic_visit(node)
         # Decided on the body as the user wrote it, before its statements become functions.
         options = _loop_options(node)
-        if item_uses.uses_items_as_python(node):
+        if item_uses.uses_items_as_python(node, anno.getanno(node, _A.LIVE_OUT)):
             true = templates.constant(True)
             options.append(gast.keyword(arg="items_as_python", value=true))
         names, _ = self._prepare(node)

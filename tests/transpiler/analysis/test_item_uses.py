@@ -41,6 +41,13 @@ def test_array_uses(body):
         "j = i * 2\nkey = 'k' + str(j)",
         "d = {i: x}",
         "b = i.bit_length()",
+        "j = rt__.max_(i, 1)\nx = x * 2 ** -j",
+        "def scale(v):\n    return v * i\nx = rt__.call(scale, x)",
+        "x = x + 10 ** i",
+        "x = x + 1.0 / i",
+        "x = x + (1.0, 5.0)[i > 0]",
+        "x = x + jnp.sum(xs[:i])",
+        "key = 'w%d' % i",
     ],
 )
 def test_python_uses(body):
@@ -54,3 +61,9 @@ def test_a_negative_range_index_is_no_exponent():
     assert not item_uses.uses_items_as_python(
         gast.parse("for i in range(1, 9, 2):\n    " + body).body[0]
     )
+
+
+def test_an_index_read_after_the_loop_keeps_it_python():
+    for_loop = loop("x = x + 1")
+    assert item_uses.uses_items_as_python(for_loop, frozenset({"i"}))
+    assert not item_uses.uses_items_as_python(for_loop, frozenset({"x"}))
