@@ -125,7 +125,7 @@ def test_for_over_range_with_target_used_after():
                 i = item
                 s = s + i
                 return (i, s)
-            i, s = rt__.for_stmt(range(n), loop_body, (i, s), symbol_names=('i', 's'))
+            i, s = rt__.for_stmt(range(n), loop_body, (i, s), symbol_names=('i', 's'), items_as_python=True)
             return (s, rt__.ld(i))
         """
     )
