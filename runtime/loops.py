@@ -250,7 +250,7 @@ def for_stmt(
     if max_iterations is not None:
         n = min(n, max_iterations)
     # Python items the body uses as Python values stay Python: no scan hands it tracers.
-    may_scan = seq.staged() or not items_as_python
+    may_scan = seq.staged() or (not items_as_python and seq.exact_as_arrays())
     while k < n:
         go = extra_test(*state) if extra_test is not None else True
         if not is_staged(go) and not go:

@@ -32,6 +32,11 @@ class Sequence:
         """Whether its items are staged (see `runtime.staging.is_staged`)."""
         raise NotImplementedError
 
+    def exact_as_arrays(self) -> bool:
+        """Whether its Python items are exactly what a scan would hand the body as arrays (a
+        NumPy int64 or float64 array is not, unless JAX has 64-bit types enabled)."""
+        return True
+
     def scan_inputs(self, k: int):
         """(xs, to_item): `lax.scan` inputs for items k.., and `to_item(x, j)` rebuilding item
         k + j from its slice `x` of xs (or from the counter `j` when xs is None)."""
@@ -52,6 +57,10 @@ class ArraySequence(Sequence):
 
     def staged(self):
         return is_staged(self.array)
+
+    def exact_as_arrays(self):
+        dtype = np.asarray(self.array).dtype if not is_traced(self.array) else None
+        return dtype is None or jax.dtypes.canonicalize_dtype(dtype) == dtype
 
     def scan_inputs(self, k):
         rest = self.array[k:]
@@ -91,6 +100,9 @@ class Enumerated(Sequence):
     def staged(self):
         return self.base.staged()
 
+    def exact_as_arrays(self):
+        return self.base.exact_as_arrays()
+
     def scan_inputs(self, k):
         xs, item = self.base.scan_inputs(k)
         first = self.start + k
@@ -109,6 +121,9 @@ class Zipped(Sequence):
 
     def staged(self):
         return any(b.staged() for b in self.bases)
+
+    def exact_as_arrays(self):
+        return all(b.exact_as_arrays() for b in self.bases)
 
     def scan_inputs(self, k):
         n = len(self)
@@ -129,6 +144,9 @@ class Reversed(Sequence):
 
     def staged(self):
         return self.base.staged()
+
+    def exact_as_arrays(self):
+        return self.base.exact_as_arrays()
 
     def scan_inputs(self, k):
         rest = self.base.array[: len(self.base) - k]

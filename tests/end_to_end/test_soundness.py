@@ -920,3 +920,15 @@ def test_a_deferred_message_is_made_again_on_every_failing_run():
     for x in (-1.0, -4.0):
         with pytest.raises(jax.errors.JaxRuntimeError, match=f"negative input {x}"):
             compiled(x).block_until_ready()
+
+
+def sum_of_big_items(x, items):
+    acc = x
+    for k in items:
+        acc = acc + k // 1_000_000_000
+    return acc
+
+
+def test_numpy_64_bit_items_are_not_scanned_as_32_bit():
+    items = np.array([3_000_000_000, 1], dtype=np.int64)
+    assert int(jax.jit(lambda x: transpiler.convert(sum_of_big_items)(x, items))(1)) == 4
