@@ -13,7 +13,7 @@ import types
 import jax
 import jax.numpy as jnp
 
-from runtime import debugging, lists, loops, sequences, staging
+from runtime import debugging, effects, lists, loops, sequences, staging
 from runtime.errors import Site
 from runtime.staging import has_staged, is_staged
 
@@ -121,6 +121,13 @@ def max_(*args, key=None, default=_NO_DEFAULT):
     return _extreme(builtins.max, args, key, default)
 
 
+def next_(iterator, *default):
+    """`next(iterator, *default)`; refused for an iterator a staged block would advance."""
+    if staging.trackers():
+        effects.check_consumed(iterator, "next()")
+    return builtins.next(iterator, *default)
+
+
 def sum_(iterable, /, start=0):
     """`sum(iterable, start)`; of a list of traced length, the sum of its items (the padding
     masked out)."""
@@ -169,6 +176,7 @@ STAGED = types.MappingProxyType(
         builtins.min: min_,
         builtins.max: max_,
         builtins.sum: sum_,
+        builtins.next: next_,
         builtins.enumerate: enumerate_,
         builtins.zip: zip_,
         builtins.reversed: reversed_,

@@ -135,7 +135,7 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes):
             assert len(raw) == len(names), "generated code returned the wrong number of values"
             outs = [_branch_output(i, value, fixes, names[i]) for i, value in enumerate(raw)]
             if traced:
-                _compare_branches(traced[0], (which, outs, raw), names, site)
+                _compare_branches(traced[0], (which, outs, raw), names, site, state)
             traced.append((which, outs, raw))
             return [value for value in outs if staging.is_array_tree(value)]
 
@@ -238,7 +238,7 @@ def _returns_note(name: str, site: Site) -> str:
     return f" Its return statements: {', '.join(returned[1])}." if returned else ""
 
 
-def _compare_branches(first, second, names, site):
+def _compare_branches(first, second, names, site, state):
     """Raises StagingError where the branches disagree on a variable; _Retrace where JAX would
     promote (weak types), or where a return value is set on one path only (a placeholder)."""
     casts, placeholders, unbound_shapes = {}, {}, {}
@@ -266,7 +266,13 @@ def _compare_branches(first, second, names, site):
             )
         # Lists are compared as the branches left them: the items both kept are the same objects.
         grown = _appended_in_one_branch(raw["true"], raw["false"])
-        if grown is not None:
+        entered = state[index] if index < len(state) else None
+        if (
+            grown is not None
+            and type(entered) is list
+            and min(map(len, raw.values())) == len(entered)
+        ):
+            # One list, grown in one branch only (not two lists of their own, `[x] if p else []`).
             raise _Retrace(lists={index: grown})
         staged = [v for v in (a, b) if isinstance(v, lists.StagedList)]
         if len(staged) == 1 and type(a if staged[0] is b else b) is list:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import os
+import sysconfig
 import types
 
 import jax
@@ -29,7 +31,7 @@ from runtime import staging
 from runtime.errors import StagingError
 
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, range, type(Ellipsis))
-_LIBRARIES = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "runtime", "builtins"})
+_LIBRARIES = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "runtime", "transpiler", "builtins"})
 _LEAVES = (jax.Array, jax.core.Tracer, np.generic, types.ModuleType)
 _WATCHED_NUMPY_SIZE = 1 << 16  # larger NumPy arrays are not copied to watch them
 _ABSENT = object()  # a key or attribute that is not there
@@ -59,7 +61,7 @@ class Change:
     def carryable(self) -> bool:
         """Whether the place can be staged: an array (tree) before and after, same place."""
         return (
-            self.kind != "resize"
+            self.kind not in ("resize", "reorder")
             and self.before is not _ABSENT
             and self.after is not _ABSENT
             and staging.is_array_tree(self.before)
@@ -82,7 +84,10 @@ class Change:
             self.container[self.key[2]] = value
 
     def restore(self) -> None:
-        if self.kind == "resize":
+        if self.kind == "reorder":
+            self.container.clear()
+            self.container.update(self.before)
+        elif self.kind == "resize":
             _restore_whole(self.container, self.before)
         elif self.before is _ABSENT:
             if self.kind == "attribute":
@@ -94,6 +99,8 @@ class Change:
 
     def describe(self) -> str:
         """What happened to the place, for an error message."""
+        if self.kind == "reorder":
+            return f"{self.label} (a dict) has its keys put in another order"
         if self.kind == "resize":
             before, after = len(self.before), len(self.after)
             what = f"{self.label} (a {type(self.container).__name__})"
@@ -163,19 +170,53 @@ class Snapshot:
                     stack.append(contents)
                 elif user and contents is not _ABSENT:
                     self.add(name, contents)
-            if user and id(fn.__globals__) not in self._seen:
-                self._seen.add(id(fn.__globals__))
-                self._records.append((fn.__globals__, "globals", dict(fn.__globals__), ""))
-                for name, value in list(fn.__globals__.items()):
-                    if name.startswith("__"):
-                        continue  # the module's own: `__builtins__`, `__loader__`, `__spec__`
-                    if not isinstance(value, (types.FunctionType, type)):
-                        self.add(name, value)
-                    elif isinstance(value, type) and _is_user(value):
-                        self.add(name, value)
+            if user:
+                self._add_namespace(fn.__globals__, "")
+                # Its defaults (`def f(memo={})`) and attributes (`f.calls += 1`) are state too.
+                defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+                for value in defaults:
+                    self.add(f"a default of {fn.__name__}", value)
+                self._add_function_attributes(fn)
+                wrapped = getattr(fn, "__wrapped__", None)  # a converted function's original
+                if isinstance(wrapped, types.FunctionType):
+                    stack.append(wrapped)
+
+    def _add_namespace(self, namespace: dict, prefix: str) -> None:
+        """Records module globals (or another module's attributes, `prefix` its name)."""
+        if id(namespace) in self._seen:
+            return
+        self._seen.add(id(namespace))
+        self._records.append((namespace, "globals", dict(namespace), prefix))
+        for name, value in list(namespace.items()):
+            if name.startswith("__"):
+                continue  # the module's own: `__builtins__`, `__loader__`, `__spec__`
+            if isinstance(value, types.FunctionType):
+                if _is_user(value):
+                    self._add_function_attributes(value)
+            elif isinstance(value, types.ModuleType):
+                if _is_user_module(value):
+                    self._add_namespace(vars(value), f"{prefix}{name}.")
+            elif not isinstance(value, type) or _is_user(value):
+                self.add(f"{prefix}{name}", value)
+
+    def _add_function_attributes(self, fn: types.FunctionType) -> None:
+        own = {k: v for k, v in vars(fn).items() if not k.startswith("__")}
+        if own and id(fn.__dict__) not in self._seen:
+            self._seen.add(id(fn.__dict__))
+            self._records.append((fn.__dict__, "attributes", dict(fn.__dict__), fn.__name__))
+            for name, value in own.items():
+                self.add(f"{fn.__name__}.{name}", value)
+
+    def reaches(self, obj) -> bool:
+        """Whether `obj` was reachable when the block started (it is state the block sees)."""
+        return id(obj) in self._seen
 
     def _record(self, label, obj):
         """Records `obj`; yields (label, value) of what it holds."""
+        if isinstance(obj, functools.partial):
+            return [(f"{label}.args[{i}]", a) for i, a in enumerate(obj.args)] + [
+                (f"{label}.keywords[{k!r}]", v) for k, v in obj.keywords.items()
+            ]
         if isinstance(obj, np.ndarray):
             if obj.size <= _WATCHED_NUMPY_SIZE and obj.dtype != object:
                 self._records.append((obj, "numpy", obj.copy(), label))
@@ -281,21 +322,42 @@ def _compare(container, kind, before, label) -> list[Change]:
         else container
     )
     changes = []
+    if kind == "dict" and before.keys() == now.keys() and list(before) != list(now):
+        # Same keys, another order (`d["a"] = d.pop("a")`): what iterating it shows changes.
+        return [
+            Change((id(container), "reorder", None), label, before, dict(now), container, "reorder")
+        ]
     for key in {*before, *now}:
-        if kind == "globals" and isinstance(key, str) and key.startswith("__"):
-            continue  # the module's own bookkeeping: `__warningregistry__`, `__builtins__`
+        if kind in ("globals", "attributes") and isinstance(key, str) and key.startswith("__"):
+            continue  # bookkeeping: `__warningregistry__`, a function's cached conversions
         b, a = before.get(key, _ABSENT), now.get(key, _ABSENT)
         if _same(b, a):
             continue
         if kind == "dict":
             where = f"{label}[{key!r}]"
         elif kind == "globals":
-            where = f"the global {key!r}"
+            where = f"the global {key!r}" if not label else f"{label}{key}"
         else:
             where = f"{label}.{key}"
         item_kind = "attribute" if kind == "class" else "item"
         changes.append(Change((id(container), item_kind, key), where, b, a, container, item_kind))
     return changes
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_user_module_named(name: str, file: str | None) -> bool:
+    if name.split(".")[0] in _LIBRARIES or file is None:
+        return False
+    path = os.path.realpath(file)
+    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
+    if path.startswith(stdlib) or "site-packages" in path or "dist-packages" in path:
+        return False
+    return True
+
+
+def _is_user_module(module: types.ModuleType) -> bool:
+    """Whether `module` is the user's (not a library's, not the standard library's)."""
+    return _is_user_module_named(module.__name__, getattr(module, "__file__", None))
 
 
 def _same(a, b) -> bool:
@@ -409,12 +471,31 @@ class Effects:
         return wrapped
 
 
+def check_consumed(iterator, what: str) -> None:
+    """Raises StagingError if `iterator`, reachable before the staged block being traced now,
+    is advanced in it: tracing would advance it once, for every run and any branch."""
+    if iter(iterator) is not iterator:
+        return  # a list, a range...: iterating it changes nothing
+    for snapshot in staging.trackers():
+        if snapshot.reaches(iterator):
+            raise StagingError(
+                f"{what} advances a Python iterator ({type(iterator).__name__}) in staged code, "
+                "where tracing would advance it once for every run of the code and whichever "
+                "branch runs. Take the items out of it before the staged if or loop (`items = "
+                "list(it)`), or keep the iterator out of staged code."
+            )
+
+
 def called(fn) -> None:
     """Converted code calls `fn` (a user function or method): the blocks being traced now must
     also watch what it can reach, before it runs."""
     for snapshot in staging.trackers():
-        if isinstance(fn, types.MethodType):
-            snapshot.add("self", fn.__self__)
-            fn = fn.__func__
-        if isinstance(fn, types.FunctionType):
-            snapshot.add_function(fn)
+        target = fn
+        if isinstance(target, functools.partial):
+            snapshot.add("a partial's arguments", target)
+            target = target.func
+        if isinstance(target, types.MethodType):
+            snapshot.add("self", target.__self__)
+            target = target.__func__
+        if isinstance(target, types.FunctionType):
+            snapshot.add_function(target)

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from runtime import effects as effects_
 from runtime import lists as lists_
 from runtime import sequences, staging
 from runtime.carry import Carry
@@ -244,6 +245,8 @@ def for_stmt(
         )
     seq = sequences.as_sequence(iterable)
     if seq is None:
+        if staging.trackers():
+            effects_.check_consumed(iterable, "a for loop")
         items = iterable if max_iterations is None else itertools.islice(iterable, max_iterations)
         return _python_for(items, body, state, symbol_names, site, extra_test, effects)
     n, k = len(seq), 0

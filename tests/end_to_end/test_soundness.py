@@ -932,3 +932,46 @@ def sum_of_big_items(x, items):
 def test_numpy_64_bit_items_are_not_scanned_as_32_bit():
     items = np.array([3_000_000_000, 1], dtype=np.int64)
     assert int(jax.jit(lambda x: transpiler.convert(sum_of_big_items)(x, items))(1)) == 4
+
+
+def remember(memo={"n": 0}):  # noqa: B006 - the construct under test
+    memo["n"] += 1
+    return memo["n"]
+
+
+def default_argument(x):
+    n = 0
+    if x > 0:
+        n = remember()
+    return x + n
+
+
+def advance(x):
+    it = iter([10.0, 20.0, 30.0])
+    if x > 0:
+        y = x * next(it)
+    else:
+        y = x
+    return y + next(it)
+
+
+def reorder(x):
+    d = {"a": 1.0, "b": 2.0}
+    if x > 0:
+        d["a"] = d.pop("a") * x
+    return list(d.values())
+
+
+def two_lists(x):
+    z = [x] if x > 0 else []
+    return len(z)
+
+
+def test_more_python_state_in_staged_branches():
+    assert float(jax.jit(transpiler.convert(default_argument))(-1.0)) == -1.0
+    with pytest.raises(StagingError, match=r"next\(\) advances a Python iterator"):
+        jax.jit(transpiler.convert(advance))(-1.0)
+    with pytest.raises(StagingError, match=r"d \(a dict\) has its keys put in another order"):
+        jax.jit(transpiler.convert(reorder))(-1.0)
+    with pytest.raises(StagingError, match=r"the value is \[float32\[\]\] in the true branch"):
+        jax.jit(transpiler.convert(two_lists))(-1.0)

@@ -24,7 +24,20 @@ from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
 STAGED_BUILTINS = frozenset(
-    {"int", "float", "bool", "len", "min", "max", "sum", "enumerate", "zip", "reversed", "range"}
+    {
+        "int",
+        "float",
+        "bool",
+        "len",
+        "min",
+        "max",
+        "sum",
+        "next",
+        "enumerate",
+        "zip",
+        "reversed",
+        "range",
+    }
 )
 """Builtins with a runtime version that also accepts traced values: `int` -> `rt__.int_`."""
 
