@@ -44,18 +44,24 @@ _trackers: contextvars.ContextVar[tuple] = contextvars.ContextVar("trackers", de
 _staged_program: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "staged_program", default=False
 )
+# A staged argument of the converted call that started the program being staged: deferred
+# effects depend on it, so that under `jax.vmap` they happen once per element.
+_witness: contextvars.ContextVar = contextvars.ContextVar("witness", default=None)
 
 
 def call_staging(fn, args, kwargs):
     """`fn(*args, **kwargs)` for a converted function: if an argument is staged, the call is
     marked as part of a program being staged, so that its effects with no value (prints) happen
-    when that program runs, in order, not while it is traced."""
+    when that program runs, in order, once per element under `jax.vmap`, not while it is
+    traced."""
     if _staged_program.get() or not (has_staged(args) or has_staged(list(kwargs.values()))):
         return fn(*args, **kwargs)
-    token = _staged_program.set(True)
+    witness = next(leaf for leaf in jax.tree_util.tree_leaves((args, kwargs)) if is_staged(leaf))
+    token, witness_token = _staged_program.set(True), _witness.set(witness)
     try:
         return fn(*args, **kwargs)
     finally:
+        _witness.reset(witness_token)
         _staged_program.reset(token)
 
 
@@ -95,6 +101,10 @@ def branch_taken():
     any). Effects with no value (a print) are made on condition of it: under `jax.vmap` a `cond`
     runs both branches, for every element."""
     taken = True
+    witness = _witness.get()
+    if witness is not None:  # True, but batched like the program's inputs
+        first = jnp.ravel(jnp.asarray(witness))[:1]
+        taken = jnp.logical_or(jnp.any(first != first), True)
     for predicate, when in _branch_predicates.get():
         taken = jnp.logical_and(taken, predicate if when else jnp.logical_not(predicate))
     return taken

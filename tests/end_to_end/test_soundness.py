@@ -975,3 +975,18 @@ def test_more_python_state_in_staged_branches():
         jax.jit(transpiler.convert(reorder))(-1.0)
     with pytest.raises(StagingError, match=r"the value is \[float32\[\]\] in the true branch"):
         jax.jit(transpiler.convert(two_lists))(-1.0)
+
+
+def greet(x):
+    print("hello")
+    for i in range(2):
+        x = x + 1
+        print("after", i)
+    return x
+
+
+def test_prints_under_vmap_happen_for_every_element(capsys):
+    jax.jit(jax.vmap(transpiler.convert(greet)))(jnp.arange(3.0))
+    jax.effects_barrier()
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["hello"] * 3 + ["after 0"] * 3 + ["after 1"] * 3
