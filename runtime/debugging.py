@@ -60,13 +60,13 @@ def assert_(test, msg=None):
         if not test:
             raise AssertionError(msg()) if msg is not None else AssertionError()
         return
-    site = Site("assert")
-    text = str(msg()) if msg is not None else "assertion failed"
-    where = site.location()
-    message = f"{text} ({where})" if where else text
+    where = Site("assert").location()
+    shown = text.str_(msg()) if msg is not None else "assertion failed"
+    values = shown.values if isinstance(shown, text.DeferredText) else []
 
-    def check(taken, value):
+    def check(taken, value, *concrete):
         if np.all(taken) and not np.all(value):
-            raise AssertionError(message)
+            message = shown.render(list(concrete)) if values else shown
+            raise AssertionError(f"{message} ({where})" if where else message)
 
-    jax.debug.callback(check, staging.branch_taken(), test)
+    jax.debug.callback(check, staging.branch_taken(), test, *values)

@@ -990,3 +990,13 @@ def test_prints_under_vmap_happen_for_every_element(capsys):
     jax.effects_barrier()
     printed = capsys.readouterr().out.splitlines()
     assert printed == ["hello"] * 3 + ["after 0"] * 3 + ["after 1"] * 3
+
+
+def checked(x):
+    assert x > -1, f"small: {x}"
+    return x
+
+
+def test_an_assert_message_shows_the_values():
+    with pytest.raises(jax.errors.JaxRuntimeError, match="AssertionError: small: -2.0"):
+        jax.jit(transpiler.convert(checked))(-2.0).block_until_ready()

@@ -39,6 +39,13 @@ class _PrintStatements(Transformer):
             node.args = [_Text(self.builtins).visit(arg) for arg in node.args]
         return node
 
+    def visit_Assert(self, node):
+        # A traced assert fails when the program runs: its message is made then.
+        node = self.generic_visit(node)
+        if node.msg is not None:
+            node.msg = _Text(self.builtins).visit(node.msg)
+        return node
+
     def visit_Raise(self, node):
         # Raised under a traced condition, the message is made when the program raises it.
         node = self.generic_visit(node)
