@@ -13,7 +13,7 @@ import types
 import jax
 import jax.numpy as jnp
 
-from runtime import debugging, effects, lists, loops, sequences, staging
+from runtime import debugging, effects, errors, lists, loops, sequences, staging
 from runtime.errors import Site
 from runtime.staging import has_staged, is_staged
 
@@ -23,7 +23,9 @@ _NO_DEFAULT = object()
 def _scalar(x, name):
     x = jnp.asarray(x)
     if x.size != 1:
-        raise TypeError(f"only arrays with one element can be converted by {name}(), got {x.shape}")
+        raise errors.python_error(
+            TypeError(f"only arrays with one element can be converted by {name}(), got {x.shape}")
+        )
     return x.reshape(())
 
 
@@ -78,13 +80,17 @@ def _extreme(python_fn, args, key, default):
             return _first_best(items.masked(info.min if beats is jnp.greater else info.max), beats)
         if is_staged(items) and key is None:
             if jnp.ndim(items) != 1:
-                raise ValueError(
-                    f"{python_fn.__name__}() of a {jnp.ndim(items)}-d array compares its rows: "
-                    "the truth value of an array with more than one element is ambiguous. Use "
-                    f"jnp.{python_fn.__name__}(x, axis=...)"
+                raise errors.python_error(
+                    ValueError(
+                        f"{python_fn.__name__}() of a {jnp.ndim(items)}-d array compares its rows: "
+                        "the truth value of an array with more than one element is ambiguous. Use "
+                        f"jnp.{python_fn.__name__}(x, axis=...)"
+                    )
                 )
             if items.shape[0] == 0:
-                raise ValueError(f"{python_fn.__name__}() arg is an empty sequence")
+                raise errors.python_error(
+                    ValueError(f"{python_fn.__name__}() arg is an empty sequence")
+                )
             return _first_best(items, beats)
         args = tuple(items)
     best, best_key = args[0], _key(key, args[0])

@@ -162,6 +162,8 @@ def _trace_branch(fn, state, which) -> list:
     except staging.CANNOT_STAGE:
         raise
     except Exception as e:  # noqa: BLE001 - the user's exception, raised when the branch runs
+        if not errors.is_users(e):
+            raise  # a fault of ours: never hidden in a branch that may not run
         raise _Retrace(raised={which: e}) from None
 
 
@@ -183,7 +185,7 @@ def _raise_when_run(error: Exception, other: list) -> list:
             raise raised.with_traceback(None)
 
     values = [error.args[i].values for i in texts]
-    jax.debug.callback(raise_if, staging.branch_taken(), *values, ordered=True)
+    staging.host_callback(raise_if, staging.branch_taken(), *values, ordered=True)
     return [
         staging.zeros_like(staging.shapes_of(staging.as_arrays(value)))
         if staging.is_array_tree(value)

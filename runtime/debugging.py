@@ -16,10 +16,9 @@ from __future__ import annotations
 import builtins
 import sys
 
-import jax
 import numpy as np
 
-from runtime import staging, text
+from runtime import errors, staging, text
 from runtime.errors import Site
 
 
@@ -48,7 +47,7 @@ def print_(*args, sep=" ", end="\n", file=None, flush=False):
             line[i] = shown[i].render(value)
         builtins.print(*line, sep=sep, end=end, file=file or sys.stdout, flush=flush)
 
-    jax.debug.callback(host_print, staging.branch_taken(), *values, ordered=True)
+    staging.host_callback(host_print, staging.branch_taken(), *values, ordered=True)
 
 
 def assert_(test, msg=None):
@@ -58,7 +57,9 @@ def assert_(test, msg=None):
         return
     if not staging.is_staged(test):
         if not test:
-            raise AssertionError(msg()) if msg is not None else AssertionError()
+            raise errors.python_error(
+                AssertionError(msg()) if msg is not None else AssertionError()
+            )
         return
     where = Site("assert").location()
     shown = text.str_(msg()) if msg is not None else "assertion failed"
@@ -69,4 +70,4 @@ def assert_(test, msg=None):
             message = shown.render(list(concrete)) if values else shown
             raise AssertionError(f"{message} ({where})" if where else message)
 
-    jax.debug.callback(check, staging.branch_taken(), test, *values)
+    staging.host_callback(check, staging.branch_taken(), test, *values)

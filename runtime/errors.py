@@ -18,6 +18,44 @@ class StagingError(Exception):
     """Converted code cannot be staged as written: say which variable, where, and why."""
 
 
+def python_error(error: Exception) -> Exception:
+    """Marks an exception the runtime raises on purpose, as Python would (`ld` of an unbound
+    name, `range(2.5)`): raised while tracing a staged branch, it is the branch's to raise."""
+    error._transpiler_python = True
+    return error
+
+
+def is_users(error: Exception) -> bool:
+    """Whether `error`, raised while tracing, is what the user's code raises as Python would (a
+    `raise`, an IndexError, a shape error in a JAX call) rather than a fault of this project:
+    the innermost frame it passed through that is not JAX's or NumPy's is the user's (or
+    generated code), or the runtime raised it on purpose (`python_error`)."""
+    if getattr(error, "_transpiler_python", False):
+        return True
+    frames = []
+    tb = error.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename)
+        tb = tb.tb_next
+    for filename in reversed(frames):
+        if filename.startswith(_LIBRARY_DIRECTORIES):
+            continue
+        return not filename.startswith(_OWN_DIRECTORIES)
+    return True
+
+
+def _directory_of(module) -> str:
+    return os.path.dirname(os.path.realpath(module.__file__)) + os.sep
+
+
+_OWN_DIRECTORIES = (
+    _directory_of(sys.modules[__name__]),
+    os.path.join(os.path.dirname(_directory_of(sys.modules[__name__]).rstrip(os.sep)), "transpiler")
+    + os.sep,
+)
+_LIBRARY_DIRECTORIES = tuple(_directory_of(__import__(name)) for name in ("jax", "jaxlib", "numpy"))
+
+
 GENERATED_SUFFIX = ".astgraph.py"
 """How the names of generated files end: `model_step_3.astgraph.py`."""
 

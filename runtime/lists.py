@@ -174,7 +174,7 @@ class StagedList:
             if np.all(taken) and length == 0:
                 raise ValueError(f"{what} arg is an empty sequence ('{self.origin.name}')")
 
-        jax.debug.callback(check, self.length, staging.branch_taken())
+        staging.host_callback(check, self.length, staging.branch_taken())
 
     def _check_index(self, index: int) -> None:
         """A check, when the program runs, that `index` is in range (the length is traced)."""
@@ -185,7 +185,7 @@ class StagedList:
             if np.all(taken) and not -length <= index < length:
                 raise IndexError(f"list index out of range ('{self.origin.name}'[{index}])")
 
-        jax.debug.callback(check, self.length, staging.branch_taken())
+        staging.host_callback(check, self.length, staging.branch_taken())
 
     def __getattr__(self, name):
         if name.startswith("__") or name not in _LIST_METHODS:

@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from runtime import checkpointed, errors, sequences, staging
 from runtime import effects as effects_
 from runtime import lists as lists_
-from runtime import sequences, staging
 from runtime.carry import Carry
 from runtime.control_flow import staged_cond
 from runtime.effects import Effects
@@ -33,7 +33,7 @@ UNROLL_WARNING_THRESHOLD = 100
 """A `for` loop that cannot be staged warns when it unrolls more iterations than this."""
 
 
-def while_stmt(test, body, state, *, symbol_names, max_iterations=None):
+def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoints=None):
     """Functional form of a while statement.
 
     Same semantics as::
@@ -45,12 +45,14 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None):
     value, the rest of the loop lowers to `jax.lax.while_loop`, starting from the state as it is
     then; every state variable must keep its shape and dtype across iterations. With
     `max_iterations` (from `transpiler.loop_options`) it lowers to a `lax.scan` of that many
-    iterations, each masked by the test, which reverse-mode differentiation supports. Python
-    state the loop changes (an attribute, a global) is carried too, or refused (see
-    `runtime.effects`).
+    iterations, each masked by the test. Either way reverse-mode differentiation goes through
+    it: the unbounded loop recomputes what its derivative needs from `checkpoints` stored states
+    (see `runtime.checkpointed`). Python state the loop changes (an attribute, a global) is
+    carried too, or refused (see `runtime.effects`).
     """
     site = Site("while loop")
-    max_iterations = _check_max_iterations(max_iterations, site)
+    max_iterations = _check_count(max_iterations, "max_iterations", 1, site)
+    checkpoints = _check_count(checkpoints, "checkpoints", 2, site)
     iterations = 0
     while max_iterations is None or iterations < max_iterations:
         pred = staging.condition(test(*state))
@@ -60,7 +62,13 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None):
                 state,
                 symbol_names,
                 lambda state, names, wrap, left=left: _staged_while(
-                    wrap(test, returns_state=False), wrap(body), state, names, site, left
+                    wrap(test, returns_state=False),
+                    wrap(body),
+                    state,
+                    names,
+                    site,
+                    left,
+                    checkpoints,
                 ),
             )
         if not pred:
@@ -70,8 +78,8 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None):
     return state
 
 
-def _check_max_iterations(value, site: Site) -> int | None:
-    """`value` as a bound on a loop's iterations: None, or a positive Python int."""
+def _check_count(value, option: str, least: int, site: Site) -> int | None:
+    """`value` of `loop_options(<option>=...)`: None, or a Python int at least `least`."""
     if value is None:
         return None
     try:
@@ -80,25 +88,25 @@ def _check_max_iterations(value, site: Site) -> int | None:
         count = None
     if count is None:
         raise TypeError(
-            f"loop_options(max_iterations=...) must be a Python int, got {value!r} ({site}). "
+            f"loop_options({option}=...) must be a Python int, got {value!r} ({site}). "
             "It sizes the staged loop, so it must be known before the program runs."
         )
-    if count < 1:
-        raise ValueError(
-            f"loop_options(max_iterations={count}) must be at least 1 ({site}): it is the "
-            "largest number of iterations the loop may run."
-        )
+    if count < least:
+        raise ValueError(f"loop_options({option}={count}) must be at least {least} ({site}).")
     return count
 
 
-def _staged_while(test, body, state, names, site, max_iterations=None):
+def _staged_while(test, body, state, names, site, max_iterations=None, checkpoints=None):
     if max_iterations is not None:
         return _bounded_while(test, body, state, names, site, max_iterations)
     try:
-        return _while_loop(test, body, state, names, site)
+        return _while_loop(test, body, state, names, site, checkpoints)
     except staging.CANNOT_STAGE:
         raise
     except Exception as e:  # noqa: BLE001 - the user's exception, raised if the loop runs
+        if not errors.is_users(e):
+            raise
+
         # Traced once, the body raised: every iteration would. So the loop raises when the
         # program runs it at all, as Python would on its first iteration.
         def raise_it(*state, error=e):
@@ -107,7 +115,7 @@ def _staged_while(test, body, state, names, site, max_iterations=None):
         return staged_cond(test(*state), raise_it, lambda *s: s, state, names, site)
 
 
-def _while_loop(test, body, state, names, site):
+def _while_loop(test, body, state, names, site, checkpoints):
     carry = Carry(state, names, site, probe=lambda s: body(*s))
 
     def cond_fun(dynamic):
@@ -117,7 +125,8 @@ def _while_loop(test, body, state, names, site):
         with staging.tracing_loop(None):
             return carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
 
-    return carry.finish(lax.while_loop(cond_fun, body_fun, carry.init))
+    k = checkpoints or checkpointed.DEFAULT_CHECKPOINTS
+    return carry.finish(checkpointed.while_loop(cond_fun, body_fun, carry.init, checkpoints=k))
 
 
 def _bounded_while(test, body, state, names, site, max_iterations):
@@ -173,10 +182,12 @@ def range_(*args):
         dtype = jnp.result_type(arg)
         if not (jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.bool_)):
             kind = "float" if jnp.issubdtype(dtype, jnp.floating) else dtype.name
-            raise TypeError(f"'{kind}' object cannot be interpreted as an integer")
+            raise errors.python_error(
+                TypeError(f"'{kind}' object cannot be interpreted as an integer")
+            )
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
     if not is_staged(step) and step == 0:
-        raise ValueError("range() arg 3 must not be zero")
+        raise errors.python_error(ValueError("range() arg 3 must not be zero"))
     return TracedRange(start, stop, step)
 
 
@@ -188,6 +199,7 @@ def for_stmt(
     symbol_names,
     extra_test=None,
     max_iterations=None,
+    checkpoints=None,
     items_as_python=False,
 ):
     """Functional form of a for statement.
@@ -213,7 +225,8 @@ def for_stmt(
     carried too, or refused (see `runtime.effects`).
     """
     site = Site("for loop")
-    max_iterations = _check_max_iterations(max_iterations, site)
+    max_iterations = _check_count(max_iterations, "max_iterations", 1, site)
+    checkpoints = _check_count(checkpoints, "checkpoints", 2, site)
     effects = Effects((body, extra_test), site)
 
     def staged(stage):
@@ -226,7 +239,7 @@ def for_stmt(
     if isinstance(iterable, TracedRange):
         return staged(
             lambda body, test, state, names: _staged_range_while(
-                iterable, body, state, names, site, test, max_iterations
+                iterable, body, state, names, site, test, max_iterations, checkpoints
             )
         )
     if isinstance(iterable, lists_.StagedList) and iterable.known_length() is None:
@@ -241,6 +254,7 @@ def for_stmt(
                 site,
                 test,
                 max_iterations,
+                checkpoints,
             )
         )
     seq = sequences.as_sequence(iterable)
@@ -378,7 +392,9 @@ def _staged_scan(seq, k, n, body, state, names, site, extra_test):
     return carry.finish(final[1])
 
 
-def _staged_range_while(r: TracedRange, body, state, names, site, extra_test, max_iterations):
+def _staged_range_while(
+    r: TracedRange, body, state, names, site, extra_test, max_iterations, checkpoints=None
+):
     trip_count = r.trip_count()
 
     def test(j, *s):
@@ -391,5 +407,5 @@ def _staged_range_while(r: TracedRange, body, state, names, site, extra_test, ma
         return (j + 1, *body(r.start + j * r.step, *s))
 
     names = ("<iteration>", *names)
-    final = _staged_while(test, counted_body, (0, *state), names, site, max_iterations)
+    final = _staged_while(test, counted_body, (0, *state), names, site, max_iterations, checkpoints)
     return final[1:]

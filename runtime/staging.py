@@ -65,6 +65,27 @@ def call_staging(fn, args, kwargs):
         _staged_program.reset(token)
 
 
+_quiet: contextvars.ContextVar[bool] = contextvars.ContextVar("quiet", default=False)
+
+
+@contextlib.contextmanager
+def quiet():
+    """Traces the code inside without its effects (prints, checks): a loop body as a derivative
+    recomputes it, after the program has run it once with them."""
+    token = _quiet.set(True)
+    try:
+        yield
+    finally:
+        _quiet.reset(token)
+
+
+def host_callback(fn, *args, ordered: bool = False) -> None:
+    """`jax.debug.callback(fn, *args)`: an effect of the program when it runs (a print, a
+    check), unless traced quietly (see `quiet`)."""
+    if not _quiet.get():
+        jax.debug.callback(fn, *args, ordered=ordered)
+
+
 def in_staged_program() -> bool:
     """Whether the code running now is being traced into a program (see `call_staging`)."""
     return _staged_program.get() or bool(_trackers.get())

@@ -27,8 +27,12 @@ class Undefined:
 
 
 def _unbound(name: str) -> UnboundLocalError:
-    return UnboundLocalError(
-        f"cannot access local variable '{name}' where it is not associated with a value"
+    from runtime.errors import python_error
+
+    return python_error(
+        UnboundLocalError(
+            f"cannot access local variable '{name}' where it is not associated with a value"
+        )
     )
 
 
@@ -77,7 +81,7 @@ class MaybeUnbound:
                     UnboundLocalError(f"{error} (in converted code at {where})") if where else error
                 )
 
-        jax.debug.callback(check, self.bound, staging.branch_taken())
+        staging.host_callback(check, self.bound, staging.branch_taken())
         return self.value
 
     def __repr__(self) -> str:

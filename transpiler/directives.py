@@ -7,7 +7,7 @@ public API that exports them and the runtime bridge can all import it.
 from __future__ import annotations
 
 
-def loop_options(*, max_iterations: int | None = None) -> None:
+def loop_options(*, max_iterations: int | None = None, checkpoints: int | None = None) -> None:
     """Options for the loop whose body this call opens; does nothing when it runs.
 
     Written as the first statement of a loop body in converted code::
@@ -21,9 +21,12 @@ def loop_options(*, max_iterations: int | None = None) -> None:
         Python too). A staged `while` becomes a `lax.scan` of that many iterations, masked once
         its test is false: reverse-mode differentiable, and lists appended to in it get a buffer
         of that size.
+      checkpoints: a Python int >= 2: how many states of a staged `while` (without
+        `max_iterations`) reverse-mode differentiation keeps (default 64). Memory is that many
+        states (plus ~log2 n); fewer checkpoints, more recomputation (see docs/gradients.md).
     """
-    del max_iterations
+    del max_iterations, checkpoints
 
 
-LOOP_OPTIONS = frozenset({"max_iterations"})
+LOOP_OPTIONS = frozenset({"max_iterations", "checkpoints"})
 """The keyword arguments `loop_options` accepts."""

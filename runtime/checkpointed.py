@@ -1,0 +1,295 @@
+"""A `while` loop that reverse-mode differentiation goes through, with bounded memory.
+
+`lax.while_loop` is forward-differentiable only: reverse mode would need every iteration's state,
+and the number of iterations is not known when the program is compiled. `while_loop` here is a
+`lax.while_loop` when nobody differentiates. Differentiated, its tangent is the linear map
+
+    T: (t0, tc) -> tn,   the derivative of the final state by the initial state `t0` and by the
+                         values the body closes over `tc` (parameters), through all n steps
+
+applied with `lax.custom_linear_solve` (its "solve" is T, its "transpose_solve" is T's
+transpose), so that forward mode runs T (a while loop carrying tangents) and reverse mode runs
+T's transpose: a sweep from the last step back to the first, which needs the state before each
+step, in reverse order. Those states are recomputed, not stored:
+
+- the forward pass keeps at most `checkpoints` states (online: every `stride`-th state; when the
+  buffer is full, every other one is dropped and the stride doubles, so they end up evenly
+  spaced, at most 2n/checkpoints steps apart, whatever n turns out to be);
+- the reverse sweep keeps a stack of states, starting with those checkpoints: to step back from
+  state i it recomputes, from the nearest state below i on the stack, the state halfway to i,
+  pushes it, and repeats, until it holds state i (bisection: Griewank's recursive checkpointing).
+
+Memory: `checkpoints` + ~log2(2n/checkpoints) states. Recomputation: about
+(n/2)·log2(2n/checkpoints) extra steps. See docs/gradients.md.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from runtime import staging
+
+DEFAULT_CHECKPOINTS = 64
+_BISECTION_DEPTH = 34  # stack room for bisection: log2 of the longest segment, with margin
+
+
+def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOINTS):
+    """`lax.while_loop(cond_fun, body_fun, init)`, differentiable in reverse mode too.
+
+    Effects of the body (prints, checks) happen once per step: the states a derivative needs
+    again are recomputed with a quiet version of the body, traced without them."""
+    body = _Traced(body_fun, init)
+    quiet = body
+    if body.effects:
+        with staging.quiet():
+            quiet = _Traced(body_fun, init)
+    cond = _Traced(cond_fun, init)
+    loop = _loop(body, quiet, cond, checkpoints)
+    return loop(body.consts, quiet.consts, cond.consts, init)
+
+
+class _Traced:
+    """A function of the loop state, traced once: its jaxpr, and the values it closes over (made
+    explicit arguments, so that derivatives by them, say parameters, are taken)."""
+
+    def __init__(self, fn, init):
+        closed = jax.make_jaxpr(fn)(init)
+        self.jaxpr, self.consts, self.effects = closed.jaxpr, tuple(closed.consts), closed.effects
+        self.out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, init))
+
+    def __call__(self, x, consts):
+        out = jax.core.eval_jaxpr(self.jaxpr, list(consts), *jax.tree_util.tree_leaves(x))
+        return jax.tree_util.tree_unflatten(self.out_tree, out)
+
+
+def _loop(body, quiet, cond, checkpoints):
+    def primal(body_consts, quiet_consts, cond_consts, init):
+        return lax.while_loop(lambda x: cond(x, cond_consts), lambda x: body(x, body_consts), init)
+
+    loop = jax.custom_jvp(primal)
+
+    def loop_jvp(primals, tangents):
+        body_consts, quiet_consts, cond_consts, init = primals
+        _, t_consts, _, t_init = tangents  # derivatives go through the quiet body's constants
+        # The state's tangents are those of its floating-point leaves; the constants', those
+        # that are not zero (not differentiated by): T is linear in exactly those.
+        x_part = _Inexact(init)
+        c_part = _Inexact(quiet_consts, t_consts)
+
+        def step(x, consts):  # a step as the derivative recomputes it: no prints, no checks
+            return quiet(x, consts)
+
+        final, count, saved = _forward(
+            lambda x, _: body(x, body_consts),
+            lambda x: cond(x, cond_consts),
+            None,
+            init,
+            checkpoints,
+        )
+        body_consts = quiet_consts
+
+        def tangent_map(v):  # T: the derivative of the n steps; forward mode runs this
+            v_init, v_consts = v
+
+            def advance(carry):
+                i, x, t = carry
+                x, t = jax.jvp(
+                    step,
+                    (x, body_consts),
+                    (x_part.full(t, x), c_part.full(v_consts, body_consts)),
+                )
+                return i + 1, x, x_part.part(t)
+
+            _, _, t_final = lax.while_loop(
+                lambda c: c[0] < count, advance, (jnp.zeros((), jnp.int32), init, v_init)
+            )
+            return t_final, _zeros(v_consts)
+
+        def transposed_map(ct):  # T's transpose: reverse mode runs this
+            ct_final, _ = ct
+            return _reverse_sweep(step, body_consts, saved, count, ct_final, x_part, c_part)
+
+        live = c_part.part(t_consts) + _live(t_init)
+        if not live:  # nothing is differentiated: the tangent is zero
+            return final, x_part.full(_zeros(x_part.part(final)), final)
+        # Every input of the linear map must be a tangent, even where it is zero: `0 * live`.
+        anchor = 0 * jnp.sum(live[0])
+        v_init = x_part.part(_instantiate(t_init, init, anchor))
+        t_final, _ = lax.custom_linear_solve(
+            lambda v: v,
+            (v_init, c_part.part(t_consts)),
+            lambda _, b: tangent_map(b),
+            lambda _, b: transposed_map(b),
+        )
+        return final, x_part.full(t_final, final)
+
+    loop.defjvp(loop_jvp, symbolic_zeros=True)
+    return loop
+
+
+class _Inexact:
+    """The leaves of a tree that carry tangents: floating-point ones (the rest have `float0`),
+    and, given `tangents`, not symbolically zero."""
+
+    def __init__(self, tree, tangents=None):
+        leaves, self.treedef = jax.tree_util.tree_flatten(tree)
+        self.mask = [jnp.issubdtype(jnp.result_type(leaf), jnp.inexact) for leaf in leaves]
+        if tangents is not None:
+            zero = jax.custom_derivatives.SymbolicZero
+            flat = jax.tree_util.tree_leaves(tangents, is_leaf=lambda t: isinstance(t, zero))
+            self.mask = [m and not isinstance(t, zero) for m, t in zip(self.mask, flat)]
+
+    def part(self, tree) -> list:
+        """The tangent-carrying leaves of a tree shaped like this one."""
+        return [leaf for leaf, m in zip(jax.tree_util.tree_leaves(tree), self.mask) if m]
+
+    def full(self, part: list, primal):
+        """Tangents for all of `primal`: `part` where floating, `float0` zeros elsewhere."""
+        part = iter(part)
+        leaves = [
+            next(part) if m else _zero_tangent(p) for p, m in zip(leaves_of(primal), self.mask)
+        ]
+        return jax.tree_util.tree_unflatten(self.treedef, leaves)
+
+
+def leaves_of(tree) -> list:
+    return jax.tree_util.tree_leaves(tree)
+
+
+def _zero_tangent(primal):
+    """The zero tangent of `primal`: zeros for floating point, `float0` otherwise."""
+    dtype = jnp.result_type(primal)
+    if jnp.issubdtype(dtype, jnp.inexact):
+        return jnp.zeros(jnp.shape(primal), dtype)
+    return np.zeros(jnp.shape(primal), jax.dtypes.float0)
+
+
+def _zeros(tree):
+    return jax.tree_util.tree_map(jnp.zeros_like, tree)
+
+
+def _live(tangents) -> list:
+    """The tangent leaves that are not zero (symbolically) and not `float0`."""
+    zero = jax.custom_derivatives.SymbolicZero
+    leaves = jax.tree_util.tree_leaves(tangents, is_leaf=lambda t: isinstance(t, zero))
+    return [t for t in leaves if not isinstance(t, zero) and t.dtype != jax.dtypes.float0]
+
+
+def _instantiate(tangents, primals, anchor):
+    """Symbolically zero tangents (and `float0` ones) as zeros, made from `anchor` (a traced
+    zero) so that they are tangents too."""
+    zero = jax.custom_derivatives.SymbolicZero
+
+    def one(t, p):
+        if isinstance(t, zero) or t.dtype == jax.dtypes.float0:
+            return (jnp.zeros_like(p) + anchor).astype(jnp.result_type(p))
+        return t
+
+    return jax.tree_util.tree_map(one, tangents, primals, is_leaf=lambda t: isinstance(t, zero))
+
+
+def _forward(step, test, consts, init, checkpoints):
+    """Runs the loop; returns (final state, number of steps, the checkpoints kept): a buffer of
+    `checkpoints` states and their step numbers, evenly spaced by a stride that doubles
+    whenever the buffer fills.
+
+    The inner loop runs steps, keeping every `stride`-th state, until the loop ends or the
+    buffer is full; the outer loop then keeps every other checkpoint and doubles the stride
+    (log2(2n/checkpoints) times in all). A state not kept is written to a spare last slot."""
+    k = checkpoints
+    buffer = jax.tree_util.tree_map(
+        lambda x: jnp.zeros((k + 1, *jnp.shape(x)), jnp.result_type(x)), init
+    )
+    indices = jnp.full((k + 1,), -1, jnp.int32)
+
+    def full(c):
+        _, i, _, _, count, stride = c
+        return (i % stride == 0) & (count == k)
+
+    def run(c):
+        x, i, buf, idx, count, stride = c
+        keep = i % stride == 0
+        slot = jnp.where(keep, count, k)
+        buf = jax.tree_util.tree_map(lambda a, v: a.at[slot].set(v), buf, x)
+        return step(x, consts), i + 1, buf, idx.at[slot].set(i), count + keep, stride
+
+    def epoch(c):
+        c = lax.while_loop(lambda c: test(c[0]) & ~full(c), run, c)
+
+        def compact(c):  # keep checkpoints 0, 2s, 4s, ...; the stride doubles
+            x, i, buf, idx, count, stride = c
+            half = k // 2
+            buf = jax.tree_util.tree_map(lambda a: a.at[:half].set(a[: 2 * half : 2]), buf)
+            idx = idx.at[:half].set(idx[: 2 * half : 2]).at[half:k].set(-1)
+            return x, i, buf, idx, jnp.asarray(half, jnp.int32), stride * 2
+
+        return lax.cond(full(c), compact, lambda c: c, c)
+
+    zero = jnp.zeros((), jnp.int32)
+    carry = (init, zero, buffer, indices, zero, jnp.ones((), jnp.int32))
+    final, n, buf, idx, count, _ = lax.while_loop(lambda c: test(c[0]), epoch, carry)
+    return final, n, (buf, idx, count)
+
+
+_BLOCK = 32  # below this many steps, a block of states is recomputed at once and swept back
+
+
+def _reverse_sweep(step, consts, saved, count, ct_final, x_part, c_part):
+    """(cotangent of the initial state, cotangents of the body's live constants): the
+    vector-Jacobian product of all `count` steps, from the last back to the first.
+
+    A stack holds states with their step numbers, starting with the checkpoints. To go back
+    from step i, take the top state j (the nearest at or below i): if i - j is small, recompute
+    the block of states j..i into a buffer and sweep back over it; else recompute the state
+    halfway from j to i and push it (bisection)."""
+    buf, idx, kept = saved  # the last slot is the spare one: never on the stack
+    depth = idx.shape[0] + _BISECTION_DEPTH
+    pad = depth - idx.shape[0]
+    stack = jax.tree_util.tree_map(
+        lambda a: jnp.concatenate([a, jnp.zeros((pad, *a.shape[1:]), a.dtype)]), buf
+    )
+    stack_idx = jnp.concatenate([idx, jnp.full((pad,), -1, jnp.int32)])
+    block = jax.tree_util.tree_map(lambda a: jnp.zeros((_BLOCK, *a.shape[1:]), a.dtype), buf)
+
+    def advance(x, steps):
+        return lax.fori_loop(0, steps, lambda _, x: step(x, consts), x)
+
+    def back_one(x, ct_x, ct_c):
+        out, vjp = jax.vjp(step, x, consts)
+        d_x, d_c = vjp(x_part.full(ct_x, out))
+        return x_part.part(d_x), [a + b for a, b in zip(ct_c, c_part.part(d_c))]
+
+    def body(carry):
+        i, ct_x, ct_c, stack, stack_idx, top = carry
+        j = stack_idx[top - 1]
+        x_j = jax.tree_util.tree_map(lambda a: a[top - 1], stack)
+
+        def sweep_block(_):  # states j..i into the block buffer, then back over them
+            def fill(t, b):
+                x = jax.tree_util.tree_map(lambda a: a[t], b)
+                return jax.tree_util.tree_map(lambda a, v: a.at[t + 1].set(v), b, step(x, consts))
+
+            states = jax.tree_util.tree_map(lambda a, v: a.at[0].set(v), block, x_j)
+            states = lax.fori_loop(0, i - j, fill, states)
+
+            def back(t, c):
+                x = jax.tree_util.tree_map(lambda a: a[i - j - t], states)
+                return back_one(x, *c)
+
+            ct = lax.fori_loop(0, i - j + 1, back, (ct_x, ct_c))
+            return j - 1, *ct, stack, stack_idx, top - 1
+
+        def bisect(_):  # recompute the state halfway from j to i, and push it
+            mid = j + (i - j + 1) // 2
+            x_mid = advance(x_j, mid - j)
+            pushed = jax.tree_util.tree_map(lambda a, v: a.at[top].set(v), stack, x_mid)
+            return i, ct_x, ct_c, pushed, stack_idx.at[top].set(mid), top + 1
+
+        return lax.cond(i - j < _BLOCK, sweep_block, bisect, None)
+
+    carry = (count - 1, ct_final, _zeros(c_part.part(consts)), stack, stack_idx, kept)
+    _, ct_init, ct_consts, *_ = lax.while_loop(lambda c: c[0] >= 0, body, carry)
+    return ct_init, ct_consts
