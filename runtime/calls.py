@@ -3,9 +3,18 @@
 Generated code writes `helper(x)` as `rt__.call(helper, x)`. What is called as it is: functions of
 JAX, NumPy and the standard library, builtins, classes, code already converted (and the functions
 nested in it), and anything marked with `do_not_convert`. Everything else written in Python —
-functions, lambdas, bound methods, `functools.partial` objects, objects with a Python `__call__` —
-is converted by the converter that `transpiler` passes to `caller`, which caches. A function whose
-source cannot be had runs unconverted, with one warning.
+functions, lambdas, bound methods, `functools.partial` objects, objects with a Python `__call__`,
+`jax.custom_jvp`/`custom_vjp` functions (their rules too) — is converted by the converter that
+`transpiler` passes to `caller`, which caches. A function whose source cannot be had runs
+unconverted, with one warning.
+
+One rule covers JAX's transformations and control flow: when library code is called, the user
+functions among its arguments (directly, or as items of a list, tuple or dict argument) are
+converted first. `jax.grad(loss_fn)`, `jax.vmap(f)`, `lax.scan(step, ...)`,
+`lax.switch(i, [f, g], x)`, `jax.tree.map(fn, tree)`, `functools.reduce(fn, xs)` all receive the
+converted functions, so the control flow in them is staged when JAX traces them. Callable objects
+are not converted there: they may be pytrees of data (an Equinox module given to `jax.grad`'s
+result), which conversion would turn into bound methods.
 """
 
 from __future__ import annotations
@@ -17,6 +26,8 @@ import warnings
 import weakref
 from collections.abc import Callable
 
+import jax
+
 from runtime import builtins as builtins_
 from runtime import effects, errors, staging
 
@@ -27,13 +38,15 @@ class ConversionRefused(Exception):
     """Raised by a converter for a function it cannot convert: it is called as written."""
 
 
-def caller(converter: Callable) -> Callable:
+def caller(converter: Callable, is_library: Callable[[object], bool]) -> Callable:
     """The `call` operator of generated code, converting user functions with `converter`.
 
     `converter(fn)` returns the function to call (the converted one, or `fn` itself for library
     code), or raises `ConversionRefused` to leave `fn` unconverted (with one warning).
+    `is_library(fn)` tells library callables, whose function arguments are converted.
     """
     unconvertible: weakref.WeakSet = weakref.WeakSet()  # functions that failed to convert
+    custom_rules = _CustomRules()
     warned: set = set()  # their code objects: one warning each
 
     def convert_function(fn: types.FunctionType):
@@ -62,9 +75,11 @@ def caller(converter: Callable) -> Callable:
         if isinstance(fn, types.MethodType):
             func = resolve(fn.__func__)
             return fn if func is fn.__func__ else types.MethodType(func, fn.__self__)
-        if isinstance(fn, functools.partial):
+        if isinstance(fn, functools.partial):  # jax.tree_util.Partial too: the type is kept
             func = resolve(fn.func)
-            return fn if func is fn.func else functools.partial(func, *fn.args, **fn.keywords)
+            return fn if func is fn.func else type(fn)(func, *fn.args, **fn.keywords)
+        if isinstance(fn, (jax.custom_jvp, jax.custom_vjp)):
+            return custom_rules.get(fn, resolve)
         if isinstance(fn, type) or inspect.isbuiltin(fn) or not callable(fn):
             return fn
         call_method = type(fn).__call__
@@ -73,17 +88,92 @@ def caller(converter: Callable) -> Callable:
             return fn if converted is call_method else types.MethodType(converted, fn)
         return fn
 
+    def resolve_function(value):
+        """`value` converted if it is a user function (not a callable object), else itself."""
+        if isinstance(value, types.MethodType):
+            if not isinstance(value.__func__, types.FunctionType):
+                return value
+        elif not isinstance(
+            value, (types.FunctionType, functools.partial, jax.custom_jvp, jax.custom_vjp)
+        ):
+            return value
+        resolved = resolve(value)
+        if resolved is not value and staging.trackers():
+            effects.called(resolved)
+        return resolved
+
+    def resolve_argument(value):
+        if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+            items = [resolve_function(item) for item in value]
+            if any(new is not old for new, old in zip(items, value)):
+                return type(value)(items)
+            return value
+        if type(value) is dict:
+            items = {key: resolve_function(item) for key, item in value.items()}
+            if any(items[key] is not item for key, item in value.items()):
+                return items
+            return value
+        return resolve_function(value)
+
     def call(fn, /, *args, **kwargs):
-        """`fn(*args, **kwargs)`, with `fn` converted first if it is user code."""
+        """`fn(*args, **kwargs)`, with `fn` converted first if it is user code, and the user
+        functions given to it converted if it is library code."""
         if isinstance(fn, (type, types.BuiltinFunctionType)):
             # A builtin reached under another name (`r = range; r(n)`): its staged version.
-            return builtins_.STAGED.get(fn, fn)(*args, **kwargs)
-        resolved = resolve(fn)
-        if staging.trackers():  # a staged block is being traced: it must watch what fn reaches
-            effects.called(resolved)
+            fn = builtins_.STAGED.get(fn, fn)
+            resolved = fn
+        else:
+            resolved = resolve(fn)
+            if staging.trackers():  # a staged block is being traced: watch what fn reaches
+                effects.called(resolved)
+        if resolved is fn and is_library(fn):
+            args = tuple(resolve_argument(arg) for arg in args)
+            kwargs = {name: resolve_argument(value) for name, value in kwargs.items()}
         return resolved(*args, **kwargs)
 
     return call
+
+
+class _CustomRules:
+    """`jax.custom_jvp`/`custom_vjp` functions remade from their converted parts, once each.
+
+    The remade function is cached on the original, keyed by the parts it was made from: a rule
+    defined after the first call (`f.defjvp(...)` later) makes a new one.
+    """
+
+    def __init__(self):
+        self._made: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def get(self, fn, resolve: Callable):
+        names = ("fun", "jvp") if isinstance(fn, jax.custom_jvp) else ("fun", "fwd", "bwd")
+        parts = tuple(getattr(fn, name, None) for name in names)
+        made = self._made.get(fn)
+        if made is not None and all(a is b for a, b in zip(made[0], parts)):
+            return made[1]
+        converted = [part if part is None else resolve(part) for part in parts]
+        if all(a is b for a, b in zip(converted, parts)):
+            remade = fn
+        else:
+            remade = _remake(fn, *converted)
+        self._made[fn] = (parts, remade)
+        return remade
+
+
+def _remake(fn, fun, *rules):
+    kind = type(fn)
+    remade = kind(fun, nondiff_argnums=fn.nondiff_argnums)
+    functools.update_wrapper(remade, fn.__wrapped__)
+    if isinstance(fn, jax.custom_jvp):
+        (jvp,) = rules
+        if jvp is not None:
+            remade.defjvp(jvp, symbolic_zeros=fn.symbolic_zeros)
+    else:
+        fwd, bwd = rules
+        if fwd is not None:
+            remade.defvjp(
+                fwd, bwd, symbolic_zeros=fn.symbolic_zeros, optimize_remat=fn.optimize_remat
+            )
+    return remade
 
 
 class Runtime(types.SimpleNamespace):

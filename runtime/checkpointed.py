@@ -73,7 +73,7 @@ def _loop(body, quiet, cond, checkpoints):
 
     def loop_jvp(primals, tangents):
         body_consts, quiet_consts, cond_consts, init = primals
-        _, t_consts, _, t_init = tangents  # derivatives go through the quiet body's constants
+        _, t_consts, _, t_init = _as_arrays(tangents)  # derivatives: by the quiet body's consts
         # The state's tangents are those of its floating-point leaves; the constants', those
         # that are not zero (not differentiated by): T is linear in exactly those.
         x_part = _Inexact(init)
@@ -165,6 +165,16 @@ def _zero_tangent(primal):
     if jnp.issubdtype(dtype, jnp.inexact):
         return jnp.zeros(jnp.shape(primal), dtype)
     return np.zeros(jnp.shape(primal), jax.dtypes.float0)
+
+
+def _as_arrays(tangents):
+    """Tangents with Python numbers (JAX passes some for Python-number primals) as arrays."""
+    zero = jax.custom_derivatives.SymbolicZero
+    return jax.tree_util.tree_map(
+        lambda t: t if isinstance(t, zero) else jnp.asarray(t),
+        tangents,
+        is_leaf=lambda t: isinstance(t, zero),
+    )
 
 
 def _zeros(tree):

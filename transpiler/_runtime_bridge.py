@@ -15,6 +15,7 @@ import runtime
 from runtime import calls as runtime_calls
 from runtime import errors as runtime_errors
 from runtime import staging as runtime_staging
+from transpiler import libraries
 
 GENERATED_SUFFIX = runtime_errors.GENERATED_SUFFIX
 source_map_footer = runtime_errors.source_map_footer
@@ -25,7 +26,7 @@ def namespace(converter: Callable) -> runtime_calls.Runtime:
     """What generated code sees as `rt__`: the runtime's operators, with a `call` that converts
     the user functions it reaches through `converter`."""
     operators = {name: getattr(runtime, name) for name in runtime.__all__}
-    operators["call"] = runtime_calls.caller(converter)
+    operators["call"] = runtime_calls.caller(converter, libraries.is_library)
     return runtime_calls.Runtime(**operators)
 
 

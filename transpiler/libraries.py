@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import inspect
 import os
 import sysconfig
 import types
@@ -51,3 +52,38 @@ def _package_directories() -> tuple[str, ...]:
         for location in (spec.submodule_search_locations or []) if spec else []:
             found.append(os.path.realpath(location) + os.sep)
     return tuple(found)
+
+
+# Parameter names that, by the convention of JAX, NumPy and Python itself, receive functions.
+_FUNCTION_PARAMETERS = frozenset(
+    {"fun", "f", "fn", "func", "pyfunc", "function", "body_fun", "cond_fun", "true_fun"}
+    | {"false_fun", "branches", "callback", "key", "computation", "fwd", "bwd", "jvp"}
+)
+
+
+def takes_functions(value) -> bool | None:
+    """Whether the library callable `value` declares a parameter that receives functions (one
+    annotated `Callable`, or named as JAX names them: `fun`, `body_fun`, `branches`, `key`, ...).
+
+    None when its signature cannot be had (`map`, `functools.reduce`): the caller must judge by
+    the arguments.
+    """
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        return None
+    return any(
+        "Callable" in str(parameter.annotation) or parameter.name in _FUNCTION_PARAMETERS
+        for parameter in signature.parameters.values()
+    )
+
+
+def is_user_function(value) -> bool:
+    """Whether `value` is a function written in user code (one that converted code converts when
+    it is given to library code): a function, bound method or partial of one, or a JAX
+    custom-derivative function."""
+    while isinstance(value, (functools.partial, types.MethodType)):
+        value = value.func if isinstance(value, functools.partial) else value.__func__
+    if type(value).__name__ in ("custom_jvp", "custom_vjp") and is_library(type(value)):
+        return True
+    return isinstance(value, types.FunctionType) and not is_library(value)

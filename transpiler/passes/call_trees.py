@@ -8,7 +8,16 @@
 
 Calls whose target resolves, at conversion time, to library code (a global naming a JAX, NumPy or
 standard-library module or function, or a builtin) are left alone, which keeps the generated
-source readable; everything else is decided by `rt__.call` when it runs.
+source readable; everything else is decided by `rt__.call` when it runs. The exception is library
+code that may be given a user function, which `rt__.call` converts before passing it on:
+
+    g = jax.grad(loss_fn)              ->   g = rt__.call(jax.grad, loss_fn)
+    ys = list(map(lambda v: v * 2, xs))  ->   ys = list(rt__.call(map, lambda v: v * 2, xs))
+
+A library call goes through `rt__.call` when its target declares a parameter for functions
+(`libraries.takes_functions`), or, for targets without a signature (`map`, `functools.reduce`),
+when an argument may be a function: a lambda, a nested `def`, a global user function, or a
+parameter of the function given first (the function-first convention of `map` and `reduce`).
 """
 
 from __future__ import annotations
@@ -57,21 +66,35 @@ class _CallTrees(Transformer):
         self.freevars = freevars
         self.convert_calls = convert_calls
         self.local_names: list[frozenset[str]] = []
+        self.function_names: list[frozenset[str]] = []  # locals bound to a def or a lambda
+        self.unknown_names: list[frozenset[str]] = []  # parameters: any value at all
         self.self_name: str | None = None  # the method's first parameter, for `super()`
 
     def visit_FunctionDef(self, node):
         if not self.local_names and "__class__" in self.freevars and node.args.args:
             self.self_name = node.args.args[0].id
-        self.local_names.append(activity.local_names(node))
+        self._enter(node, _function_names(node.body), activity.params_of(node.args))
         node.body = [self.visit(stmt) for stmt in node.body]
-        self.local_names.pop()
+        self._leave()
         return node
 
     def visit_Lambda(self, node):
-        self.local_names.append(activity.params_of(node.args))
+        params = activity.params_of(node.args)
+        self._enter(node, frozenset(), params)
         node.body = self.visit(node.body)
-        self.local_names.pop()
+        self._leave()
         return node
+
+    def _enter(self, node, function_names: frozenset[str], params: frozenset[str]) -> None:
+        local = params if isinstance(node, gast.Lambda) else activity.local_names(node)
+        self.local_names.append(local)
+        self.function_names.append(function_names)
+        self.unknown_names.append(params if self.unknown_names else params | self.freevars)
+
+    def _leave(self) -> None:
+        self.local_names.pop()
+        self.function_names.pop()
+        self.unknown_names.pop()
 
     def visit_Call(self, node):
         node = self.generic_visit(node)
@@ -85,11 +108,16 @@ class _CallTrees(Transformer):
             if func.id in _NEVER_WRAPPED or func.id.startswith(RUNTIME):
                 return node
             if self._is_builtin(func.id):
-                if func.id not in STAGED_BUILTINS:
+                if func.id in STAGED_BUILTINS:
+                    node.func = templates.replace_as_expression(f"{RUNTIME}.{func.id}_")
                     return node
-                node.func = templates.replace_as_expression(f"{RUNTIME}.{func.id}_")
-                return node
-        if not self.convert_calls or self._is_library(func) or _root_name(func) == RUNTIME:
+                target = getattr(builtins, func.id)
+                if not (self.convert_calls and self._given_functions(target, node)):
+                    return node
+        if not self.convert_calls or _root_name(func) == RUNTIME:
+            return node
+        library = self._library_value(func)
+        if library is not _UNKNOWN and not self._given_functions(library, node):
             return node
         call = templates.replace_as_expression(f"{RUNTIME}.call(func)", func=func)
         call.args += node.args
@@ -102,23 +130,76 @@ class _CallTrees(Transformer):
     def _is_builtin(self, name: str) -> bool:
         return not self._is_local(name) and name not in self.globals and hasattr(builtins, name)
 
-    def _is_library(self, func: gast.expr) -> bool:
-        """Whether `func` is a global (or an attribute path from one) that is library code."""
+    def _library_value(self, func: gast.expr):
+        """The library code that `func` names (a global, or an attribute path from one), or
+        _UNKNOWN when it is not library code or cannot be resolved now."""
+        value = self._global_value(func)
+        return value if value is not _UNKNOWN and libraries.is_library(value) else _UNKNOWN
+
+    def _global_value(self, node: gast.expr):
+        """The value of a global name or attribute path now, or _UNKNOWN."""
         path = []
-        while isinstance(func, gast.Attribute):
-            path.append(func.attr)
-            func = func.value
-        if not isinstance(func, gast.Name) or self._is_local(func.id):
-            return False
-        if func.id not in self.globals:
-            return False
-        value = self.globals[func.id]
+        while isinstance(node, gast.Attribute):
+            path.append(node.attr)
+            node = node.value
+        if not isinstance(node, gast.Name) or self._is_local(node.id):
+            return _UNKNOWN
+        if node.id not in self.globals:
+            return _UNKNOWN
+        value = self.globals[node.id]
         # Follow module attributes (`jax.numpy.sum`): a module's contents are fixed enough.
         for attr in reversed(path):
             if not libraries.is_library(value) or not hasattr(value, attr):
-                break
+                return _UNKNOWN
             value = getattr(value, attr)
-        return libraries.is_library(value)
+        return value
+
+    def _given_functions(self, library, node: gast.Call) -> bool:
+        """Whether the call `node` of library code may pass it a user function."""
+        declared = libraries.takes_functions(library)
+        if declared is not None:
+            return declared
+        arguments = [*node.args, *(keyword.value for keyword in node.keywords)]
+        if arguments and self._is_unknown(arguments[0]):
+            return True  # function-first: map(fn, xs), functools.reduce(fn, xs)
+        return any(self._may_be_function(argument) for argument in arguments)
+
+    def _is_unknown(self, node: gast.expr) -> bool:
+        if isinstance(node, gast.Starred):
+            node = node.value
+        return (
+            isinstance(node, gast.Name)
+            and node.id != self.self_name
+            and any(node.id in scope for scope in self.unknown_names)
+        )
+
+    def _may_be_function(self, node: gast.expr) -> bool:
+        if isinstance(node, gast.Starred):
+            return self._may_be_function(node.value)
+        if isinstance(node, gast.Lambda):
+            return True
+        if isinstance(node, (gast.List, gast.Tuple, gast.Set)):
+            return any(self._may_be_function(item) for item in node.elts)
+        if isinstance(node, gast.Dict):
+            return any(self._may_be_function(item) for item in node.values)
+        if isinstance(node, gast.Name) and any(node.id in s for s in self.function_names):
+            return True
+        value = self._global_value(node)
+        return value is not _UNKNOWN and libraries.is_user_function(value)
+
+
+_UNKNOWN = object()
+
+
+def _function_names(body: list[gast.stmt]) -> frozenset[str]:
+    """The names a function body binds to a nested `def` or a lambda."""
+    names = set()
+    for node in activity.walk_scope(body):
+        if isinstance(node, gast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, gast.Assign) and isinstance(node.value, gast.Lambda):
+            names.update(t.id for t in node.targets if isinstance(t, gast.Name))
+    return frozenset(names)
 
 
 def _root_name(func: gast.expr) -> str | None:

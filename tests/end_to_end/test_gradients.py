@@ -1,0 +1,268 @@
+"""Reverse-mode gradients through data-dependent loops, as model code writes them.
+
+Every program here has a `while` (or a `for` over a traced range) whose trip count depends on the
+data, staged as a `lax.while_loop` that `jax.grad` goes through by recomputing from checkpoints.
+Each gradient of the converted function, compiled, is compared with
+
+  (a) `jax.grad` of the plain function run eagerly (Python runs its loops: the reference), and
+  (b) central finite differences of the plain function in float64,
+
+with x64 enabled inside the test. Finite differences take the derivative of the program as it
+computes (a fixed number of iterations near the point), which is what reverse mode gives.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import transpiler
+from tests.end_to_end.checks import assert_tree_close
+
+# --- the programs, written as users write them --------------------------------------------------
+
+
+def newton_cube_root(a):
+    x = a
+    while abs(x * x * x - a) > 1e-12:
+        x = x - (x * x * x - a) / (3.0 * x * x)
+    return x
+
+
+def _vector_field(k, y):
+    return -k * y + jnp.sin(y)
+
+
+def adaptive_heun(k, y0):
+    """Heun's method with an Euler error estimate: steps that miss the tolerance are retried
+    with half the step size."""
+    t, y, dt = 0.0, y0, 0.3
+    while t < 1.0:
+        dt = min(dt, 1.0 - t)
+        k1 = _vector_field(k, y)
+        k2 = _vector_field(k, y + dt * k1)
+        y_low = y + dt * k1
+        y_high = y + 0.5 * dt * (k1 + k2)
+        error = jnp.max(jnp.abs(y_high - y_low))
+        if error < 1e-3:
+            t = t + dt
+            y = y_high
+            dt = dt * 1.5
+        else:
+            dt = dt * 0.5
+    return jnp.sum(y * y)
+
+
+def bisection_cube_root(theta):
+    lo, hi = 0.0, theta
+    while hi - lo > 1e-4 * theta:
+        mid = 0.5 * (lo + hi)
+        if mid * mid * mid > 2.0:
+            hi = mid
+        else:
+            lo = mid
+    return 0.5 * (lo + hi) * theta
+
+
+def power_iteration(m):
+    a = m.T @ m
+    v = jnp.ones(a.shape[0]) / np.sqrt(a.shape[0])
+    eigenvalue, previous = 0.0, np.inf
+    while abs(eigenvalue - previous) > 1e-10 * abs(eigenvalue):
+        w = a @ v
+        previous, eigenvalue = eigenvalue, v @ w
+        v = w / jnp.linalg.norm(w)
+    return eigenvalue
+
+
+def rnn_loss(w, xs, length):
+    h = jnp.zeros(w.shape[0])
+    for t in range(length):
+        h = jnp.tanh(w @ h + xs[t])
+    return jnp.sum(h * h)
+
+
+def kmeans_inertia(points, centroids):
+    assignment = jnp.full(points.shape[0], -1)
+    while True:
+        distances = jnp.sum((points[:, None, :] - centroids[None, :, :]) ** 2, axis=-1)
+        new_assignment = jnp.argmin(distances, axis=1)
+        members = jax.nn.one_hot(new_assignment, centroids.shape[0])
+        counts = jnp.maximum(jnp.sum(members, axis=0), 1.0)
+        centroids = (members.T @ points) / counts[:, None]
+        if jnp.all(new_assignment == assignment):
+            break
+        assignment = new_assignment
+    return jnp.sum((points - centroids[assignment]) ** 2)
+
+
+def beam_search(w, h0):
+    """Beam search (3 beams, vocabulary of 4, token 0 ends a beam) until every beam has ended."""
+    vocabulary = w.shape[1]
+    scores = jnp.array([0.0, -1e9, -1e9])
+    hidden = jnp.tile(h0, (3, 1))
+    finished = jnp.zeros(3, dtype=bool)
+    step = 0
+    while not jnp.all(finished) and step < 12:
+        log_probs = jax.nn.log_softmax(hidden @ w)
+        only_end = jnp.where(jnp.arange(vocabulary) == 0, 0.0, -1e9)
+        log_probs = jnp.where(finished[:, None], only_end, log_probs)
+        candidates = (scores[:, None] + log_probs).reshape(-1)
+        scores, index = jax.lax.top_k(candidates, 3)
+        parent, token = index // vocabulary, index % vocabulary
+        hidden = jnp.tanh(hidden[parent] + w[:, token].T)
+        finished = finished[parent] | (token == 0)
+        step += 1
+    return scores, step
+
+
+def beam_search_score(w, h0):
+    scores, steps = beam_search(w, h0)
+    return jnp.max(scores) + 0.01 * steps
+
+
+class Particle(NamedTuple):
+    position: jax.Array
+    velocity: jax.Array
+
+
+def spring_energy(k, x0):
+    state = {"particle": Particle(x0, jnp.zeros_like(x0)), "work": 0.0, "t": 0.0}
+    while state["t"] < 1.0 and state["work"] < 50.0:
+        p = state["particle"]
+        velocity = p.velocity - 0.05 * k * p.position
+        position = p.position + 0.05 * velocity
+        state = {
+            "particle": Particle(position, velocity),
+            "work": state["work"] + jnp.sum(velocity * velocity),
+            "t": state["t"] + 0.05,
+        }
+    return jnp.sum(state["particle"].position) + state["work"]
+
+
+# --- the check ----------------------------------------------------------------------------------
+
+
+def _finite_differences(fn, args, argnum, h):
+    x = np.asarray(args[argnum], dtype=np.float64)
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[i] = h
+        up = [*args]
+        down = [*args]
+        up[argnum], down[argnum] = jnp.asarray(x + step), jnp.asarray(x - step)
+        grad[i] = (float(fn(*up)) - float(fn(*down))) / (2 * h)
+    return grad
+
+
+def check_gradient(fn, *args, argnum=0, h=1e-6, rtol=1e-5):
+    """The converted gradient, compiled, equals the eager gradient and finite differences."""
+    with jax.enable_x64(True):
+        args = [jnp.asarray(a, jnp.float64) if np.asarray(a).dtype.kind == "f" else a for a in args]
+        converted = jax.jit(jax.grad(transpiler.convert(fn), argnums=argnum))(*args)
+        eager = jax.grad(fn, argnums=argnum)(*args)
+        assert_tree_close(converted, eager, rtol=1e-9, atol=1e-9)
+        numeric = _finite_differences(fn, args, argnum, h)
+        assert_tree_close(converted, numeric, rtol=rtol, atol=rtol)
+        return converted
+
+
+def test_newton():
+    grad = check_gradient(newton_cube_root, 5.0)
+    np.testing.assert_allclose(np.asarray(grad), 5.0 ** (-2 / 3) / 3, rtol=1e-8)
+
+
+def test_adaptive_ode_with_step_rejection():
+    check_gradient(adaptive_heun, 0.7, np.array([1.0, -0.5, 2.0]))
+    check_gradient(adaptive_heun, 0.7, np.array([1.0, -0.5, 2.0]), argnum=1)
+
+
+def test_bisection():
+    grad = check_gradient(bisection_cube_root, 3.0)
+    assert abs(float(grad)) > 1.0  # the bounds carry the derivative: it is not zero
+
+
+def test_power_iteration_until_convergence():
+    m = np.random.default_rng(0).normal(size=(4, 4))
+    check_gradient(power_iteration, m)
+
+
+def test_rnn_over_a_traced_sequence_length():
+    rng = np.random.default_rng(1)
+    w, xs = 0.5 * rng.normal(size=(3, 3)), rng.normal(size=(6, 3))
+    check_gradient(rnn_loss, w, xs, jnp.int32(4))
+    check_gradient(rnn_loss, w, xs, jnp.int32(6), argnum=1)
+
+
+def test_kmeans_while_true_break():
+    rng = np.random.default_rng(2)
+    points = np.concatenate([rng.normal(size=(5, 2)), rng.normal(size=(5, 2)) + 4.0])
+    check_gradient(kmeans_inertia, points, points[[0, 9]] + 0.1)
+
+
+def test_beam_search_until_all_beams_end():
+    w = np.random.default_rng(1).normal(size=(3, 4))  # every beam ends after 3 steps
+    with jax.enable_x64(True):
+        _, steps = beam_search(jnp.asarray(w), jnp.ones(3))
+    assert steps == 3  # the loop stops because every beam has ended, not at the limit
+    check_gradient(beam_search_score, w, np.ones(3))
+
+
+def test_pytree_loop_state_dict_and_namedtuple():
+    check_gradient(spring_energy, 2.0, np.array([0.5, -1.0]))
+    check_gradient(spring_energy, 2.0, np.array([0.5, -1.0]), argnum=1)
+
+
+# --- forward mode and vmap through nested staged loops ------------------------------------------
+
+
+def nested_loops(x, n):
+    """A `while` inside a `for` over a traced range inside a `while`."""
+    total = 0.0
+    rounds = 0
+    while total < 40.0 and rounds < 4:
+        for j in range(n):
+            y = x
+            while y < 6.0:
+                y = y * 1.5 + 0.1 * j
+            total = total + y * x
+        rounds += 1
+    return total
+
+
+@pytest.mark.parametrize("x", [0.7, 2.5])
+def test_nested_staged_loops_under_every_transformation(x):
+    converted = transpiler.convert(nested_loops)
+    n = jnp.int32(3)
+    x = jnp.float32(x)
+    expected_value, expected_tangent = jax.jvp(lambda v: nested_loops(v, n), (x,), (1.0,))
+    value, tangent = jax.jit(lambda v: jax.jvp(lambda u: converted(u, n), (v,), (1.0,)))(x)
+    np.testing.assert_allclose([value, tangent], [expected_value, expected_tangent], rtol=1e-5)
+    np.testing.assert_allclose(jax.jit(jax.jacfwd(converted))(x, n), expected_tangent, rtol=1e-5)
+    np.testing.assert_allclose(jax.jit(jax.grad(converted))(x, n), expected_tangent, rtol=1e-5)
+    xs = jnp.array([0.7, 2.5, 1.1])
+    batched = jax.jit(jax.vmap(jax.grad(converted), in_axes=(0, None)))(xs, n)
+    eager = [jax.grad(nested_loops)(v, n) for v in xs]
+    np.testing.assert_allclose(batched, eager, rtol=1e-5)
+
+
+def test_checkpoint_count_option_changes_nothing_but_memory():
+    def long_loop(x, n):
+        i = 0
+        while i < n:
+            transpiler.loop_options(checkpoints=4)
+            x = jnp.sin(x) * 1.01
+            i += 1
+        return jnp.sum(x)
+
+    def scanned(x, n):
+        return jnp.sum(jax.lax.scan(lambda c, _: (jnp.sin(c) * 1.01, None), x, None, length=n)[0])
+
+    x = jnp.linspace(-1.0, 1.0, 4)
+    actual = jax.jit(jax.grad(transpiler.convert(long_loop)))(x, jnp.int32(300))
+    np.testing.assert_allclose(actual, jax.grad(scanned)(x, 300), rtol=1e-5)
