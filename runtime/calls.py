@@ -14,7 +14,9 @@ converted first. `jax.grad(loss_fn)`, `jax.vmap(f)`, `lax.scan(step, ...)`,
 `lax.switch(i, [f, g], x)`, `jax.tree.map(fn, tree)`, `functools.reduce(fn, xs)` all receive the
 converted functions, so the control flow in them is staged when JAX traces them. Callable objects
 are not converted there: they may be pytrees of data (an Equinox module given to `jax.grad`'s
-result), which conversion would turn into bound methods.
+result), which conversion would turn into bound methods. `lax.while_loop` (and `lax.fori_loop`
+with traced bounds) called from converted code is the reverse-differentiable loop of
+`runtime.checkpointed`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import Callable
 import jax
 
 from runtime import builtins as builtins_
-from runtime import effects, errors, staging
+from runtime import checkpointed, effects, errors, staging
 
 _DO_NOT_CONVERT = "__transpiler_do_not_convert__"  # set by transpiler.do_not_convert
 
@@ -127,11 +129,22 @@ def caller(converter: Callable, is_library: Callable[[object], bool]) -> Callabl
             if staging.trackers():  # a staged block is being traced: watch what fn reaches
                 effects.called(resolved)
         if resolved is fn and is_library(fn):
+            resolved = _REVERSIBLE.get(fn, fn)
             args = tuple(resolve_argument(arg) for arg in args)
             kwargs = {name: resolve_argument(value) for name, value in kwargs.items()}
         return resolved(*args, **kwargs)
 
     return call
+
+
+# `lax` loops whose reverse-mode derivative JAX does not have: converted code calls this
+# module's versions, the same loops when nobody differentiates them.
+_REVERSIBLE = types.MappingProxyType(
+    {
+        jax.lax.while_loop: checkpointed.lax_while_loop,
+        jax.lax.fori_loop: checkpointed.lax_fori_loop,
+    }
+)
 
 
 class _CustomRules:

@@ -51,6 +51,30 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOIN
     return loop(body.consts, quiet.consts, cond.consts, init)
 
 
+def lax_while_loop(cond_fun, body_fun, init_val):
+    """What converted code calls for `lax.while_loop`: the same loop, differentiable in reverse
+    mode too."""
+    return while_loop(cond_fun, body_fun, init_val)
+
+
+def lax_fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
+    """What converted code calls for `lax.fori_loop`: with Python bounds it is `lax.fori_loop`
+    (a scan, reverse-differentiable already); with traced bounds, where JAX would make it a
+    `lax.while_loop`, it is this module's loop instead."""
+    if not (staging.is_staged(lower) or staging.is_staged(upper)):
+        return lax.fori_loop(lower, upper, body_fun, init_val, unroll=unroll)
+    dtype = jnp.result_type(lower, upper)
+    upper = jnp.asarray(upper, dtype)
+
+    def body(carry):
+        i, x = carry
+        return i + 1, body_fun(i, x)
+
+    start = (jnp.asarray(lower, dtype), init_val)
+    _, final = while_loop(lambda carry: carry[0] < upper, body, start)
+    return final
+
+
 class _Traced:
     """A function of the loop state, traced once: its jaxpr, and the values it closes over (made
     explicit arguments, so that derivatives by them, say parameters, are taken)."""

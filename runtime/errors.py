@@ -152,3 +152,19 @@ def user_frames_note(tb: types.TracebackType | None) -> str | None:
     filename, lineno = found
     text = linecache.getline(filename, lineno).strip()
     return f"while running converted code at {_display(filename)}:{lineno}: {text}"
+
+
+_REVERSE_WHILE = "Reverse-mode differentiation does not work for lax.while_loop"
+
+
+def fix_note(error: BaseException) -> str | None:
+    """What to do about a JAX error that converted code can avoid, as a note; None otherwise."""
+    if _REVERSE_WHILE in str(error):
+        return (
+            "the lax.while_loop without a reverse-mode derivative is in code called as it is "
+            "(a library function, or one marked do_not_convert): converted code's own loops, "
+            "Python `while`s and the `lax.while_loop`/`fori_loop` it calls, are "
+            "reverse-differentiable. Write that loop in the converted function, or call it "
+            "through converted code, or use jax.jvp/jax.jacfwd (forward mode) for it."
+        )
+    return None

@@ -53,6 +53,9 @@ def _add_user_location(e: BaseException) -> None:
     note = runtime_errors.user_frames_note(e.__traceback__)
     if note is not None and hasattr(e, "add_note"):
         e.add_note(note)
+        fix = runtime_errors.fix_note(e)
+        if fix is not None:
+            e.add_note(fix)
         e._transpiler_noted = True
 
 

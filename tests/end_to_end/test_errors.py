@@ -251,3 +251,18 @@ def test_function_without_source():
 def test_non_function_is_rejected():
     with pytest.raises(transpiler.ConversionError, match="it is a PjitFunction|not a Python"):
         transpiler.convert(jax.jit(abs))
+
+
+def test_reverse_mode_through_a_library_while_loop_names_the_line_and_the_fix():
+    @transpiler.do_not_convert
+    def library_solver(x):
+        return jax.lax.while_loop(lambda v: v < 10.0, lambda v: v * 1.5, x)
+
+    def train_step(x):
+        return jax.grad(library_solver)(x)
+
+    with pytest.raises(ValueError) as info:
+        jax.jit(transpiler.convert(train_step))(jnp.float32(1.0))
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "test_errors.py" in notes and "jax.grad(library_solver)(x)" in notes
+    assert "Write that loop in the converted function" in notes

@@ -329,3 +329,28 @@ def test_train_step_with_value_and_grad_equals_the_eager_run():
     assert_tree_close(losses, eager_losses, rtol=1e-5, atol=1e-6)
     assert_tree_close(params, eager_params, rtol=1e-5, atol=1e-6)
     assert eager_losses[-1] < eager_losses[0]  # it trains
+
+
+def test_explicit_lax_loops_in_converted_code_are_reverse_differentiable():
+    """JAX has no reverse-mode derivative for `lax.while_loop` (nor `fori_loop` with traced
+    bounds); called from converted code they are the checkpointed loop, which has one."""
+
+    def explicit_loops(x, n):
+        y = lax.while_loop(lambda v: v < 10.0, lambda v: v * 1.5, x)
+        return lax.fori_loop(0, n, lambda i, v: v * 1.1 + i, y)
+
+    def python_loops(x, n):
+        while x < 10.0:
+            x = x * 1.5
+        for i in range(n):
+            x = x * 1.1 + i
+        return x
+
+    program = transpiler.convert(explicit_loops)
+    for x in (0.7, 3.0, 12.0):
+        expected = jax.grad(python_loops)(x, 4)
+        actual = jax.jit(jax.grad(program))(jnp.float32(x), jnp.int32(4))
+        np.testing.assert_allclose(actual, expected, rtol=1e-5)
+        assert float(jax.jit(program)(x, 4)) == pytest.approx(float(python_loops(x, 4)), 1e-6)
+    static_bounds = jax.jit(jax.grad(transpiler.convert(lambda x: explicit_loops(x, 3))))
+    np.testing.assert_allclose(static_bounds(2.0), jax.grad(python_loops)(2.0, 3), rtol=1e-5)
