@@ -138,11 +138,17 @@ def _bounded_while(test, body, state, names, site, max_iterations):
 
     carry = Carry(state, names, site, probe=step, trip_count=max_iterations)
 
-    def scan_body(dynamic, _):
+    # Saving everything: no recomputation. Under `jax.checkpoint` the values the body closes
+    # over (parameters) stay loop-invariant; saved through the mask's `lax.cond`, they would be
+    # stored once per iteration (a 64x64 matrix, 1000 iterations: 16 MB instead of 0.8 MB).
+    @functools.partial(jax.checkpoint, policy=jax.checkpoint_policies.everything_saveable)
+    def masked_step(dynamic):
         with staging.tracing_loop(max_iterations):
-            return carry.check(step(carry.merge(staging.fresh(dynamic))), dynamic), None
+            return carry.check(step(carry.merge(staging.fresh(dynamic))), dynamic)
 
-    final, _ = lax.scan(scan_body, carry.init, None, length=max_iterations)
+    final, _ = lax.scan(
+        lambda dynamic, _: (masked_step(dynamic), None), carry.init, None, length=max_iterations
+    )
     return carry.finish(final)
 
 
