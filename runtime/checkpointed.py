@@ -230,37 +230,39 @@ def _forward(step, test, consts, init, checkpoints):
     `checkpoints` states and their step numbers, evenly spaced by a stride that doubles
     whenever the buffer fills.
 
-    The inner loop runs steps, keeping every `stride`-th state, until the loop ends or the
-    buffer is full; the outer loop then keeps every other checkpoint and doubles the stride
-    (log2(2n/checkpoints) times in all). A state not kept is written to a spare last slot."""
+    The middle loop keeps a state, then runs `stride` steps (the inner loop, which carries
+    only the state), until the loop ends or the buffer is full; the outer loop then keeps
+    every other checkpoint and doubles the stride (log2(2n/checkpoints) times in all)."""
     k = checkpoints
     buffer = jax.tree_util.tree_map(
-        lambda x: jnp.zeros((k + 1, *jnp.shape(x)), jnp.result_type(x)), init
+        lambda x: jnp.zeros((k, *jnp.shape(x)), jnp.result_type(x)), init
     )
-    indices = jnp.full((k + 1,), -1, jnp.int32)
+    indices = jnp.full((k,), -1, jnp.int32)
 
-    def full(c):
-        _, i, _, _, count, stride = c
-        return (i % stride == 0) & (count == k)
+    def stride_of_steps(c):  # the hot loop: it carries only the state and the step number
+        x, i, stop = c
+        return step(x, consts), i + 1, stop
 
-    def run(c):
+    def checkpoint_and_run(c):  # keep the state, then run up to `stride` steps
         x, i, buf, idx, count, stride = c
-        keep = i % stride == 0
-        slot = jnp.where(keep, count, k)
-        buf = jax.tree_util.tree_map(lambda a, v: a.at[slot].set(v), buf, x)
-        return step(x, consts), i + 1, buf, idx.at[slot].set(i), count + keep, stride
+        buf = jax.tree_util.tree_map(lambda a, v: a.at[count].set(v), buf, x)
+        idx = idx.at[count].set(i)
+        x, i, _ = lax.while_loop(
+            lambda c: (c[1] < c[2]) & test(c[0]), stride_of_steps, (x, i, i + stride)
+        )
+        return x, i, buf, idx, count + 1, stride
 
     def epoch(c):
-        c = lax.while_loop(lambda c: test(c[0]) & ~full(c), run, c)
+        c = lax.while_loop(lambda c: test(c[0]) & (c[4] < k), checkpoint_and_run, c)
 
         def compact(c):  # keep checkpoints 0, 2s, 4s, ...; the stride doubles
             x, i, buf, idx, count, stride = c
             half = k // 2
             buf = jax.tree_util.tree_map(lambda a: a.at[:half].set(a[: 2 * half : 2]), buf)
-            idx = idx.at[:half].set(idx[: 2 * half : 2]).at[half:k].set(-1)
+            idx = idx.at[:half].set(idx[: 2 * half : 2]).at[half:].set(-1)
             return x, i, buf, idx, jnp.asarray(half, jnp.int32), stride * 2
 
-        return lax.cond(full(c), compact, lambda c: c, c)
+        return lax.cond(test(c[0]), compact, lambda c: c, c)
 
     zero = jnp.zeros((), jnp.int32)
     carry = (init, zero, buffer, indices, zero, jnp.ones((), jnp.int32))
@@ -277,10 +279,11 @@ def _reverse_sweep(step, consts, saved, count, ct_final, x_part, c_part):
 
     A stack holds states with their step numbers, starting with the checkpoints. To go back
     from step i, take the top state j (the nearest at or below i): if i - j is small, recompute
-    the block of states j..i into a buffer and sweep back over it; else recompute the state
-    halfway from j to i and push it (bisection)."""
-    buf, idx, kept = saved  # the last slot is the spare one: never on the stack
-    depth = idx.shape[0] + _BISECTION_DEPTH
+    the block of states from the lowest stacked state less than a block below i up to i into a
+    buffer, sweep back over it and pop those states; else recompute the state halfway from j
+    to i and push it (bisection)."""
+    buf, idx, kept = saved
+    depth = idx.shape[0] + _BISECTION_DEPTH + 1  # + 1: the slot above the top is written
     pad = depth - idx.shape[0]
     stack = jax.tree_util.tree_map(
         lambda a: jnp.concatenate([a, jnp.zeros((pad, *a.shape[1:]), a.dtype)]), buf
@@ -298,8 +301,14 @@ def _reverse_sweep(step, consts, saved, count, ct_final, x_part, c_part):
 
     def body(carry):
         i, ct_x, ct_c, stack, stack_idx, top = carry
-        j = stack_idx[top - 1]
-        x_j = jax.tree_util.tree_map(lambda a: a[top - 1], stack)
+        sweeping = i - stack_idx[top - 1] < _BLOCK
+        # Sweeping, start from the lowest state on the stack that is less than a block below
+        # i (the stack's steps ascend): close checkpoints make one block, not one block each.
+        near = (jnp.arange(depth) < top) & (stack_idx >= 0) & (i - stack_idx < _BLOCK)
+        start = jnp.where(sweeping, jnp.argmax(near).astype(top.dtype), top - 1)
+        j = stack_idx[start]
+        x_j = jax.tree_util.tree_map(lambda a: a[start], stack)
+        mid = j + (i - j + 1) // 2
 
         def sweep_block(_):  # states j..i into the block buffer, then back over them
             def fill(t, b):
@@ -313,16 +322,18 @@ def _reverse_sweep(step, consts, saved, count, ct_final, x_part, c_part):
                 x = jax.tree_util.tree_map(lambda a: a[i - j - t], states)
                 return back_one(x, *c)
 
-            ct = lax.fori_loop(0, i - j + 1, back, (ct_x, ct_c))
-            return j - 1, *ct, stack, stack_idx, top - 1
+            return lax.fori_loop(0, i - j + 1, back, (ct_x, ct_c)), x_j
 
-        def bisect(_):  # recompute the state halfway from j to i, and push it
-            mid = j + (i - j + 1) // 2
-            x_mid = advance(x_j, mid - j)
-            pushed = jax.tree_util.tree_map(lambda a, v: a.at[top].set(v), stack, x_mid)
-            return i, ct_x, ct_c, pushed, stack_idx.at[top].set(mid), top + 1
+        def bisect(_):  # recompute the state halfway from j to i, to push it
+            return (ct_x, ct_c), advance(x_j, mid - j)
 
-        return lax.cond(i - j < _BLOCK, sweep_block, bisect, None)
+        # The stack stays out of the cond (a conditional's operands may be copied each time):
+        # the state it returns is written just above the top, and counts only when bisecting.
+        (ct_x, ct_c), x_new = lax.cond(sweeping, sweep_block, bisect, None)
+        stack = jax.tree_util.tree_map(lambda a, v: a.at[top].set(v), stack, x_new)
+        stack_idx = stack_idx.at[top].set(jnp.where(sweeping, -1, mid))
+        top = jnp.where(sweeping, start, top + 1)
+        return jnp.where(sweeping, j - 1, i), ct_x, ct_c, stack, stack_idx, top
 
     carry = (count - 1, ct_final, _zeros(c_part.part(consts)), stack, stack_idx, kept)
     _, ct_init, ct_consts, *_ = lax.while_loop(lambda c: c[0] >= 0, body, carry)
