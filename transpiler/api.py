@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
+import sys
 import threading
 import types
 import weakref
@@ -86,6 +88,38 @@ _generated = _GeneratedCache()
 # Parsing, transforming and compiling run one at a time: CPython 3.11's AST validation keeps its
 # recursion depth per interpreter, not per thread ("AST constructor recursion depth mismatch").
 _conversion_lock = threading.RLock()
+
+# The passes walk the tree recursively: a deep expression (`x + x + ... + x`, 250 terms, is
+# 250 levels) needs more Python frames than the default limit of 1000. Converting raises the
+# limit to this many (only while it holds the lock; Python's own compiler gives up at about a
+# third of it).
+_RECURSION_LIMIT = 12_000
+_recursion_depth = 0  # conversions in progress on this thread's stack, under the lock
+
+
+@contextlib.contextmanager
+def _deep_recursion(fn: types.FunctionType):
+    """Room for deep trees while converting `fn` (the caller holds `_conversion_lock`); code
+    nested deeper than that is a ConversionError naming its line, not a RecursionError."""
+    global _recursion_depth
+    old = sys.getrecursionlimit()
+    if _recursion_depth == 0 and old < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    _recursion_depth += 1
+    try:
+        yield
+    except RecursionError:
+        raise ConversionError(
+            f"{fn.__qualname__!r} is nested too deeply to convert",
+            parsing.deepest_location(fn),
+            hint="Split the deepest expression or block into steps with names of their own.",
+        ) from None
+    finally:
+        _recursion_depth -= 1
+        if _recursion_depth == 0:
+            sys.setrecursionlimit(old)
+
+
 _runtime_namespace = None  # what generated code sees as `rt__`, made on first use (needs JAX)
 
 
@@ -158,7 +192,7 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
         return generated
     from transpiler import _runtime_bridge
 
-    with _conversion_lock:
+    with _conversion_lock, _deep_recursion(fn):
         parsed = parsing.parse_function(fn)
         converted = pipeline.run(
             parsed.node, fn.__globals__, fn.__code__.co_freevars, recursive=options.recursive
@@ -244,7 +278,7 @@ def to_source(fn: Callable, *, recursive: bool = True) -> str:
     if cached is not None:
         return cached.source
     # Transform only: printing the source needs neither compiling nor JAX.
-    with _conversion_lock:
+    with _conversion_lock, _deep_recursion(target):
         node = parsing.parse_function(target).node
         converted = pipeline.run(
             node, target.__globals__, target.__code__.co_freevars, recursive=recursive

@@ -215,3 +215,28 @@ def _constant(value) -> tuple:
     if isinstance(value, frozenset):  # its order depends on how it was built
         return ("frozenset", tuple(sorted(repr(v) for v in value)))
     return (type(value).__name__, repr(value))
+
+
+def deepest_location(fn: types.FunctionType) -> origins.Location | None:
+    """Where the most deeply nested node of `fn`'s source is (None without a source)."""
+    try:
+        lines, start = inspect.getsourcelines(fn.__code__)
+        text = "".join(lines)
+        indented = text[:1].isspace()  # parsed inside an `if`, as parse_function does
+        tree = ast.parse(f"if True:\n{text}" if indented else text)
+        offset = start - 1 - indented  # parsed line + offset: the line in the file
+    except (OSError, TypeError, SyntaxError, RecursionError, ValueError):
+        return None
+    deepest, depth_of = tree, {id(tree): 0}
+    todo = [tree]
+    while todo:  # iterative: the tree is too deep for recursion
+        node = todo.pop()
+        depth = depth_of[id(node)]
+        if depth > depth_of[id(deepest)] and hasattr(node, "lineno"):
+            deepest = node
+        for child in ast.iter_child_nodes(node):
+            depth_of[id(child)] = depth + 1
+            todo.append(child)
+    line = max(getattr(deepest, "lineno", 1) + offset, start)
+    text = lines[line - start].strip() if line - start < len(lines) else ""
+    return origins.Location(fn.__code__.co_filename, line, 0, text)

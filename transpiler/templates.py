@@ -14,7 +14,8 @@ function), a gast expression, or a list of statements (spliced where the placeho
 a statement), or a list of keywords (spliced where `**placeholder` stands in a call). An
 assignment whose single target is replaced by an empty list becomes its value
 alone (`state = call()` with no state: `call()`). `replace` sets `ctx` itself and raises on a
-placeholder that is missing or unused.
+placeholder that is missing or unused. Replacements are copied, except a list of statements used
+once: it is moved (the caller gives up the block it passes).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def replace(template: str, **replacements: Any) -> list[gast.stmt]:
     unused = set(replacements) - filler.used
     if unused:
         raise ValueError(f"template placeholders not found: {sorted(unused)}")
-    _fix_ctx(tree)
+    _fix_ctx(tree, filler.moved)
     return tree.body
 
 
@@ -62,11 +63,18 @@ class _Filler(gast.NodeTransformer):
     def __init__(self, replacements: dict[str, Any]):
         self.replacements = replacements
         self.used: set[str] = set()
+        self.moved: set[int] = set()  # statements moved in: their contexts are right already
 
     def _take(self, key: str) -> Any:
+        first = key not in self.used
         self.used.add(key)
         value = self.replacements[key]
         if isinstance(value, list):
+            if first and value and all(isinstance(v, gast.stmt) for v in value):
+                # A block is moved into the template, not copied: copying every nested block
+                # at every level would make conversion quadratic in the nesting depth.
+                self.moved.update(id(v) for v in value)
+                return list(value)
             return [copy.deepcopy(v) if isinstance(v, gast.AST) else v for v in value]
         return copy.deepcopy(value) if isinstance(value, gast.AST) else value
 
@@ -144,9 +152,15 @@ class _Filler(gast.NodeTransformer):
         return node
 
 
-def _fix_ctx(tree: gast.AST) -> None:
-    """Sets Store on assignment targets (recursively through tuples), Load everywhere else."""
-    for node in gast.walk(tree):
+def _fix_ctx(tree: gast.AST, skip: set[int]) -> None:
+    """Sets Store on assignment targets (recursively through tuples), except in the statements
+    whose ids are in `skip`."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if id(node) in skip:
+            continue
+        todo.extend(gast.iter_child_nodes(node))
         targets = []
         if isinstance(node, gast.Assign):
             targets = node.targets

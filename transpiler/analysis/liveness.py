@@ -8,6 +8,12 @@ everywhere, since the nested function may run at any later time, and so are name
 
 Annotates every statement with LIVE_IN and LIVE_OUT, and every loop with LOOP_LIVE_IN (live at
 the top of its body, each iteration).
+
+A loop's header (what is live at the top of each iteration) is a fixed point. Iterating the body
+to find it would visit a loop nested d deep 2^d times; instead each statement is summarised
+once, bottom-up, as a gen/kill transfer function (`_Transfer`), from which the fixed point is
+computed directly, and the body is then annotated in one pass. Conversion time stays linear in
+the size of the function, whatever its nesting depth.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ class _Liveness:
     def __init__(self, always_live: frozenset[str]):
         self.always_live = always_live
         self.loops: list[tuple[frozenset[str], frozenset[str]]] = []  # (exit, header) live sets
+        self.summaries = _Summaries(always_live)
 
     def block(self, stmts: list[gast.stmt], live_out: frozenset[str]) -> frozenset[str]:
         live = live_out
@@ -61,8 +68,9 @@ class _Liveness:
     def _While(self, node, live_out):
         exit_live = self.block(node.orelse, live_out)
         test = activity.of(node.test).reads
-        header = frozenset()
-        while True:
+        body = self.summaries.block(node.body)
+        header = test | exit_live | body.gen | _minus(live_out, body.kill_exit)
+        while True:  # one pass: `header` is the fixed point already
             self.loops.append((live_out, header))
             body_in = self.block(node.body, header)
             self.loops.pop()
@@ -79,8 +87,10 @@ class _Liveness:
         # The break pass's extra test is evaluated before each iteration, like a while test.
         extra = anno.getanno(node, _A.EXTRA_TEST) if anno.hasanno(node, _A.EXTRA_TEST) else None
         extra_reads = activity.of(extra).reads if extra is not None else frozenset()
-        header = frozenset()
-        while True:
+        body = self.summaries.block(node.body)
+        reached = (body.gen | _minus(live_out, body.kill_exit)) - target.bound
+        header = exit_live | reached | target.reads | extra_reads
+        while True:  # one pass: `header` is the fixed point already
             self.loops.append((live_out, header))
             body_in = self.block(node.body, header)
             self.loops.pop()
@@ -129,3 +139,153 @@ class _Liveness:
             guard = activity.of(case.guard).reads if case.guard is not None else frozenset()
             live |= ((self.block(case.body, live_out) | guard) - pattern.bound) | pattern.reads
         return live
+
+
+class _All:
+    """The kill set of a path that does not go on: nothing flows through it."""
+
+    def __repr__(self):
+        return "ALL"
+
+
+ALL = _All()
+
+
+def _minus(names: frozenset[str], kill) -> frozenset[str]:
+    return frozenset() if kill is ALL else names - kill
+
+
+def _kill_both(a, b):  # through one, then the other: either kills
+    return ALL if a is ALL or b is ALL else a | b
+
+
+def _kill_either(a, b):  # along one path or the other: killed only if both kill
+    if a is ALL:
+        return b
+    if b is ALL:
+        return a
+    return a & b
+
+
+class _Transfer:
+    """Liveness through a statement or block, as a function of what is live after it:
+
+        live_in = gen | (out - kill) | (exit - kill_exit) | (header - kill_header)
+
+    `out`: live where the block falls through; `exit` and `header`: live at the exit and at the
+    header of the innermost loop around it (where `break` and `continue` go). A kill set `ALL`
+    means the path does not exist (after a `return`, nothing falls through)."""
+
+    __slots__ = ("gen", "kill", "kill_exit", "kill_header")
+
+    def __init__(self, gen=frozenset(), kill=ALL, kill_exit=ALL, kill_header=ALL):
+        self.gen, self.kill, self.kill_exit, self.kill_header = gen, kill, kill_exit, kill_header
+
+    def then(self, after: _Transfer) -> _Transfer:
+        """This block followed by `after`: `after`'s live-in is this one's `out`."""
+        return _Transfer(
+            self.gen | _minus(after.gen, self.kill),
+            _kill_both(self.kill, after.kill),
+            _kill_either(self.kill_exit, _kill_both(self.kill, after.kill_exit)),
+            _kill_either(self.kill_header, _kill_both(self.kill, after.kill_header)),
+        )
+
+    def __or__(self, other: _Transfer) -> _Transfer:  # either path may be taken
+        return _Transfer(
+            self.gen | other.gen,
+            _kill_either(self.kill, other.kill),
+            _kill_either(self.kill_exit, other.kill_exit),
+            _kill_either(self.kill_header, other.kill_header),
+        )
+
+
+_IDENTITY = _Transfer(kill=frozenset())
+
+
+def _reads(names: frozenset[str]) -> _Transfer:
+    """Reads `names`, then goes on (nothing bound)."""
+    return _Transfer(names, frozenset())
+
+
+def _act(act: activity.Activity) -> _Transfer:
+    """Reads `act.reads`, then binds `act.bound`."""
+    return _Transfer(act.reads, act.bound)
+
+
+class _Summaries:
+    """Each statement's `_Transfer`, computed once (mirrors `_Liveness`'s rules)."""
+
+    def __init__(self, always_live: frozenset[str]):
+        self.always_live = always_live
+        self.memo: dict[int, _Transfer] = {}
+
+    def block(self, stmts: list[gast.stmt]) -> _Transfer:
+        out = _IDENTITY
+        for stmt in stmts:
+            out = out.then(self.stmt(stmt))
+        return out
+
+    def stmt(self, node: gast.stmt) -> _Transfer:
+        found = self.memo.get(id(node))
+        if found is None:
+            visit = getattr(self, f"_{type(node).__name__}", None)
+            found = visit(node) if visit else _act(anno.getanno(node, _A.ACTIVITY))
+            found = _Transfer(found.gen | self.always_live, *_kills(found))
+            self.memo[id(node)] = found
+        return found
+
+    def _If(self, node):
+        return _act(activity.of(node.test)).then(self.block(node.body) | self.block(node.orelse))
+
+    def _While(self, node):
+        body = self.block(node.body)
+        test = activity.of(node.test).reads
+        return self.block(node.orelse) | _Transfer(test | body.gen, body.kill_exit)
+
+    def _For(self, node):
+        body = self.block(node.body)
+        target = activity.of(node.target)
+        extra = anno.getanno(node, _A.EXTRA_TEST) if anno.hasanno(node, _A.EXTRA_TEST) else None
+        extra_reads = activity.of(extra).reads if extra is not None else frozenset()
+        gen = activity.of(node.iter).reads | target.reads | extra_reads
+        gen |= body.gen - target.bound
+        return self.block(node.orelse) | _Transfer(gen, _kill_both(body.kill_exit, target.bound))
+
+    def _Break(self, node):
+        return _Transfer(kill_exit=frozenset())
+
+    def _Continue(self, node):
+        return _Transfer(kill_header=frozenset())
+
+    def _Return(self, node):
+        return _Transfer(activity.of(node.value).reads if node.value is not None else frozenset())
+
+    def _With(self, node):
+        items = activity.Activity()
+        for item in node.items:
+            items = items | activity.of(item)
+        return _act(items).then(self.block(node.body))
+
+    def _Try(self, node):
+        after = self.block(node.finalbody)
+        handlers = _Transfer()
+        for handler in node.handlers:
+            handlers |= self.block(handler.body).then(after)
+            if handler.type is not None:
+                handlers |= _Transfer(activity.of(handler.type).reads)
+        orelse = self.block(node.orelse).then(after)
+        body = self.block(node.body).then(orelse | handlers | after)
+        return body | handlers | after
+
+    _TryStar = _Try
+
+    def _Match(self, node):
+        out = _reads(activity.of(node.subject).reads)
+        for case in node.cases:
+            guard = activity.of(case.guard).reads if case.guard is not None else frozenset()
+            out |= _act(activity.of(case.pattern)).then(self.block(case.body) | _Transfer(guard))
+        return out
+
+
+def _kills(t: _Transfer) -> tuple:
+    return t.kill, t.kill_exit, t.kill_header

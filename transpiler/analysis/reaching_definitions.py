@@ -108,13 +108,16 @@ class _Definitions:
 
     def _loop(self, node, entry, each):
         # Two passes: the second sees what earlier iterations bound; a third would add nothing.
+        # The second is needed only when an iteration may bind a name the first did not start
+        # with (so a loop nested d deep is not visited 2^d times).
         self.loops.append(([], []))
         first = self.block(node.body, each)
         for at_continue in self.loops[-1][1]:
             first = first | at_continue
-        again = each | _Bound(first.may, each.must)  # later iterations start with more bound
-        self.loops[-1] = ([], [])
-        self.block(node.body, again)
+        if not first.may <= each.may:
+            again = each | _Bound(first.may, each.must)  # later iterations start with more bound
+            self.loops[-1] = ([], [])
+            self.block(node.body, again)
         breaks, _ = self.loops.pop()
         # The loop ends when the test fails: at entry, or after any iteration.
         exhausted = entry | _Bound(first.may, entry.must)
