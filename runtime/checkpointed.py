@@ -30,24 +30,27 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from runtime import staging
+from runtime import errors, staging
 
 DEFAULT_CHECKPOINTS = 64
 _BISECTION_DEPTH = 34  # stack room for bisection: log2 of the longest segment, with margin
 
 
-def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOINTS):
+def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOINTS, site=None):
     """`lax.while_loop(cond_fun, body_fun, init)`, differentiable in reverse mode too.
 
     Effects of the body (prints, checks) happen once per step: the states a derivative needs
-    again are recomputed with a quiet version of the body, traced without them."""
+    again are recomputed with a quiet version of the body, traced without them. `site` (where
+    the loop is, for errors) names the loop in the error that second derivatives raise."""
     body = _Traced(body_fun, init)
     quiet = body
     if body.effects:
         with staging.quiet():
-            quiet = _Traced(body_fun, init)
+            # A new function object: `jax.make_jaxpr` caches traces by function, and would
+            # not see that this one is to be quiet.
+            quiet = _Traced(lambda x: body_fun(x), init)
     cond = _Traced(cond_fun, init)
-    loop = _loop(body, quiet, cond, checkpoints)
+    loop = _loop(body, quiet, cond, checkpoints, site)
     return loop(body.consts, quiet.consts, cond.consts, init)
 
 
@@ -89,13 +92,14 @@ class _Traced:
         return jax.tree_util.tree_unflatten(self.out_tree, out)
 
 
-def _loop(body, quiet, cond, checkpoints):
+def _loop(body, quiet, cond, checkpoints, site):
     def primal(body_consts, quiet_consts, cond_consts, init):
         return lax.while_loop(lambda x: cond(x, cond_consts), lambda x: body(x, body_consts), init)
 
     loop = jax.custom_jvp(primal)
 
     def loop_jvp(primals, tangents):
+        _refuse_second_order(primals, site)
         body_consts, quiet_consts, cond_consts, init = primals
         _, t_consts, _, t_init = _as_arrays(tangents)  # derivatives: by the quiet body's consts
         # The state's tangents are those of its floating-point leaves; the constants', those
@@ -152,6 +156,32 @@ def _loop(body, quiet, cond, checkpoints):
 
     loop.defjvp(loop_jvp, symbolic_zeros=True)
     return loop
+
+
+def _refuse_second_order(primals, site) -> None:
+    """Raises if this derivative is itself being differentiated (`jax.hessian`, `jacfwd` of
+    `grad`, `grad` of `jvp`): the derivative is a `lax.custom_linear_solve`, whose own
+    derivative JAX takes as if it did not depend on the loop's state and parameters. That
+    would be silently wrong, so it is refused."""
+    if any(_is_differentiated(leaf) for leaf in jax.tree_util.tree_leaves(primals)):
+        where = f" ({site})" if site is not None else ""
+        raise errors.StagingError(
+            f"second derivatives through a staged while loop{where} are not supported: "
+            "jax.hessian, jax.jacfwd/jacrev of a gradient, or jax.grad of jax.jvp through it "
+            "would be computed wrong. Bound the loop with "
+            "transpiler.loop_options(max_iterations=N) (a scan, differentiable to any order), "
+            "or take the second derivative outside jax.jit (the loop then runs in Python)."
+        )
+
+
+# The tracers of forward and reverse differentiation (the second has no public name).
+_DERIVATIVE_TRACERS = frozenset({"JVPTracer", "LinearizeTracer"})
+
+
+def _is_differentiated(value) -> bool:
+    return isinstance(value, jax.core.Tracer) and any(
+        t.__name__ in _DERIVATIVE_TRACERS for t in type(value).__mro__
+    )
 
 
 class _Inexact:

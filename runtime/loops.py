@@ -122,11 +122,12 @@ def _while_loop(test, body, state, names, site, checkpoints):
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
 
     def body_fun(dynamic):
-        with staging.tracing_loop(None):
+        with staging.tracing_loop_body(lambda: cond_fun(dynamic)):
             return carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
 
     k = checkpoints or checkpointed.DEFAULT_CHECKPOINTS
-    return carry.finish(checkpointed.while_loop(cond_fun, body_fun, carry.init, checkpoints=k))
+    final = checkpointed.while_loop(cond_fun, body_fun, carry.init, checkpoints=k, site=site)
+    return carry.finish(final)
 
 
 def _bounded_while(test, body, state, names, site, max_iterations):

@@ -117,6 +117,15 @@ def tracing_branch(predicate, when: bool = True):
         _branch_predicates.reset(token)
 
 
+@contextlib.contextmanager
+def tracing_loop_body(test):
+    """Marks the code inside as the body of a staged `while`, which runs while `test()` (a
+    traced bool, computed only if an effect asks) holds: under `jax.vmap` the loop goes on
+    while any element's test holds, and the body's effects are made only for those."""
+    with tracing_loop(None), tracing_branch(test):
+        yield
+
+
 def branch_taken():
     """A traced bool: whether the staged branches being traced now are all taken (True outside
     any). Effects with no value (a print) are made on condition of it: under `jax.vmap` a `cond`
@@ -127,6 +136,9 @@ def branch_taken():
         first = jnp.ravel(jnp.asarray(witness))[:1]
         taken = jnp.logical_or(jnp.any(first != first), True)
     for predicate, when in _branch_predicates.get():
+        if callable(predicate):  # computed where it is needed (see `tracing_loop_body`)
+            with quiet():
+                predicate = predicate()
         taken = jnp.logical_and(taken, predicate if when else jnp.logical_not(predicate))
     return taken
 

@@ -41,13 +41,29 @@ class _Conversions:
     `functools.wraps` copies a function's `__dict__` onto its wrapper (`jax.grad(f)`,
     `jax.vmap(f)`, any decorator): the copy still names its real owner, so the wrapper never
     passes for `f` converted.
+
+    A converted function refers to its original (`__wrapped__`), so the original holds it only
+    weakly: no reference cycle keeps either alive once the user drops them. (Converting again
+    after that reuses the generated code; only the function object is made anew.)
     """
 
     __slots__ = ("owner", "by_options")
 
     def __init__(self, owner: types.FunctionType):
         self.owner = weakref.ref(owner)
-        self.by_options: dict[Options, Callable] = {}
+        self.by_options: dict[Options, weakref.ref] = {}
+
+    def get(self, options: Options) -> Callable | None:
+        ref = self.by_options.get(options)
+        return ref() if ref is not None else None
+
+    def put(self, options: Options, converted: Callable) -> Callable:
+        """`converted`, or the one another thread put first."""
+        found = self.get(options)
+        if found is not None:
+            return found
+        self.by_options[options] = weakref.ref(converted)
+        return converted
 
     @staticmethod
     def of(fn: types.FunctionType) -> _Conversions:
@@ -161,7 +177,7 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
             ),
         )
     conversions = _Conversions.of(fn)
-    converted = conversions.by_options.get(options)
+    converted = conversions.get(options)
     if converted is None:
         generated = _generate(fn, options)
         from transpiler import _runtime_bridge
@@ -171,7 +187,7 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
         converted.__dict__.pop(_CACHE_ATTRIBUTE, None)
         setattr(converted, _CONVERTED_FLAG, True)
         converted.__transpiler_source__ = generated.source
-        converted = conversions.by_options.setdefault(options, converted)
+        converted = conversions.put(options, converted)
     return converted
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import ast
 import atexit
+import contextlib
 import itertools
 import linecache
 import os
 import shutil
 import tempfile
 import types
+import weakref
 from collections.abc import Callable
 
 import gast
@@ -142,7 +144,17 @@ def compile_function(
     code = compile(source, filename, "exec")
     # Also in linecache, should the file be gone by the time a traceback is printed.
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-    return function_code(code, fn_node.name)
+    fn_code = function_code(code, fn_node.name)
+    # The file and the linecache entry go when the code does (its nested functions' code
+    # objects are its constants: they go with it).
+    weakref.finalize(fn_code, _forget, filename)
+    return fn_code
+
+
+def _forget(filename: str) -> None:
+    linecache.cache.pop(filename, None)
+    with contextlib.suppress(OSError):
+        os.remove(filename)
 
 
 def instantiate(

@@ -266,3 +266,100 @@ def test_checkpoint_count_option_changes_nothing_but_memory():
     x = jnp.linspace(-1.0, 1.0, 4)
     actual = jax.jit(jax.grad(transpiler.convert(long_loop)))(x, jnp.int32(300))
     np.testing.assert_allclose(actual, jax.grad(scanned)(x, 300), rtol=1e-5)
+
+
+def printing_loop(x, n):
+    i = 0
+    while i < n:
+        print("step", i)
+        x = jnp.sin(x) * 1.1
+        i += 1
+    return x
+
+
+def test_prints_in_the_loop_happen_once_per_step_under_grad(capsys):
+    jax.jit(jax.grad(transpiler.convert(printing_loop)))(0.3, 3)
+    jax.effects_barrier()
+    assert capsys.readouterr().out.splitlines() == ["step 0", "step 1", "step 2"]
+
+
+def guarded_steps(x):
+    while x < 5.0:
+        print("at", x)
+        assert x < 5.0, "x went past 5"  # never fails in Python
+        x = x + 1.0
+    return x
+
+
+def bounded_guarded_steps(x):
+    while x < 5.0:
+        transpiler.loop_options(max_iterations=8)
+        print("at", x)
+        assert x < 5.0, "x went past 5"
+        x = x + 1.0
+    return x
+
+
+@pytest.mark.parametrize("fn", [guarded_steps, bounded_guarded_steps])
+def test_loop_effects_under_vmap_happen_only_for_elements_still_looping(fn, capsys):
+    # Batched, the loop runs until every element is done; an element that is done does not
+    # run its body any more, so its print and assert do not happen.
+    xs = jnp.array([0.5, 3.5])
+    out = jax.jit(jax.vmap(transpiler.convert(fn)))(xs)
+    grads = jax.jit(jax.vmap(jax.grad(transpiler.convert(fn))))(xs)
+    jax.effects_barrier()
+    np.testing.assert_allclose(out, [5.5, 5.5])
+    np.testing.assert_allclose(grads, [1.0, 1.0])
+    printed = capsys.readouterr().out.splitlines()
+    assert sorted(printed[:7]) == sorted(f"at {v}" for v in (0.5, 1.5, 2.5, 3.5, 4.5, 3.5, 4.5))
+
+
+def squaring_until_large(x):
+    y = x
+    while y < 10.0:
+        y = y * y + 1.0
+    return y * y
+
+
+def tanh_steps(x, n):
+    i = 0
+    while i < n:
+        x = jnp.tanh(x * 1.4) + 0.3
+        i += 1
+    return x**3
+
+
+def bounded_tanh_steps(x, n):
+    i = 0
+    while i < n:
+        transpiler.loop_options(max_iterations=10)
+        x = jnp.tanh(x * 1.4) + 0.3
+        i += 1
+    return x**3
+
+
+SECOND_ORDER = {
+    "hessian": jax.hessian,
+    "jacfwd(grad)": lambda f: jax.jacfwd(jax.grad(f)),
+    "jacrev(jacrev)": lambda f: jax.jacrev(jax.jacrev(f)),
+    "jacfwd(jacfwd)": lambda f: jax.jacfwd(jax.jacfwd(f)),
+    "grad(jvp)": lambda f: jax.grad(lambda x: jax.jvp(f, (x,), (1.0,))[1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_ORDER))
+def test_second_derivatives_through_a_staged_while_are_refused_by_line(name):
+    # The derivative of the checkpointed loop's derivative would be computed wrong (JAX
+    # differentiates its custom_linear_solve as if it did not depend on the state): refused.
+    second = SECOND_ORDER[name]
+    with pytest.raises(Exception, match="second derivatives through a staged while loop") as e:
+        jax.jit(second(transpiler.convert(squaring_until_large)))(1.3)
+    assert "test_gradients.py" in str(e.value) and "max_iterations" in str(e.value)
+
+
+def test_second_derivatives_through_a_bounded_while_are_right():
+    with jax.enable_x64(True):
+        x = jnp.float64(0.3)
+        staged = jax.jit(jax.hessian(transpiler.convert(bounded_tanh_steps)))(x, 4)
+        eager = jax.hessian(tanh_steps)(x, 4)
+        np.testing.assert_allclose(staged, eager, rtol=1e-9)
