@@ -32,7 +32,27 @@ class Options:
 class _Generated:
     code: types.CodeType
     source: str  # what `to_source` shows
-    globals: dict  # held, so that its id in the cache key is not reused while the entry lives
+    # The globals the code was generated for (conversion resolves names in them), so that
+    # their id in the cache key is not taken for another dict's: through their module, weakly,
+    # where they are a module's (holding them would hold the module, whose functions hold the
+    # code the entry dies with), else the dict itself.
+    globals_owner: Callable[[], dict | None]
+
+    def is_for(self, namespace: dict) -> bool:
+        return self.globals_owner() is namespace
+
+
+def _owner_of(namespace: dict) -> Callable[[], dict | None]:
+    module = sys.modules.get(namespace.get("__name__", ""))
+    if module is not None and getattr(module, "__dict__", None) is namespace:
+        ref = weakref.ref(module)
+
+        def owner():
+            found = ref()
+            return None if found is None else found.__dict__
+
+        return owner
+    return lambda: namespace
 
 
 class _Conversions:
@@ -87,7 +107,8 @@ class _GeneratedCache:
         self._lock = threading.Lock()
 
     def get(self, fn: types.FunctionType, options: Options) -> _Generated | None:
-        return self._entries.get((id(fn.__code__), id(fn.__globals__), options))
+        found = self._entries.get((id(fn.__code__), id(fn.__globals__), options))
+        return found if found is not None and found.is_for(fn.__globals__) else None
 
     def put(self, fn: types.FunctionType, options: Options, generated: _Generated) -> None:
         key = (id(fn.__code__), id(fn.__globals__), options)
@@ -225,7 +246,7 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
             suffix=_runtime_bridge.GENERATED_SUFFIX,
             footer=lambda line_map: _runtime_bridge.source_map_footer(line_map, return_values),
         )
-    generated = _Generated(code, source, fn.__globals__)
+    generated = _Generated(code, source, _owner_of(fn.__globals__))
     _generated.put(fn, options, generated)
     return generated
 

@@ -326,3 +326,46 @@ def test_private_attributes_in_converted_methods():
     model = Scaled()
     assert transpiler.convert(model.__call__)(2.0) == 6.0
     assert jax.jit(transpiler.convert(model.__call__))(2.0) == 6.0
+
+
+def test_nothing_is_left_behind_when_a_converted_function_is_dropped(tmp_path):
+    import gc
+    import os
+    import sys
+    import types
+    import weakref
+
+    module = tmp_path / "dropped.py"
+    module.write_text(
+        "def make(k):\n"
+        "    def g(x):\n"
+        "        if x > k:\n"
+        "            x = x - 1\n"
+        "        return x\n"
+        "    return g\n"
+    )
+    mod = _import(module, "dropped")
+    sys.modules["dropped"] = mod  # as imported modules are
+    g = mod.make(1)
+    converted = transpiler.convert(g)
+    assert converted(3) == 2
+    (generated,) = [
+        cell.cell_contents
+        for cell in converted.__closure__
+        if isinstance(cell.cell_contents, types.FunctionType)
+    ]
+    filename = generated.__code__.co_filename
+    assert os.path.exists(filename) and filename in linecache.cache
+    alive = weakref.ref(g), weakref.ref(converted)
+    del g, converted, generated
+    gc.disable()  # no reference cycle may hold them: freed without the cycle collector
+    try:
+        assert [ref() for ref in alive] == [None, None]
+    finally:
+        gc.enable()
+    # The generated code is cached for the code object of `g`, a constant of the module's
+    # `make`: it goes with the module (whose functions and globals are a cycle, as always).
+    assert os.path.exists(filename)
+    del mod, sys.modules["dropped"]
+    gc.collect()
+    assert not os.path.exists(filename) and filename not in linecache.cache
