@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.extend import core as jax_core
 
 from runtime.errors import Site, StagingError
 from runtime.variables import Undefined
@@ -63,6 +64,16 @@ def call_staging(fn, args, kwargs):
     finally:
         _witness.reset(witness_token)
         _staged_program.reset(token)
+
+
+with jax_core.take_current_trace():  # the trace of eager evaluation, wherever this is imported
+    _EVAL_TRACE = type(jax_core.find_top_trace(()))
+
+
+def eager() -> bool:
+    """Whether JAX evaluates eagerly here: no transformation (`jit`, `grad`, `vmap`) is tracing,
+    so every value is concrete and Python decides every condition, as it would unconverted."""
+    return type(jax_core.find_top_trace(())) is _EVAL_TRACE
 
 
 _quiet: contextvars.ContextVar[bool] = contextvars.ContextVar("quiet", default=False)

@@ -6,6 +6,8 @@ run without importing JAX.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import os
 import types
@@ -30,11 +32,34 @@ def namespace(converter: Callable) -> runtime_calls.Runtime:
     return runtime_calls.Runtime(**operators)
 
 
-def wrap(generated: types.FunctionType, original: types.FunctionType) -> types.FunctionType:
-    """The callable users get: runs `generated`; exceptions name the user's file:line."""
+_PYTHON_PATH = contextvars.ContextVar("python_path", default=True)
+
+
+@contextlib.contextmanager
+def converted_code_on_python_values():
+    """Runs converted code even where JAX evaluates eagerly (see `wrap`): for tests of the
+    converted code's Python semantics, which `jax.grad` without `jax.jit` relies on."""
+    token = _PYTHON_PATH.set(False)
+    try:
+        yield
+    finally:
+        _PYTHON_PATH.reset(token)
+
+
+def wrap(
+    generated: types.FunctionType, original: types.FunctionType, *, python_path: bool = True
+) -> types.FunctionType:
+    """The callable users get: runs `generated`; exceptions name the user's file:line.
+
+    With `python_path`, where JAX evaluates eagerly (no `jit`, `grad` or `vmap` tracing: every
+    value is concrete, and converted code would let Python decide every condition) it runs
+    `original` instead, which computes exactly that, at Python's speed."""
+    eager = runtime_staging.eager
 
     @functools.wraps(original)
     def converted(*args, **kwargs):
+        if python_path and eager() and _PYTHON_PATH.get():
+            return original(*args, **kwargs)
         try:
             return runtime_staging.call_staging(generated, args, kwargs)
         except Exception as e:  # noqa: BLE001 - annotated and re-raised unchanged

@@ -12,6 +12,8 @@ import types
 import weakref
 from collections.abc import Callable
 
+import gast
+
 from transpiler import libraries, loading, parsing, pipeline
 from transpiler.directives import loop_options  # noqa: F401 - part of the API
 from transpiler.errors import ConversionError
@@ -32,6 +34,9 @@ class Options:
 class _Generated:
     code: types.CodeType
     source: str  # what `to_source` shows
+    # Whether a loop has `loop_options(max_iterations=N)`, which bounds it in Python too: such
+    # a function runs converted even on Python values (see `_runtime_bridge.wrap`).
+    bounds_loops: bool
     # The globals the code was generated for (conversion resolves names in them), so that
     # their id in the cache key is not taken for another dict's: through their module, weakly,
     # where they are a module's (holding them would hold the module, whose functions hold the
@@ -204,7 +209,7 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
         from transpiler import _runtime_bridge
 
         new = loading.instantiate(generated.code, fn, _runtime(), skip=(_CACHE_ATTRIBUTE,))
-        converted = _runtime_bridge.wrap(new, fn)
+        converted = _runtime_bridge.wrap(new, fn, python_path=not generated.bounds_loops)
         converted.__dict__.pop(_CACHE_ATTRIBUTE, None)
         setattr(converted, _CONVERTED_FLAG, True)
         converted.__transpiler_source__ = generated.source
@@ -235,6 +240,10 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
             parsed.node, fn.__globals__, fn.__code__.co_freevars, recursive=options.recursive
         )
         source = loading.unparse(converted.node)
+        bounds_loops = any(
+            isinstance(node, gast.keyword) and node.arg == "max_iterations"
+            for node in gast.walk(converted.node)
+        )
         return_values = {
             name: (info.function, info.returns) for name, info in converted.return_values.items()
         }
@@ -246,7 +255,7 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
             suffix=_runtime_bridge.GENERATED_SUFFIX,
             footer=lambda line_map: _runtime_bridge.source_map_footer(line_map, return_values),
         )
-    generated = _Generated(code, source, _owner_of(fn.__globals__))
+    generated = _Generated(code, source, bounds_loops, _owner_of(fn.__globals__))
     _generated.put(fn, options, generated)
     return generated
 
