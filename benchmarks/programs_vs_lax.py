@@ -32,6 +32,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 from jax import lax
+from runtime_vs_lax import best_of  # a sibling script: run these as scripts
 
 import transpiler
 
@@ -377,17 +378,6 @@ def calls_per_repeat(fn, args, target_seconds: float) -> int:
     start = time.perf_counter()
     jax.block_until_ready(fn(*args))
     return max(1, int(target_seconds / max(time.perf_counter() - start, 1e-7)))
-
-
-def best_of(fn, args, repeats: int, number: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(number):
-            out = fn(*args)
-        jax.block_until_ready(out)
-        best = min(best, (time.perf_counter() - start) / number)
-    return best
 
 
 def compile_seconds(path, pick, args, repeats: int) -> tuple[float, float, float]:

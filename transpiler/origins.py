@@ -52,11 +52,21 @@ def stamp(tree: gast.AST, filename: str, line_offset: int, source_lines: list[st
         anno.setanno(node, anno.Static.ORIGIN, Location(filename, user_line, col, text))
 
 
-def fill_missing(node: gast.AST, origin: Location) -> None:
-    """Gives `origin` to every node under `node` that has none (nodes a pass created)."""
-    for child in gast.walk(node):
+def fill_missing(node: gast.AST, origin: Location, seen: set[int] | None = None) -> None:
+    """Gives `origin` to every node under `node` that has none (nodes a pass created).
+
+    With `seen` (ids of the nodes walked by earlier calls, which the caller keeps alive), each
+    node is walked once across calls: a subtree seen before is not walked again."""
+    seen = set() if seen is None else seen
+    todo = [node]
+    while todo:
+        child = todo.pop()
+        if id(child) in seen:
+            continue
+        seen.add(id(child))
         if not anno.hasanno(child, anno.Static.ORIGIN):
             anno.setanno(child, anno.Static.ORIGIN, origin)
+        todo.extend(gast.iter_child_nodes(child))
 
 
 def line_map(tree: gast.AST, generated_source: str) -> dict[int, Location]:

@@ -52,12 +52,10 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
             ),
         ) from None
     text = "".join(lines)
-    line_offset = start - 1
-    # An indented definition (a method, a nested function) parses inside an `if` block, with its
-    # columns and its multi-line strings as they are (dedenting would change those strings).
-    indented = text[:1].isspace()
-    module = _parse(f"if True:\n{text}" if indented else text)
-    line_offset -= indented
+    parseable, added = parseable_source(text)
+    module = _parse(parseable)
+    line_offset = start - 1 - added
+    indented = bool(added)
     if module is None and code.co_name == "<lambda>":
         # A lambda in a longer expression: its lines may not parse alone; in parentheses they may.
         module, indented = _parse(f"(\n{text}\n)"), False
@@ -217,14 +215,22 @@ def _constant(value) -> tuple:
     return (type(value).__name__, repr(value))
 
 
+def parseable_source(text: str) -> tuple[str, int]:
+    """`text` (a definition's lines), made to parse alone, and how many lines were added above
+    it: an indented definition (a method, a nested function) parses inside an `if` block, with
+    its columns and its multi-line strings as they are (dedenting would change those strings)."""
+    if text[:1].isspace():
+        return f"if True:\n{text}", 1
+    return text, 0
+
+
 def deepest_location(fn: types.FunctionType) -> origins.Location | None:
     """Where the most deeply nested node of `fn`'s source is (None without a source)."""
     try:
         lines, start = inspect.getsourcelines(fn.__code__)
-        text = "".join(lines)
-        indented = text[:1].isspace()  # parsed inside an `if`, as parse_function does
-        tree = ast.parse(f"if True:\n{text}" if indented else text)
-        offset = start - 1 - indented  # parsed line + offset: the line in the file
+        parseable, added = parseable_source("".join(lines))
+        tree = ast.parse(parseable)
+        offset = start - 1 - added  # parsed line + offset: the line in the file
     except (OSError, TypeError, SyntaxError, RecursionError, ValueError):
         return None
     deepest, depth_of = tree, {id(tree): 0}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import anno
+from transpiler import anno, origins
 
 
 class Transformer(gast.NodeTransformer):
@@ -19,7 +19,7 @@ class Transformer(gast.NodeTransformer):
     quadratic in the nesting depth.)
     """
 
-    _pending: list | None = None  # (replacement nodes, origin), innermost first
+    _pending: list | None = None  # (replacement node, origin), innermost first
 
     def visit(self, node):
         if anno.hasanno(node, anno.Static.AS_WRITTEN):
@@ -30,11 +30,13 @@ class Transformer(gast.NodeTransformer):
         try:
             result = super().visit(node)
             if result is not node and anno.hasanno(node, anno.Static.ORIGIN):
+                new = result if isinstance(result, list) else [result]
                 origin = anno.getanno(node, anno.Static.ORIGIN)
-                new = [n for n in (result if isinstance(result, list) else [result])]
-                self._pending.append(([n for n in new if isinstance(n, gast.AST)], origin))
+                self._pending += [(n, origin) for n in new if isinstance(n, gast.AST)]
             if outermost:
-                _give_origins(self._pending)
+                seen: set[int] = set()  # the pending nodes keep every walked node alive
+                for replacement, origin in self._pending:
+                    origins.fill_missing(replacement, origin, seen)
         finally:
             if outermost:
                 self._pending = None
@@ -49,17 +51,3 @@ class Transformer(gast.NodeTransformer):
                 continue
             out.extend(result if isinstance(result, list) else [result])
         return out
-
-
-def _give_origins(pending: list) -> None:
-    seen: set[int] = set()  # nodes already walked; all stay alive in `pending` meanwhile
-    for nodes, origin in pending:
-        todo = list(nodes)
-        while todo:
-            node = todo.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            if not anno.hasanno(node, anno.Static.ORIGIN):
-                anno.setanno(node, anno.Static.ORIGIN, origin)
-            todo.extend(gast.iter_child_nodes(node))

@@ -84,17 +84,15 @@ class _Liveness:
     def _For(self, node, live_out):
         exit_live = self.block(node.orelse, live_out)
         target = activity.of(node.target)
-        # The break pass's extra test is evaluated before each iteration, like a while test.
-        extra = anno.getanno(node, _A.EXTRA_TEST) if anno.hasanno(node, _A.EXTRA_TEST) else None
-        extra_reads = activity.of(extra).reads if extra is not None else frozenset()
+        before_each = target.reads | _extra_test_reads(node)
         body = self.summaries.block(node.body)
         reached = (body.gen | _minus(live_out, body.kill_exit)) - target.bound
-        header = exit_live | reached | target.reads | extra_reads
+        header = exit_live | reached | before_each
         while True:  # one pass: `header` is the fixed point already
             self.loops.append((live_out, header))
             body_in = self.block(node.body, header)
             self.loops.pop()
-            new_header = exit_live | (body_in - target.bound) | target.reads | extra_reads
+            new_header = exit_live | (body_in - target.bound) | before_each
             if new_header == header:
                 break
             header = new_header
@@ -139,6 +137,14 @@ class _Liveness:
             guard = activity.of(case.guard).reads if case.guard is not None else frozenset()
             live |= ((self.block(case.body, live_out) | guard) - pattern.bound) | pattern.reads
         return live
+
+
+def _extra_test_reads(node: gast.For) -> frozenset[str]:
+    """What the break pass's extra test reads: it is evaluated before each iteration, like a
+    while test."""
+    if not anno.hasanno(node, _A.EXTRA_TEST):
+        return frozenset()
+    return activity.of(anno.getanno(node, _A.EXTRA_TEST)).reads
 
 
 class _All:
@@ -245,9 +251,7 @@ class _Summaries:
     def _For(self, node):
         body = self.block(node.body)
         target = activity.of(node.target)
-        extra = anno.getanno(node, _A.EXTRA_TEST) if anno.hasanno(node, _A.EXTRA_TEST) else None
-        extra_reads = activity.of(extra).reads if extra is not None else frozenset()
-        gen = activity.of(node.iter).reads | target.reads | extra_reads
+        gen = activity.of(node.iter).reads | target.reads | _extra_test_reads(node)
         gen |= body.gen - target.bound
         return self.block(node.orelse) | _Transfer(gen, _kill_both(body.kill_exit, target.bound))
 
