@@ -96,11 +96,15 @@ def _check_count(value, option: str, least: int, site: Site) -> int | None:
     return count
 
 
-def _staged_while(test, body, state, names, site, max_iterations=None, checkpoints=None):
+def _staged_while(
+    test, body, state, names, site, max_iterations=None, checkpoints=None, trip_count=None
+):
+    """`trip_count`: at most that many iterations run (known for a `for` loop that may stop
+    early); lists the body appends to get room for that many."""
     if max_iterations is not None:
         return _bounded_while(test, body, state, names, site, max_iterations)
     try:
-        return _while_loop(test, body, state, names, site, checkpoints)
+        return _while_loop(test, body, state, names, site, checkpoints, trip_count)
     except staging.CANNOT_STAGE:
         raise
     except Exception as e:  # noqa: BLE001 - the user's exception, raised if the loop runs
@@ -115,14 +119,14 @@ def _staged_while(test, body, state, names, site, max_iterations=None, checkpoin
         return staged_cond(test(*state), raise_it, lambda *s: s, state, names, site)
 
 
-def _while_loop(test, body, state, names, site, checkpoints):
-    carry = Carry(state, names, site, probe=lambda s: body(*s))
+def _while_loop(test, body, state, names, site, checkpoints, trip_count=None):
+    carry = Carry(state, names, site, probe=lambda s: body(*s), trip_count=trip_count)
 
     def cond_fun(dynamic):
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
 
     def body_fun(dynamic):
-        with staging.tracing_loop_body(lambda: cond_fun(dynamic)):
+        with staging.tracing_loop_body(lambda: cond_fun(dynamic), trip_count):
             return carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
 
     k = checkpoints or checkpointed.DEFAULT_CHECKPOINTS
@@ -285,7 +289,7 @@ def for_stmt(
             try:
                 return staged(
                     lambda body, test, state, names, k=k: _scan(
-                        seq, k, n, body, test, state, names, site
+                        seq, k, n, body, test, state, names, site, max_iterations is None
                     )
                 )
             except _SCAN_REFUSED as e:
@@ -350,9 +354,9 @@ _SCAN_REFUSED = (
 )
 
 
-def _scan(seq, k, n, body, test, state, names, site):
+def _scan(seq, k, n, body, test, state, names, site, stop_early=True):
     try:
-        return _staged_scan(seq, k, n, body, state, names, site, test)
+        return _staged_scan(seq, k, n, body, state, names, site, test, stop_early)
     except TypeError as e:
         if "unhashable type" in str(e) and "Tracer" in str(e):
             raise _NeedsPythonValue(str(e)) from e
@@ -370,9 +374,15 @@ def _log_unrolled(site, error, count) -> None:
         warnings.warn(message + ", so compile time grows with the trip count.", stacklevel=4)
 
 
-def _staged_scan(seq, k, n, body, state, names, site, extra_test):
+def _staged_scan(seq, k, n, body, state, names, site, extra_test, stop_early=True):
+    """The rest of the loop, items k..n-1. With a traced `extra_test` (a `break`), it stops
+    early where it can (`stop_early`): a while loop over the index; with
+    `loop_options(max_iterations=N)` it stays a scan whose iterations after the `break` are
+    masked (every step stored by reverse mode: derivatives of any order)."""
     xs, to_item = seq.scan_inputs(k)
     xs = jax.tree_util.tree_map(lambda x: x[: n - k], xs)
+    if extra_test is not None and stop_early:
+        return _early_exit_loop(xs, to_item, n - k, body, state, names, site, extra_test)
 
     def step(item, s):
         if extra_test is None:
@@ -397,6 +407,25 @@ def _staged_scan(seq, k, n, body, state, names, site, extra_test):
 
     final, _ = lax.scan(scan_body, (jnp.asarray(0), carry.init), xs, length=n - k)
     return carry.finish(final[1])
+
+
+def _early_exit_loop(xs, to_item, count, body, state, names, site, extra_test):
+    """The rest of a `for` loop over `count` items `xs` that a traced `extra_test` (a `break`,
+    a `return`) may stop early: a while loop over the index, which stops there (a scan would
+    run every remaining iteration, masked). Reverse mode goes through it as through any staged
+    `while` (checkpointed)."""
+
+    def test(j, *s):
+        more = j < count
+        return jnp.logical_and(more, staging.scalar_predicate(extra_test(*s), site, "loop test"))
+
+    def counted_body(j, *s):
+        item = to_item(jax.tree_util.tree_map(lambda x: x[j], xs), j)
+        return (j + 1, *body(item, *s))
+
+    names = ("<iteration>", *names)
+    final = _staged_while(test, counted_body, (0, *state), names, site, trip_count=count)
+    return final[1:]
 
 
 def _staged_range_while(

@@ -129,11 +129,12 @@ def tracing_branch(predicate, when: bool = True):
 
 
 @contextlib.contextmanager
-def tracing_loop_body(test):
-    """Marks the code inside as the body of a staged `while`, which runs while `test()` (a
-    traced bool, computed only if an effect asks) holds: under `jax.vmap` the loop goes on
-    while any element's test holds, and the body's effects are made only for those."""
-    with tracing_loop(None), tracing_branch(test):
+def tracing_loop_body(test, trip_count: int | None = None):
+    """Marks the code inside as the body of a staged `while` (of at most `trip_count`
+    iterations, if known), which runs while `test()` (a traced bool, computed only if an effect
+    asks) holds: under `jax.vmap` the loop goes on while any element's test holds, and the
+    body's effects are made only for those."""
+    with tracing_loop(trip_count), tracing_branch(test):
         yield
 
 

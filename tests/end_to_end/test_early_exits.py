@@ -36,7 +36,8 @@ def test_linear_search_returns_first_index_or_minus_one(t):
     check_python(linear_search, np.asarray(x), t)
     check_vmap(linear_search, jnp.stack([x, x + 3.0]), jnp.array([t, t]))
     jaxpr = primitives(linear_search, x, t)
-    assert "scan[" in jaxpr and "while[" not in jaxpr  # the early exit stays a masked scan
+    # The early return stops the loop: a while loop over the index, not a masked scan.
+    assert "while[" in jaxpr and "scan[" not in jaxpr
 
 
 def newton_until_converged(a, tol):
@@ -320,13 +321,13 @@ def first_large_row_sum(m, t):
     return jnp.sum(total * total)
 
 
-def test_for_over_array_with_break_stays_a_differentiable_scan():
+def test_for_over_array_with_break_stops_there_and_stays_differentiable():
     m = jnp.array([[1.0, 2.0], [0.5, 0.5], [4.0, 4.0], [1.0, 1.0]])
     for t in (2.0, 100.0):
         check_jit(first_large_row_sum, m, t)
         check_grad(first_large_row_sum, m, t)
     jaxpr = primitives(first_large_row_sum, m, 2.0)
-    assert "scan[" in jaxpr and "while[" not in jaxpr
+    assert "while[" in jaxpr and "scan[" not in jaxpr
 
 
 def both_branches_return(x):
@@ -394,3 +395,22 @@ def int_and_float_returns(x, y):
 def test_python_int_and_float_returns_promote():
     for x, y in [(5.0, 1.0), (3.0, 2.0), (1.0, 2.0)]:
         check_jit(int_and_float_returns, jnp.float32(x), jnp.float32(y))
+
+
+def bounded_first_large_row_sum(m, t):
+    total = jnp.zeros(m.shape[1])
+    for row in m:
+        transpiler.loop_options(max_iterations=4)
+        if jnp.sum(row) > t:
+            break
+        total = total + row
+    return jnp.sum(total * total * total)
+
+
+def test_for_with_break_and_max_iterations_stays_a_masked_scan_with_second_derivatives():
+    m = jnp.array([[1.0, 2.0], [0.5, 0.5], [4.0, 4.0], [1.0, 1.0]])
+    check_jit(bounded_first_large_row_sum, m, 2.0)
+    assert "scan[" in primitives(bounded_first_large_row_sum, m, 2.0)
+    staged = jax.jit(jax.hessian(transpiler.convert(bounded_first_large_row_sum)))(m, 2.0)
+    eager = jax.hessian(bounded_first_large_row_sum)(m, 2.0)
+    np.testing.assert_allclose(staged, eager, rtol=1e-5)
