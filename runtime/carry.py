@@ -25,11 +25,16 @@ class Carry:
     Before the loop starts, the body is traced once, abstractly (`probe(state)`), if the state
     holds what only the body can size: a return value not set yet (`UndefinedReturnValue`) starts
     as zeros shaped like what the body sets, and a Python list the body appends to becomes a
-    `StagedList` with room for `trip_count` iterations of appends.
+    `StagedList` with room for `trip_count` iterations of appends. `stops_early`: the loop may
+    run fewer iterations than that (a while loop), so a list that every iteration appends to
+    has a traced length after it all the same.
     """
 
-    def __init__(self, state, names, site, probe, trip_count=None, probe_args=()):
+    def __init__(
+        self, state, names, site, probe, trip_count=None, probe_args=(), *, stops_early=False
+    ):
         self.names, self.site = names, site
+        self.stops_early = stops_early
         self.static_lengths: dict[int, int] = {}
         self.planned: set[int] = set()  # the lists this loop sized (and fixed)
         state = self._size_from_body(state, probe, trip_count, probe_args)
@@ -126,7 +131,7 @@ class Carry:
             value = lists_.StagedList.create(value, len(value), element, origin)
             value = value._with(static_length=len(value.buffer))
         known = value.known_length()
-        if known is not None and not probed.conditional:
+        if known is not None and not probed.conditional and not self.stops_early:
             self.static_lengths[index] = known + appends
         self.planned.add(index)
         carried = value.resized(value.capacity + appends, fixed=True)

@@ -120,7 +120,9 @@ def _staged_while(
 
 
 def _while_loop(test, body, state, names, site, checkpoints, trip_count=None):
-    carry = Carry(state, names, site, probe=lambda s: body(*s), trip_count=trip_count)
+    carry = Carry(
+        state, names, site, probe=lambda s: body(*s), trip_count=trip_count, stops_early=True
+    )
 
     def cond_fun(dynamic):
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")

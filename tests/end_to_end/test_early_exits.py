@@ -414,3 +414,20 @@ def test_for_with_break_and_max_iterations_stays_a_masked_scan_with_second_deriv
     staged = jax.jit(jax.hessian(transpiler.convert(bounded_first_large_row_sum)))(m, 2.0)
     eager = jax.hessian(bounded_first_large_row_sum)(m, 2.0)
     np.testing.assert_allclose(staged, eager, rtol=1e-5)
+
+
+def append_then_break(x, y):
+    acc = []
+    for _ in range(4):
+        acc.append(y)
+        if x * 3 > 6:
+            break
+    return len(acc), sum(acc)
+
+
+def test_a_list_appended_to_before_a_break_has_the_length_python_gives():
+    # Every iteration appends, but the loop stops at the break: the length is the number of
+    # iterations that ran (traced), not the loop's bound.
+    for x in (1, 3):
+        check_jit(append_then_break, x, 7)
+    check_vmap(append_then_break, jnp.array([1, 3]), jnp.array([7, 7]))
