@@ -169,6 +169,8 @@ class Carry:
                     )
                 continue
             prev = next(before)
+            if isinstance(value, MaybeUnbound) and not isinstance(prev, MaybeUnbound):
+                raise Unbinds(index)  # a `del` on some path of the body
             if isinstance(prev, MaybeUnbound) and not isinstance(value, MaybeUnbound):
                 value = MaybeUnbound(value, jnp.asarray(True), name)  # bound in this iteration
             if not staging.is_array_tree(value):
@@ -207,6 +209,26 @@ class Carry:
                     f"its final dtype before the loop, or cast inside it with "
                     f".astype(jnp.{np.dtype(x.dtype).name})."
                 )
+
+
+class Unbinds(staging.Retrace):
+    """Internal: an iteration may unbind state variable `index` (a `del` on some path): stage
+    the loop again with it entering as a bound `MaybeUnbound`."""
+
+    def __init__(self, index: int):
+        super().__init__(index)
+        self.index = index
+
+
+def staged_with(stage, state, names):
+    """`stage(state)`, staged again with each state variable an iteration may unbind entering
+    as a `MaybeUnbound` (bound: it is bound when the loop starts)."""
+    while True:
+        try:
+            return stage(state)
+        except Unbinds as request:
+            i = request.index
+            state = (*state[:i], MaybeUnbound(state[i], jnp.asarray(True), names[i]), *state[i + 1 :])
 
 
 def _adopt_weak_dtypes(value, prev):

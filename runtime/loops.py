@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from runtime import carry as carry_
 from runtime import checkpointed, errors, sequences, staging
 from runtime import effects as effects_
 from runtime import lists as lists_
@@ -120,6 +121,14 @@ def _staged_while(
 
 
 def _while_loop(test, body, state, names, site, checkpoints, trip_count=None):
+    return carry_.staged_with(
+        lambda state: _while_loop_once(test, body, state, names, site, checkpoints, trip_count),
+        state,
+        names,
+    )
+
+
+def _while_loop_once(test, body, state, names, site, checkpoints, trip_count):
     carry = Carry(
         state, names, site, probe=lambda s: body(*s), trip_count=trip_count, stops_early=True
     )
@@ -140,6 +149,14 @@ def _bounded_while(test, body, state, names, site, max_iterations):
     """A while loop run as a scan of `max_iterations` iterations that do nothing once the test
     is false (and the state stops changing, so it stays false)."""
 
+    return carry_.staged_with(
+        lambda state: _bounded_while_once(test, body, state, names, site, max_iterations),
+        state,
+        names,
+    )
+
+
+def _bounded_while_once(test, body, state, names, site, max_iterations):
     def step(s):
         return _masked(test(*s), body, s, names, site)
 
@@ -385,7 +402,14 @@ def _staged_scan(seq, k, n, body, state, names, site, extra_test, stop_early=Tru
     xs = jax.tree_util.tree_map(lambda x: x[: n - k], xs)
     if extra_test is not None and stop_early:
         return _early_exit_loop(xs, to_item, n - k, body, state, names, site, extra_test)
+    return carry_.staged_with(
+        lambda state: _scan_once(xs, to_item, n - k, body, state, names, site, extra_test),
+        state,
+        names,
+    )
 
+
+def _scan_once(xs, to_item, count, body, state, names, site, extra_test):
     def step(item, s):
         if extra_test is None:
             return body(item, *s)
@@ -397,17 +421,17 @@ def _staged_scan(seq, k, n, body, state, names, site, extra_test, stop_early=Tru
         names,
         site,
         probe=lambda s, x, j: step(to_item(x, j), s),
-        trip_count=n - k,
+        trip_count=count,
         probe_args=(first, jnp.asarray(0)),
     )
 
     def scan_body(scan_carry, x):
         j, dynamic = scan_carry
-        with staging.tracing_loop(n - k):
+        with staging.tracing_loop(count):
             outs = step(to_item(x, j), carry.merge(staging.fresh(dynamic)))
         return (j + 1, carry.check(outs, dynamic)), None
 
-    final, _ = lax.scan(scan_body, (jnp.asarray(0), carry.init), xs, length=n - k)
+    final, _ = lax.scan(scan_body, (jnp.asarray(0), carry.init), xs, length=count)
     return carry.finish(final[1])
 
 

@@ -42,13 +42,18 @@ def deleted(value, name: str) -> Undefined:
     return Undefined(name)
 
 
-def ld(value):
+def ld(value, *, checked=True):
     """Reads a variable that may be undefined: returns its value, or raises as Python would
-    (for a `MaybeUnbound`, when the program runs a path where it is unbound)."""
+    (for a `MaybeUnbound`, when the program runs a path where it is unbound).
+
+    `checked=False` where Python's scoping proves the variable bound (the function as written
+    binds it on every path there; its early exits, turned into flags, hide that from the
+    analyses of the converted code): a `MaybeUnbound` is bound on every path the program runs,
+    so its value is read without a check when it runs."""
     if isinstance(value, Undefined):
         raise _unbound(value.symbol_name)
     if isinstance(value, MaybeUnbound):
-        return value.read()
+        return value.read() if checked else value.value
     return value
 
 

@@ -27,6 +27,10 @@ class Static(enum.Enum):
     LOOP_LIVE_IN = "names (frozenset[str]) live at the top of a loop body, each iteration"
     DEFINED_IN = "names (frozenset[str]) that may be bound right before this statement"
     DEFINITELY_DEFINED_IN = "names (frozenset[str]) bound on every path to this statement"
+    BOUND_IN_SOURCE = (
+        "True on a Name read (or augmented-assignment target) that is bound on every path to it "
+        "in the function as written, before the early-exit passes"
+    )
     EXTRA_TEST = (
         "an expression on a For node: the loop also stops once it is false (set by the break pass)"
     )

@@ -24,6 +24,7 @@ from transpiler.passes import (
     match_statements,
     print_statements,
     return_statements,
+    source_reads,
     unbound_names,
 )
 
@@ -39,6 +40,9 @@ PASSES = (
     assignment_expressions,
     # Before the early-exit passes, so a return in a case is a return in an if branch.
     match_statements,
+    # On the code as written, with its breaks and returns: which reads Python proves bound.
+    # After the walrus and match passes, which add reads and bindings of their own.
+    source_reads,
     # Early exits become flags before anything else looks at control flow. `return` goes first:
     # inside a loop it becomes flag assignments plus a `break`, which the break pass rewrites.
     return_statements,

@@ -514,6 +514,75 @@ def test_names_bound_in_both_branches_inside_loops():
         transpiler.convert(delete_and_read)(1.0, True)
 
 
+def delete_in_a_later_iteration(x, n):
+    y = x
+    for i in range(n):
+        z = y + 1
+        if i > 0:
+            del y
+    return z
+
+
+def delete_then_rebind_in_a_while(x, n):
+    y = x
+    i = 0
+    while i < n:
+        z = y * 2
+        del y
+        i += 1
+        if z > 100:
+            y = z - 100
+        else:
+            y = z
+    return y
+
+
+def test_a_del_in_a_staged_loop_unbinds_for_the_iterations_after_it():
+    # The second iteration deletes y; a third would read it: Python raises only then.
+    assert delete_in_a_later_iteration(1.0, 2) == 2.0
+    check_jit(delete_in_a_later_iteration, 1.0, 2)
+    check_python(delete_in_a_later_iteration, 1.0, 2)
+    with pytest.raises(UnboundLocalError):
+        delete_in_a_later_iteration(1.0, 3)
+    with pytest.raises(UnboundLocalError):
+        transpiler.convert(delete_in_a_later_iteration)(1.0, 3)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="cannot access local variable 'y'"):
+        jax.block_until_ready(jax.jit(transpiler.convert(delete_in_a_later_iteration))(1.0, 3))
+    for n in (0, 1, 4, 9):
+        check_jit(delete_then_rebind_in_a_while, 3.0, n)
+
+
+def first_above(xs, tol):
+    for x in xs:
+        if x > tol:
+            found = x
+            break
+    else:
+        found = -1.0
+    return found
+
+
+def until_small(x):
+    while True:
+        x = x / 2
+        if x < 1:
+            last = x
+            break
+    return last
+
+
+def test_reads_python_proves_bound_are_not_checked_when_the_program_runs():
+    # Bound on every path of the function as written (the break, the else): no check, which
+    # would be a host callback, in the program.
+    for xs in (jnp.array([0.5, 2.0, 3.0]), jnp.array([0.5, 0.1])):
+        check_jit(first_above, xs, 1.0)
+    check_jit(until_small, 40.0)
+    for fn, args in ((first_above, (jnp.array([0.5, 2.0]), 1.0)), (until_small, (40.0,))):
+        source = transpiler.to_source(fn)
+        jaxpr = str(jax.make_jaxpr(transpiler.convert(fn))(*args))
+        assert "checked=False" in source and "callback" not in jaxpr, (source, jaxpr)
+
+
 # -- 11. and/or with a Python right operand -----------------------------------------------------------
 
 

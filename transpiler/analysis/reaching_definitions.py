@@ -17,7 +17,7 @@ import dataclasses
 
 import gast
 
-from transpiler import anno
+from transpiler import anno, structure
 from transpiler.analysis import activity
 
 _A = anno.Static
@@ -106,33 +106,44 @@ class _Definitions:
         bound = bound.bind(activity.of(node.test).bound)  # walrus in the test
         return self.block(node.body, bound) | self.block(node.orelse, bound)
 
-    def _loop(self, node, entry, each):
-        # Two passes: the second sees what earlier iterations bound; a third would add nothing.
-        # The second is needed only when an iteration may bind a name the first did not start
-        # with (so a loop nested d deep is not visited 2^d times).
+    def _loop(self, node, entry, rebound):
+        """`entry`: what is bound when the loop starts (its iterable or test evaluated);
+        `rebound`: what each iteration binds before its body (a for loop's target, a walrus in
+        a while loop's test)."""
         self.loops.append(([], []))
-        first = self.block(node.body, each)
-        for at_continue in self.loops[-1][1]:
-            first = first | at_continue
-        if not first.may <= each.may:
-            again = each | _Bound(first.may, each.must)  # later iterations start with more bound
+        head = entry.bind(rebound)
+        # An iteration starts with what the previous one left (a `del` unbinds, an assignment
+        # binds) joined with the entry: the body is walked again until that stops changing,
+        # which takes one more walk where an iteration binds or unbinds a name (a loop nested d
+        # deep is not walked 2^d times otherwise).
+        while True:
+            after = self.block(node.body, head)
+            for at_continue in self.loops[-1][1]:
+                after = after | at_continue
+            again = head | after.bind(rebound)
+            if again == head:
+                break
+            head = again
             self.loops[-1] = ([], [])
-            self.block(node.body, again)
         breaks, _ = self.loops.pop()
-        # The loop ends when the test fails: at entry, or after any iteration.
-        exhausted = entry | _Bound(first.may, entry.must)
+        # The loop ends when its test fails (its iterator is exhausted): at entry, or after any
+        # iteration, as the body (or a `continue`) left it.
+        if _always_true(node):
+            exhausted = _UNREACHED  # `while True:` is left by `break` (or return, raise) only
+        else:
+            exhausted = entry | (after.bind(rebound) if isinstance(node, gast.While) else after)
         out = self.block(node.orelse, exhausted)
         for at_break in breaks:
             out = out | at_break
         return out
 
     def _While(self, node, bound):
-        entry = bound.bind(activity.of(node.test).bound)
-        return self._loop(node, entry, entry)
+        tested = activity.of(node.test).bound
+        return self._loop(node, bound.bind(tested), tested)
 
     def _For(self, node, bound):
         entry = bound.bind(activity.of(node.iter).bound)
-        return self._loop(node, entry, entry.bind(activity.of(node.target).bound))
+        return self._loop(node, entry, activity.of(node.target).bound)
 
     def _With(self, node, bound):
         for item in node.items:
@@ -143,8 +154,9 @@ class _Definitions:
         body = self.block(node.body, bound)
         out = self.block(node.orelse, body)
         # Any statement of the body may raise: a handler starts from what may have been bound
-        # by then, and from what was bound before the try for sure.
-        raised = _Bound(bound.may | body.may, bound.must)
+        # by then, and from what was bound before the try for sure and not deleted in it.
+        deleted = _deleted_in(node.body)
+        raised = _Bound(bound.may | body.may, None if bound.must is None else bound.must - deleted)
         for handler in node.handlers:
             start = raised
             if handler.name is not None:
@@ -174,3 +186,20 @@ class _Definitions:
         return bound.bind(frozenset({node.name}))
 
     _ClassDef = _FunctionDef
+
+
+def _deleted_in(stmts: list[gast.stmt]) -> frozenset[str]:
+    """The names a `del` in `stmts` (nested blocks included, nested scopes not) unbinds."""
+    return frozenset(
+        target.id
+        for stmt in structure.walk(stmts)
+        if isinstance(stmt, gast.Delete)
+        for target in stmt.targets
+        if isinstance(target, gast.Name)
+    )
+
+
+def _always_true(loop: gast.stmt) -> bool:
+    """`while True:` (or another true constant): its test never ends the loop."""
+    test = getattr(loop, "test", None)
+    return isinstance(test, gast.Constant) and bool(test.value)

@@ -4,7 +4,8 @@ A converted statement passes its state in and out by name, so every state variab
 value when the statement starts, even one Python has not bound yet (`step`, set in both branches
 of an `if` inside a loop, is unbound when the first iteration reaches the `if`). Such a variable
 starts as `rt__.Undefined('step')` where its function starts; where it may still be unbound, a
-read goes through `rt__.ld`, which raises the UnboundLocalError Python would raise:
+read goes through `rt__.ld`, which raises the UnboundLocalError Python would raise (where the
+function as written binds it on every path, `rt__.ld(name, checked=False)` only unwraps it):
 
     def total(xs):                       def total(xs):
         t = 0.0                              step = rt__.Undefined('step')
@@ -106,7 +107,7 @@ class _Reads(Transformer):
 
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load) and node.id in self.names and node.id not in self.bound:
-            return templates.replace_as_expression(f"{RUNTIME}.ld(name)", name=node.id)
+            return templates.replace_as_expression(_read(node), name=node.id)
         return node
 
     def visit_Delete(self, node):
@@ -129,5 +130,13 @@ class _Reads(Transformer):
         node = self.generic_visit(node)
         name = node.target.id if isinstance(node.target, gast.Name) else None
         if name in self.names and name not in self.bound:
-            return templates.replace(f"name = {RUNTIME}.ld(name)", name=name) + [node]
+            return templates.replace(f"name = {_read(node.target)}", name=name) + [node]
         return node
+
+
+def _read(name: gast.Name) -> str:
+    """How generated code reads `name` where the converted code may hold it unbound: checked,
+    unless Python's own scoping proves it bound there (the early-exit passes hid that)."""
+    if anno.hasanno(name, _A.BOUND_IN_SOURCE):
+        return f"{RUNTIME}.ld(name, checked=False)"
+    return f"{RUNTIME}.ld(name)"

@@ -109,3 +109,72 @@ def test_match_cases_bind_their_captures():
         "if@11: must={k, point, px}",
         "if@13: must={k}",
     ]
+
+
+def test_a_del_in_a_loop_body_unbinds_the_name_for_later_iterations():
+    assert dump(
+        """
+        def f(x, n):
+            y = x
+            for i in range(n):
+                if i:
+                    z = y
+                if i > 1:
+                    del y
+            while x:
+                if x:
+                    del x
+        """,
+        "must",
+    ) == [
+        "for@4: must={n, x, y}",
+        "if@5: must={i, n, x}",
+        "if@7: must={i, n, x}",
+        "while@9: must={n, x}",
+        "if@10: must={n}",
+    ]
+
+
+def test_while_true_is_left_by_its_breaks_only():
+    assert dump(
+        """
+        def f(x):
+            while True:
+                if x:
+                    found = x
+                    break
+                x = x - 1
+            if found:
+                pass
+            for v in x:
+                if v:
+                    hit = v
+                    break
+            if hit:
+                pass
+        """,
+        "must",
+    ) == [
+        "while@3: must={x}",
+        "if@4: must={x}",
+        "if@8: must={found, x}",
+        "for@10: must={found, x}",
+        "if@11: must={found, v, x}",
+        "if@14: must={found, x}",
+    ]
+
+
+def test_a_handler_cannot_count_on_a_name_the_try_body_deletes():
+    assert dump(
+        """
+        def f(x):
+            y = x
+            try:
+                del y
+                x = int(x)
+            except ValueError:
+                if x:
+                    pass
+        """,
+        "must",
+    ) == ["if@8: must={x}"]
