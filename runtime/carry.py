@@ -228,7 +228,8 @@ def staged_with(stage, state, names):
             return stage(state)
         except Unbinds as request:
             i = request.index
-            state = (*state[:i], MaybeUnbound(state[i], jnp.asarray(True), names[i]), *state[i + 1 :])
+            bound = MaybeUnbound(state[i], jnp.asarray(True), names[i])
+            state = (*state[:i], bound, *state[i + 1 :])
 
 
 def _adopt_weak_dtypes(value, prev):
