@@ -14,8 +14,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.extend import core as jax_core
 
-from runtime import errors, lists, staging, text
+from runtime import errors, lists, selects, staging, text
 from runtime.effects import Effects
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, describe_tree, is_staged
@@ -144,14 +145,44 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes):
     true_branch = branch(if_true, "true")
     false_branch = branch(if_false, "false")
     if "true" in fixes.raised:  # the branch that raises goes second: it gives what the other does
-        dynamic = lax.cond(jnp.logical_not(pred), false_branch, true_branch)
+        dynamic = _cond_or_select(jnp.logical_not(pred), false_branch, true_branch)
     else:
-        dynamic = lax.cond(pred, true_branch, false_branch)
+        dynamic = _cond_or_select(pred, true_branch, false_branch)
     dynamic = iter(dynamic)
     for key, (_, _, finish) in probes.items():
         finish(appended["true"][key], appended["false"][key])
     _, outs, _ = traced[0]
     return tuple(next(dynamic) if staging.is_array_tree(value) else value for value in outs)
+
+
+def _cond_or_select(pred, true_fn, false_fn) -> list:
+    """`lax.cond(pred, true_fn, false_fn)`; a select of both branches where that computes the
+    same values and derivatives at less cost (`runtime.selects`). Each branch is traced once."""
+    true_jaxpr, shapes = jax.make_jaxpr(true_fn, return_shape=True)()
+    false_jaxpr = jax.make_jaxpr(false_fn)()
+    run_true = jax_core.jaxpr_as_fun(true_jaxpr)
+    run_false = jax_core.jaxpr_as_fun(false_jaxpr)
+    leaves, treedef = jax.tree_util.tree_flatten(shapes)
+    if selects.selectable((true_jaxpr, false_jaxpr)) and all(
+        selects.selects(leaf.dtype) for leaf in leaves
+    ):
+        outs = [_select(pred, a, b) for a, b in zip(run_true(), run_false())]
+    else:
+        outs = lax.cond(pred, run_true, run_false)
+    return jax.tree_util.tree_unflatten(treedef, outs)
+
+
+def _select(pred, on_true, on_false):
+    if on_true is on_false or _same_constant(on_true, on_false):
+        return on_true  # the same value either way
+    return lax.select(pred, *jnp.broadcast_arrays(on_true, on_false))
+
+
+def _same_constant(a, b) -> bool:
+    if isinstance(a, jax.core.Tracer) or isinstance(b, jax.core.Tracer):
+        return False
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
 
 
 def _trace_branch(fn, state, which) -> list:

@@ -20,9 +20,18 @@ def test_ternary_under_jit_grad_python(x):
     check_python(abs_ternary, int(x))
 
 
-def test_ternary_under_vmap_and_is_a_cond():
+def log_or_zero(x):
+    return jnp.log(x) if x > 0 else 0.0
+
+
+def test_ternary_under_vmap_is_a_select_or_a_cond():
     check_vmap(abs_ternary, jnp.array([-2.0, 3.0, 0.0]))
-    assert "cond[" in primitives(abs_ternary, 1.0)
+    check_vmap(log_or_zero, jnp.array([-2.0, 3.0, 0.0]))
+    # Negation is cheap, and its derivative is the cond's: a select. log's is infinite at 0.
+    assert "select_n" in primitives(abs_ternary, 1.0) and "cond[" not in primitives(
+        abs_ternary, 1.0
+    )
+    assert "cond[" in primitives(log_or_zero, 1.0)
 
 
 def test_ternary_is_lazy_for_python_values():

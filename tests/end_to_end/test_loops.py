@@ -36,7 +36,27 @@ def test_issue_acceptance_while_with_cond(x0):
     check_python(acceptance, np.array(x0), 5)
     jaxpr = primitives(acceptance, x, 5)
     while_at = jaxpr.index("while[")
-    assert "cond[" in jaxpr[while_at:], jaxpr
+    # The if doubles or decrements two floats: a select (see runtime.selects).
+    assert "select_n" in jaxpr[while_at:] and "cond[" not in jaxpr, jaxpr
+
+
+def costly_branches(x, w, n):
+    i = 0
+    while jnp.sum(x) < 100 and i < n:
+        if x[0] > 0:
+            x = jnp.tanh(w @ x)
+        else:
+            x = x - 1
+        i += 1
+    return x, i
+
+
+def test_a_while_with_a_costly_if_holds_a_cond():
+    w = jnp.eye(2) * 1.5
+    for x0 in ([1.0, 2.0], [-1.0, 2.0]):
+        check_jit(costly_branches, jnp.array(x0), w, 5)
+    jaxpr = primitives(costly_branches, jnp.ones(2), w, 5)
+    assert "cond[" in jaxpr[jaxpr.index("while[") :], jaxpr
 
 
 def test_while_under_vmap_with_batched_predicate():

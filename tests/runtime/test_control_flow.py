@@ -29,10 +29,12 @@ def test_if_stmt_python_path_calls_exactly_one_branch():
 
 def test_if_stmt_staged_matches_lax_cond():
     def converted(p, x):
-        return rt.if_stmt(p > 0, lambda x: (x * 2,), lambda x: (x - 1,), (x,), symbol_names=("x",))
+        return rt.if_stmt(
+            p > 0, lambda x: (jnp.log(x),), lambda x: (x - 1,), (x,), symbol_names=("x",)
+        )
 
     def reference(p, x):
-        return (lax.cond(p > 0, lambda: x * 2, lambda: x - 1),)
+        return (lax.cond(p > 0, lambda: jnp.log(x), lambda: x - 1),)
 
     for p in (1.0, -1.0):
         args = (jnp.float32(p), jnp.arange(3.0))
@@ -40,6 +42,29 @@ def test_if_stmt_staged_matches_lax_cond():
     assert str(jax.make_jaxpr(converted)(1.0, jnp.ones(2))) == str(
         jax.make_jaxpr(reference)(1.0, jnp.ones(2))
     )
+
+
+def test_cheap_safe_branches_are_a_select():
+    def converted(p, x, n):
+        return rt.if_stmt(
+            p > 0,
+            lambda x, n: (x * 2, n + 1),
+            lambda x, n: (x - 1, n),
+            (x, n),
+            symbol_names=("x", "n"),
+        )
+
+    def reference(p, x, n):
+        pred = p > 0
+        doubled, incremented, decremented = x * 2, n + 1, x - 1  # the true branch, then the false
+        return lax.select(pred, doubled, decremented), lax.select(pred, incremented, n)
+
+    for p in (1.0, -1.0):
+        args = (jnp.float32(p), jnp.arange(3.0), jnp.int32(4))
+        for a, b in zip(jax.jit(converted)(*args), jax.jit(reference)(*args)):
+            np.testing.assert_array_equal(a, b)
+    args = (1.0, jnp.ones(2), jnp.int32(0))
+    assert str(jax.make_jaxpr(converted)(*args)) == str(jax.make_jaxpr(reference)(*args))
 
 
 def test_if_stmt_staged_passes_identical_python_objects_through():

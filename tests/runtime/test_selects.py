@@ -1,0 +1,148 @@
+"""Which staged branches become a select: cheap, effect-free, with the cond's derivatives."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import transpiler
+from runtime import selects
+from tests.end_to_end.checks import check_grad, check_jit, check_vmap, primitives
+
+
+def selectable(fn, *args) -> bool:
+    return selects.selectable([jax.make_jaxpr(fn)(*args)])
+
+
+@pytest.mark.parametrize(
+    "branch",
+    [
+        lambda x, n: x,  # rebinding a name computes nothing
+        lambda x, n: x + 1.0,
+        lambda x, n: -x * 2.0,
+        lambda x, n: x / 4.0,
+        lambda x, n: jnp.maximum(x, 0.0),
+        lambda x, n: jnp.clip(x, -1.0, 1.0),
+        lambda x, n: jnp.where(x > 0, x, 0.0),
+        lambda x, n: n * n // 3 % 7,  # integers carry no derivative
+        lambda x, n: jnp.abs(n),
+        lambda x, n: x > 2.0,
+        lambda x, n: jnp.float32(1.0),
+    ],
+)
+def test_cheap_branches_whose_derivative_ignores_their_inputs_are_selectable(branch):
+    assert selectable(branch, jnp.float32(2.0), jnp.int32(3))
+
+
+@pytest.mark.parametrize(
+    "branch",
+    [
+        lambda x, n: jnp.log(x),  # infinite derivative at 0
+        lambda x, n: jnp.sqrt(x),
+        lambda x, n: 1.0 / x,
+        lambda x, n: x * x,  # 0 * inf at inf
+        lambda x, n: jnp.abs(x),  # sign(nan) * 0
+        lambda x, n: jnp.tanh(x),
+        lambda x, n: x**2,
+        lambda x, n: x / n,
+        lambda x, n: jax.lax.cond(x > 0, lambda: x, lambda: -x),
+        lambda x, n: jax.debug.print("{}", x) or x,  # an effect
+    ],
+)
+def test_branches_a_select_would_change_are_not(branch):
+    assert not selectable(branch, jnp.float32(2.0), jnp.int32(3))
+
+
+@pytest.mark.parametrize("dtype", [jnp.bfloat16, jnp.float16, jnp.float8_e4m3fn])
+def test_every_float_dtype_counts_as_differentiable(dtype):
+    x = jnp.ones((), dtype)
+    assert not selectable(jnp.log, x) and not selectable(lambda x: x * x, x)
+    assert selectable(lambda x: x + x, x)
+
+
+def test_costly_branches_are_not_selectable():
+    many = jnp.ones(selects.MAX_ELEMENTS + 1)
+    assert not selectable(lambda x: x + 1.0, many)
+    assert selectable(lambda x: x + 1.0, many[:-1])
+
+    def long(x):
+        for _ in range(selects.MAX_EQUATIONS + 1):
+            x = x + 1.0
+        return x
+
+    assert not selectable(long, jnp.float32(0.0))
+
+
+def relu_or_leak(x):
+    if x > 0:
+        y = x + 1.0
+    else:
+        y = x * 0.1
+    return y
+
+
+def sqrt_or_zero(x):
+    if x > 0:
+        y = jnp.sqrt(x)
+    else:
+        y = 0.0
+    return y
+
+
+def square_or_zero(x):
+    if x < 1e30:
+        y = x * x
+    else:
+        y = 0.0
+    return y
+
+
+def test_selected_branches_give_the_eager_values_and_gradients():
+    for x in (-2.0, 0.0, 3.0):
+        check_jit(relu_or_leak, x)
+        check_grad(relu_or_leak, x)
+    check_vmap(relu_or_leak, jnp.array([-2.0, 0.0, 3.0]))
+    assert "select_n" in primitives(relu_or_leak, 1.0)
+    assert "cond[" not in primitives(relu_or_leak, 1.0)
+
+
+def test_a_branch_with_an_unbounded_derivative_stays_a_cond():
+    # At 0 the untaken sqrt branch has an infinite derivative: a select would give NaN.
+    grad = jax.jit(jax.grad(transpiler.convert(sqrt_or_zero)))
+    assert float(grad(0.0)) == 0.0 == float(jax.grad(sqrt_or_zero)(0.0))
+    assert float(grad(4.0)) == 0.25
+    assert "cond[" in primitives(sqrt_or_zero, 1.0)
+    # x * x at inf: the derivative of the untaken branch is inf, times a zero cotangent.
+    assert float(jax.jit(jax.grad(transpiler.convert(square_or_zero)))(jnp.inf)) == 0.0
+
+
+def flagged(x, threshold):
+    hit = False
+    count = 0
+    if x > threshold:
+        hit = True
+        count = count + 1
+        print("over")
+    return hit, count
+
+
+def test_a_branch_that_prints_stays_a_cond_and_prints_when_taken(capfd):
+    f = jax.jit(transpiler.convert(flagged))
+    assert f(2.0, 1.0) == (True, 1)
+    assert f(0.0, 1.0) == (False, 0)
+    assert capfd.readouterr().out == "over\n"
+    assert "cond[" in primitives(flagged, 2.0, 1.0)
+
+
+def test_keys_are_never_selected():
+    def pick(p, k1, k2):
+        if p > 0:
+            k = k1
+        else:
+            k = k2
+        return jax.random.key_data(k)
+
+    keys = jax.random.split(jax.random.key(0))
+    f = jax.jit(transpiler.convert(pick))
+    np.testing.assert_array_equal(f(1.0, *keys), jax.random.key_data(keys[0]))
+    np.testing.assert_array_equal(f(-1.0, *keys), jax.random.key_data(keys[1]))
