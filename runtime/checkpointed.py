@@ -83,9 +83,9 @@ class _Traced:
     explicit arguments, so that derivatives by them, say parameters, are taken)."""
 
     def __init__(self, fn, init):
-        closed = jax.make_jaxpr(fn)(init)
+        closed, shapes = jax.make_jaxpr(fn, return_shape=True)(init)
         self.jaxpr, self.consts, self.effects = closed.jaxpr, tuple(closed.consts), closed.effects
-        self.out_tree = jax.tree_util.tree_structure(jax.eval_shape(fn, init))
+        self.out_tree = jax.tree_util.tree_structure(shapes)
 
     def __call__(self, x, consts):
         out = jax.core.eval_jaxpr(self.jaxpr, list(consts), *jax.tree_util.tree_leaves(x))
