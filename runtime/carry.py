@@ -39,10 +39,12 @@ class Carry:
         self.planned: set[int] = set()  # the lists this loop sized (and fixed)
         state = self._size_from_body(state, probe, trip_count, probe_args)
         self.static: dict[int, object] = {}
+        # Variables that enter unbound and that every iteration binds: bound after one.
+        self.bound_by_every_iteration: set[int] = set()
         init = []
         for index, (name, value) in enumerate(zip(names, state)):
             if isinstance(value, Undefined):
-                raise StagingError(
+                raise Unsized(
                     f"'{name}' has no value before the {site.construct} ({site}), but the "
                     "staged loop carries it from one iteration to the next (it is read in the "
                     f"loop or after it). Give '{name}' a value before the loop."
@@ -138,13 +140,17 @@ class Carry:
         # In the loop the length is a traced count; it is known again after (static_lengths).
         return carried._with(static_length=None, fixed=True, origin=origin)
 
-    def finish(self, dynamic):
+    def finish(self, dynamic, *, ran: bool = False):
         """The state after the loop: its lists can grow again; those that always grew get their
-        length back as an int."""
+        length back as an int. `ran`: the loop ran at least once (a scan), so what every
+        iteration binds is bound."""
         state = list(self.merge(dynamic))
         for index in self.planned:
             value, length = state[index], self.static_lengths.get(index)
             state[index] = value._with(static_length=length, fixed=False)
+        if ran:
+            for index in self.bound_by_every_iteration:
+                state[index] = state[index].value
         return tuple(state)
 
     def merge(self, dynamic):
@@ -173,6 +179,7 @@ class Carry:
                 raise Unbinds(index)  # a `del` on some path of the body
             if isinstance(prev, MaybeUnbound) and not isinstance(value, MaybeUnbound):
                 value = MaybeUnbound(value, jnp.asarray(True), name)  # bound in this iteration
+                self.bound_by_every_iteration.add(index)
             if not staging.is_array_tree(value):
                 raise StagingError(
                     f"'{name}' is {describe(prev)} before the {self.site.construct} but "
@@ -209,6 +216,12 @@ class Carry:
                     f"its final dtype before the loop, or cast inside it with "
                     f".astype(jnp.{np.dtype(x.dtype).name})."
                 )
+
+
+class Unsized(StagingError):
+    """A variable the loop body binds first has no value before the loop, and the body gives it
+    no array (a string, an object): the loop cannot carry it. (A `for` loop over a range runs
+    one iteration as Python then, which binds it.)"""
 
 
 class Unbinds(staging.Retrace):

@@ -26,7 +26,6 @@ from runtime.control_flow import staged_cond
 from runtime.effects import Effects
 from runtime.errors import Site, StagingError
 from runtime.staging import is_staged
-from runtime.variables import Undefined
 
 logger = logging.getLogger("transpiler")
 
@@ -311,6 +310,8 @@ def for_stmt(
                         seq, k, n, body, test, state, names, site, max_iterations is None
                     )
                 )
+            except carry_.Unsized:
+                pass  # this iteration, as Python, binds what the body binds first
             except _SCAN_REFUSED as e:
                 _log_unrolled(site, e, n - k)
                 break
@@ -353,8 +354,6 @@ def _masked(go, body, state, names, site):
 
 
 def _should_scan(seq, state) -> bool:
-    if any(isinstance(v, Undefined) for v in state):
-        return False  # one more Python iteration gives these a value (and a shape)
     return seq.staged() or staging.has_staged(state)
 
 
@@ -432,7 +431,7 @@ def _scan_once(xs, to_item, count, body, state, names, site, extra_test):
         return (j + 1, carry.check(outs, dynamic)), None
 
     final, _ = lax.scan(scan_body, (jnp.asarray(0), carry.init), xs, length=count)
-    return carry.finish(final[1])
+    return carry.finish(final[1], ran=count > 0)
 
 
 def _early_exit_loop(xs, to_item, count, body, state, names, site, extra_test):

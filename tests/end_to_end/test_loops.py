@@ -300,3 +300,31 @@ def test_python_numbers_assigned_in_a_staged_loop_take_the_loop_dtype():
     check_jit(reset_to_python_int, jnp.float32(2.0))
     out = jax.jit(transpiler.convert(reset_to_python_int))(jnp.float32(2.0))
     assert out.dtype == jnp.float32
+
+
+def last_hidden(w, xs):
+    h = jnp.zeros(w.shape[0])
+    for t in range(xs.shape[0]):
+        pre = w @ h + xs[t]
+        h = jnp.tanh(pre)
+    return h, pre
+
+
+def labelled(xs):
+    total = jnp.float32(0.0)
+    for i in range(4):
+        tag = "step"
+        total = total + xs[i]
+    return total, len(tag)
+
+
+def test_a_variable_the_body_binds_first_is_carried_without_a_python_iteration():
+    w, xs = jnp.eye(3) * 0.5, jnp.ones((5, 3))
+    check_jit(last_hidden, w, xs)
+    jaxpr = primitives(last_hidden, w, xs)
+    # One copy of the body (in the scan), and `pre`, bound by every iteration of a loop that
+    # runs, is read after it without a check.
+    assert jaxpr.count("tanh") == 1 and "callback" not in jaxpr, jaxpr
+    # A string cannot be carried: one iteration runs as Python, which binds it; then a scan.
+    check_jit(labelled, jnp.arange(4.0))
+    assert primitives(labelled, jnp.arange(4.0)).count("scan[") == 1
