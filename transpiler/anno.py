@@ -11,7 +11,8 @@ from typing import Any
 
 import gast
 
-_FIELD = "_astgraph_anno"
+FIELD = "_astgraph_anno"
+"""The attribute of a node that holds its annotations (a dict keyed by `Static`)."""
 
 
 class Static(enum.Enum):
@@ -44,17 +45,17 @@ class Static(enum.Enum):
 
 
 def setanno(node: gast.AST, key: Static, value: Any) -> None:
-    annos = node.__dict__.setdefault(_FIELD, {})
+    annos = node.__dict__.setdefault(FIELD, {})
     annos[key] = value
 
 
 def hasanno(node: gast.AST, key: Static) -> bool:
-    return key in node.__dict__.get(_FIELD, {})
+    return key in node.__dict__.get(FIELD, {})
 
 
 def getanno(node: gast.AST, key: Static) -> Any:
     try:
-        return node.__dict__[_FIELD][key]
+        return node.__dict__[FIELD][key]
     except KeyError:
         raise KeyError(
             f"{type(node).__name__} node has no {key.name} annotation; run the analysis first"

@@ -5,11 +5,11 @@ import __future__
 
 import ast
 import builtins
-import copy
 import dataclasses
 import dis
 import inspect
 import linecache
+import re
 import types
 
 import gast
@@ -41,8 +41,7 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
     filename = code.co_filename
     where = origins.Location(filename, code.co_firstlineno)
     try:
-        # From the code object, not the function: inspect follows `__wrapped__` on functions.
-        lines, start = inspect.getsourcelines(code)
+        lines, start = _source_lines(code)
     except (OSError, TypeError) as e:
         raise ConversionError(
             f"cannot read the source of {fn.__qualname__!r} ({where}): {e}",
@@ -76,6 +75,27 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
     _check_unchanged(fn, node, where)
     origins.stamp(node, filename, line_offset, linecache.getlines(filename))
     return ParsedFunction(node, filename, line_offset)
+
+
+# Where `inspect.findsource` stops looking upwards for the line a code object's source starts on.
+_DEFINITION_START = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")
+
+
+def _source_lines(code: types.CodeType) -> tuple[list[str], int]:
+    """`inspect.getsourcelines(code)` (from the code object, not the function: inspect follows
+    `__wrapped__` on functions), without its `inspect.getmodule`, which looks through every
+    module in `sys.modules` for the one of the file: most of its time, with JAX imported."""
+    filename = code.co_filename
+    linecache.checkcache(filename)  # the file as it is now: `_check_unchanged` compares it
+    lines = linecache.getlines(filename)
+    if not lines:  # a source only a module's loader can give (a zip file): ask inspect
+        return inspect.getsourcelines(code)
+    start = code.co_firstlineno - 1
+    if start >= len(lines):
+        raise OSError("lineno is out of bounds")
+    while start > 0 and not _DEFINITION_START.match(lines[start]):
+        start -= 1
+    return inspect.getblock(lines[start:]), start + 1
 
 
 def _parse(source: str) -> gast.Module | None:
@@ -131,7 +151,8 @@ def _check_unchanged(fn: types.FunctionType, node: gast.FunctionDef, where) -> N
     if code.co_name == "<lambda>":
         definition = node.body[0].value if isinstance(node.body[0], gast.Return) else None
         definition = gast.Lambda(args=node.args, body=definition) if definition else None
-    module = loading.factory_module(copy.deepcopy(definition), code.co_freevars, fn.__qualname__)
+    # Not copied: the factory holds the definition, and neither it nor compiling changes it.
+    module = loading.factory_module(definition, code.co_freevars, fn.__qualname__)
     flags = sum(f.compiler_flag for f in _FUTURES if code.co_flags & f.compiler_flag)
     try:
         compiled = compile(

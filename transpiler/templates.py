@@ -29,7 +29,12 @@ import gast
 
 def replace(template: str, **replacements: Any) -> list[gast.stmt]:
     """Parses `template` and fills in its placeholders; returns the statements."""
-    tree = gast.parse(textwrap.dedent(template))
+    parsed = _parsed.get(template)
+    if parsed is None:
+        if len(_parsed) >= _MAX_TEMPLATES:
+            _parsed.clear()  # a bound on memory: the passes use a few dozen templates
+        parsed = _parsed[template] = gast.parse(textwrap.dedent(template))
+    tree = clone(parsed)
     filler = _Filler(replacements)
     tree = filler.visit(tree)
     unused = set(replacements) - filler.used
@@ -37,6 +42,28 @@ def replace(template: str, **replacements: Any) -> list[gast.stmt]:
         raise ValueError(f"template placeholders not found: {sorted(unused)}")
     _fix_ctx(tree, filler.moved)
     return tree.body
+
+
+# Each template parsed once: conversion fills in hundreds of them (a handful of distinct ones).
+_parsed: dict[str, gast.Module] = {}
+_MAX_TEMPLATES = 256
+
+
+def clone(node: Any) -> Any:
+    """A deep copy of a tree with no annotations (a parsed template): `copy.deepcopy`, without
+    its memo and `__reduce__` machinery (a few times faster)."""
+    if isinstance(node, list):
+        return [clone(item) for item in node]
+    if not isinstance(node, gast.AST):
+        return node  # str, int, None, ...: immutable
+    cls = type(node)
+    new = cls.__new__(cls)
+    for field in node._fields:
+        setattr(new, field, clone(getattr(node, field, None)))
+    for attribute in node._attributes:
+        if hasattr(node, attribute):
+            setattr(new, attribute, getattr(node, attribute))
+    return new
 
 
 def replace_as_expression(template: str, **replacements: Any) -> gast.expr:

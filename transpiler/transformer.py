@@ -22,13 +22,14 @@ class Transformer(gast.NodeTransformer):
     _pending: list | None = None  # (replacement node, origin), innermost first
 
     def visit(self, node):
-        if anno.hasanno(node, anno.Static.AS_WRITTEN):
+        annos = node.__dict__.get(anno.FIELD)
+        if annos is not None and anno.Static.AS_WRITTEN in annos:
             return node  # a nested generator: Python, as written
         outermost = self._pending is None
         if outermost:
             self._pending = []
         try:
-            result = super().visit(node)
+            result = self._visitor(type(node))(node)
             if result is not node and anno.hasanno(node, anno.Static.ORIGIN):
                 new = result if isinstance(result, list) else [result]
                 origin = anno.getanno(node, anno.Static.ORIGIN)
@@ -41,6 +42,47 @@ class Transformer(gast.NodeTransformer):
             if outermost:
                 self._pending = None
         return result
+
+    def _visitor(self, cls: type):
+        """The `visit_<Class>` method for nodes of `cls`, else `generic_visit` (looked up once
+        per class and transformer class: the traversal runs for every node of every pass)."""
+        table = type(self).__dict__.get("_visitors")
+        if table is None:
+            table = {}
+            type(self)._visitors = table
+        name = table.get(cls)
+        if name is None:
+            name = table[cls] = "visit_" + cls.__name__
+            if not hasattr(self, name):
+                name = table[cls] = "generic_visit"
+        return getattr(self, name)
+
+    def generic_visit(self, node):
+        """`ast.NodeTransformer.generic_visit`, minus its per-field generator and the visits of
+        `Load`/`Store` contexts, which no pass rewrites."""
+        for field in node._fields:
+            old = getattr(node, field, None)
+            if type(old) is list:
+                if not old:
+                    continue
+                new = []
+                for value in old:
+                    if isinstance(value, gast.AST):
+                        value = self.visit(value)
+                        if value is None:
+                            continue
+                        if not isinstance(value, gast.AST):
+                            new.extend(value)
+                            continue
+                    new.append(value)
+                old[:] = new
+            elif isinstance(old, gast.AST) and not isinstance(old, gast.expr_context):
+                value = self.visit(old)
+                if value is None:
+                    delattr(node, field)
+                elif value is not old:
+                    setattr(node, field, value)
+        return node
 
     def visit_block(self, stmts: list[gast.stmt]) -> list[gast.stmt]:
         """Visits each statement of a block; a visit may return several statements, or none."""
