@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import functools
@@ -239,7 +240,8 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
         converted = pipeline.run(
             parsed.node, fn.__globals__, fn.__code__.co_freevars, recursive=options.recursive
         )
-        source = loading.unparse(converted.node)
+        printed = loading.to_ast(converted.node)
+        source = ast.unparse(printed)
         bounds_loops = any(
             isinstance(node, gast.keyword) and node.arg == "max_iterations"
             for node in gast.walk(converted.node)
@@ -254,6 +256,7 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
             fn.__qualname__,
             suffix=_runtime_bridge.GENERATED_SUFFIX,
             footer=lambda line_map: _runtime_bridge.source_map_footer(line_map, return_values),
+            printed=printed,
         )
     generated = _Generated(code, source, bounds_loops, _owner_of(fn.__globals__))
     _generated.put(fn, options, generated)

@@ -76,7 +76,7 @@ def line_map(tree: gast.AST, generated_source: str) -> dict[int, Location]:
     walked in step with the statements of the tree it was printed from (printing keeps statements).
     """
     mapping: dict[int, Location] = {}
-    printed = structure.walk_all(gast.ast_to_gast(ast.parse(generated_source)).body)
+    printed = structure.walk_all(ast.parse(generated_source).body)  # `ast` nests as gast does
     for gnode, pnode in zip(structure.walk_all(tree.body), printed):
         if anno.hasanno(gnode, anno.Static.ORIGIN):
             mapping.setdefault(pnode.lineno, anno.getanno(gnode, anno.Static.ORIGIN))

@@ -56,29 +56,37 @@ class Block:
 
 
 def blocks(stmt: gast.AST) -> Iterator[Block]:
-    """The blocks nested in `stmt`, in source order; none for simple statements and scopes."""
-    if isinstance(stmt, gast.If):
+    """The blocks nested in `stmt`, in source order; none for simple statements and scopes.
+
+    Told by the node's class name, so a tree of the standard library's `ast` (printed
+    generated code, parsed again for its line numbers) nests the same way."""
+    kind = type(stmt).__name__
+    if kind == "If":
         yield Block(Role.BODY, stmt, "body")
         yield Block(Role.ELSE, stmt, "orelse")
-    elif isinstance(stmt, LOOPS):
+    elif kind in _LOOP_NAMES:
         yield Block(Role.LOOP_BODY, stmt, "body")
         yield Block(Role.LOOP_ELSE, stmt, "orelse")
-    elif isinstance(stmt, (gast.With, gast.AsyncWith)):
+    elif kind in ("With", "AsyncWith"):
         yield Block(Role.BODY, stmt, "body")
-    elif isinstance(stmt, TRY):
+    elif kind in ("Try", "TryStar"):
         yield Block(Role.BODY, stmt, "body")
         for handler in stmt.handlers:
             yield Block(Role.HANDLER, handler, "body")
         yield Block(Role.ELSE, stmt, "orelse")
         yield Block(Role.FINALLY, stmt, "finalbody")
-    elif isinstance(stmt, gast.Match):
+    elif kind == "Match":
         for case in stmt.cases:
             yield Block(Role.CASE, case, "body")
 
 
+_LOOP_NAMES = frozenset(cls.__name__ for cls in LOOPS)
+_SCOPE_NAMES = frozenset(cls.__name__ for cls in SCOPES)
+
+
 def scope_blocks(stmt: gast.AST) -> Iterator[Block]:
     """Like `blocks`, and also the body of a nested function or class (role SCOPE)."""
-    if isinstance(stmt, SCOPES):
+    if type(stmt).__name__ in _SCOPE_NAMES:
         yield Block(Role.SCOPE, stmt, "body")
     else:
         yield from blocks(stmt)

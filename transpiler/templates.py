@@ -20,11 +20,12 @@ once: it is moved (the caller gives up the block it passes).
 
 from __future__ import annotations
 
-import copy
 import textwrap
 from typing import Any
 
 import gast
+
+from transpiler import anno
 
 
 def replace(template: str, **replacements: Any) -> list[gast.stmt]:
@@ -50,8 +51,9 @@ _MAX_TEMPLATES = 256
 
 
 def clone(node: Any) -> Any:
-    """A deep copy of a tree with no annotations (a parsed template): `copy.deepcopy`, without
-    its memo and `__reduce__` machinery (a few times faster)."""
+    """A deep copy of a tree: `copy.deepcopy`, without its memo and `__reduce__` machinery (a
+    few times faster). Each node's annotations are copied too, as a new dict of the same values
+    (origins and analysis results, never changed in place)."""
     if isinstance(node, list):
         return [clone(item) for item in node]
     if not isinstance(node, gast.AST):
@@ -63,6 +65,9 @@ def clone(node: Any) -> Any:
     for attribute in node._attributes:
         if hasattr(node, attribute):
             setattr(new, attribute, getattr(node, attribute))
+    annotations = node.__dict__.get(anno.FIELD)
+    if annotations is not None:
+        new.__dict__[anno.FIELD] = dict(annotations)
     return new
 
 
@@ -102,8 +107,8 @@ class _Filler(gast.NodeTransformer):
                 # at every level would make conversion quadratic in the nesting depth.
                 self.moved.update(id(v) for v in value)
                 return list(value)
-            return [copy.deepcopy(v) if isinstance(v, gast.AST) else v for v in value]
-        return copy.deepcopy(value) if isinstance(value, gast.AST) else value
+            return [clone(v) if isinstance(v, gast.AST) else v for v in value]
+        return clone(value) if isinstance(value, gast.AST) else value
 
     def visit_Expr(self, node):
         # A placeholder alone on a line stands for a list of statements.

@@ -108,28 +108,46 @@ def _annotate_function(fn_node: gast.FunctionDef) -> None:
         elif isinstance(node, (gast.FunctionDef, gast.Lambda)):
             closure_reads |= _free_reads(node)
     writers = _nonlocal_writers(fn_node)
-    for stmt in structure.walk(fn_node.body):
-        anno.setanno(stmt, anno.Static.ACTIVITY, of(stmt, writers))
-        if isinstance(stmt, gast.If):
-            body = of_block(stmt.body, writers) | of_block(stmt.orelse, writers)
-            anno.setanno(stmt, anno.Static.BODY_ACTIVITY, body)
-        elif isinstance(stmt, (gast.While, gast.For)):
-            # A loop's else block runs once, after it: not part of what the loop carries.
-            anno.setanno(stmt, anno.Static.BODY_ACTIVITY, of_block(stmt.body, writers))
+    # Innermost statements first: each statement's activity joins those of the statements it
+    # holds, computed once (not once per enclosing statement: linear in the nesting depth).
+    whole = _annotate_block(fn_node.body, writers, {})
+    params = params_of(fn_node.args)
     anno.setanno(
         fn_node,
         anno.Static.SCOPE,
         Scope(
-            params_of(fn_node.args),
+            params,
             frozenset(declared),
             frozenset(globals_),
             frozenset(closure_reads),
-            local_names(fn_node),
+            (params | whole.bound) - declared,  # `local_names`
         ),
     )
     for node in walk_scope(fn_node.body):
         if isinstance(node, gast.FunctionDef):
             _annotate_function(node)
+
+
+def _annotate_block(stmts: list[gast.stmt], writers: dict, known: dict[int, Activity]) -> Activity:
+    """Annotates `stmts` and the statements nested in them; returns their joint activity.
+    `known`: the activities computed so far, by statement id."""
+    result = Activity()
+    for stmt in stmts:
+        inner = {}
+        for block in structure.blocks(stmt):
+            inner[block.field, id(block.owner)] = _annotate_block(block.stmts, writers, known)
+        collector = _Collector(writers, known, root=stmt)
+        collector.visit(stmt)
+        activity = known[id(stmt)] = collector.activity()
+        anno.setanno(stmt, anno.Static.ACTIVITY, activity)
+        if isinstance(stmt, gast.If):
+            body = inner["body", id(stmt)] | inner["orelse", id(stmt)]
+            anno.setanno(stmt, anno.Static.BODY_ACTIVITY, body)
+        elif isinstance(stmt, (gast.While, gast.For)):
+            # A loop's else block runs once, after it: not part of what the loop carries.
+            anno.setanno(stmt, anno.Static.BODY_ACTIVITY, inner["body", id(stmt)])
+        result = result | activity
+    return result
 
 
 def of_block(stmts: list[gast.stmt], writers: dict | None = None) -> Activity:
@@ -206,12 +224,28 @@ def _base_name(node: gast.expr) -> str | None:
 
 
 class _Collector(gast.NodeVisitor):
-    def __init__(self, writers: dict[str, frozenset[str]]):
+    """Collects what a node reads, binds and mutates. `known`: activities of statements already
+    computed (by id), used for the statements nested in `root` instead of visiting them again."""
+
+    def __init__(self, writers: dict[str, frozenset[str]], known=None, root=None):
         self.writers = writers
+        self.known = known or {}
+        self.root = root
         self.reads: set[str] = set()
         self.bound: set[str] = set()
         self.mutated: set[str] = set()
         self.attributes: set[str] = set()
+
+    def visit(self, node):
+        if self.known and node is not self.root:
+            found = self.known.get(id(node))
+            if found is not None:
+                self.reads |= found.reads
+                self.bound |= found.bound
+                self.mutated |= found.mutated
+                self.attributes |= found.attributes
+                return None
+        return super().visit(node)
 
     def activity(self) -> Activity:
         return Activity(
