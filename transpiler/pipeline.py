@@ -6,6 +6,7 @@ import dataclasses
 
 import gast
 
+from transpiler import features
 from transpiler.context import PassContext
 from transpiler.passes import (
     asserts,
@@ -82,6 +83,7 @@ def run(
     freevars: tuple[str, ...] = (),
     *,
     recursive: bool = True,
+    skip_idle_passes: bool = True,
 ) -> Converted:
     """Rewrites a parsed function (origins stamped) into its converted form.
 
@@ -90,8 +92,14 @@ def run(
       globals_: the function's globals, to tell library calls from user calls.
       freevars: the names of its closure variables.
       recursive: whether calls are rewritten so called user functions convert too.
+      skip_idle_passes: skip the passes that would find nothing to rewrite (see
+        `transpiler.features`); False runs every pass (what a test compares with).
     """
     ctx = PassContext.for_function(fn_node, globals_, freevars, recursive)
+    found = features.present(fn_node)
     for pass_ in PASSES:
+        if skip_idle_passes and not features.needed(pass_, found):
+            continue  # nothing in the tree for it to rewrite
         fn_node = pass_.transform(fn_node, ctx)
+        found.update(getattr(pass_, "ADDS", ()))
     return Converted(fn_node, ctx.return_values)

@@ -16,6 +16,10 @@ from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.Assert,)
+ADDS = (gast.Call, gast.Lambda)
+
 
 class _Asserts(Transformer):
     def visit_Assert(self, node):

@@ -28,6 +28,10 @@ from transpiler.context import PassContext
 from transpiler.errors import ConversionError
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.NamedExpr,)
+ADDS = (gast.If, gast.While, gast.Break, gast.Assign, gast.UnaryOp, gast.BoolOp, gast.Compare)
+
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     return _AssignmentExpressions(ctx).visit(fn_node)

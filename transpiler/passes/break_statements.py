@@ -24,6 +24,10 @@ from transpiler.naming import Namer
 from transpiler.passes import guards
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.Break,)
+ADDS = (gast.If, gast.Assign, gast.UnaryOp, gast.BoolOp)
+
 
 class _BreakStatements(Transformer):
     def __init__(self, namer: Namer):

@@ -32,6 +32,9 @@ from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.Call,)
+
 STAGED_BUILTINS = frozenset(
     {
         "int",

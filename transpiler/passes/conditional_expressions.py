@@ -14,6 +14,10 @@ from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.IfExp,)
+ADDS = (gast.Call, gast.Lambda)
+
 
 class _ConditionalExpressions(Transformer):
     def visit_IfExp(self, node):

@@ -20,6 +20,10 @@ from transpiler.naming import Namer
 from transpiler.passes import guards
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.Continue,)
+ADDS = (gast.If, gast.Assign, gast.UnaryOp)
+
 
 class _ContinueStatements(Transformer):
     def __init__(self, namer: Namer):

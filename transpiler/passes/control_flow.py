@@ -29,6 +29,10 @@ from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.If, gast.While, gast.For)
+ADDS = (gast.FunctionDef, gast.Return, gast.Call, gast.Assign)
+
 _A = anno.Static
 
 

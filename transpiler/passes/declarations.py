@@ -17,6 +17,9 @@ from transpiler import structure
 from transpiler.analysis import activity
 from transpiler.context import PassContext
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.Global, gast.Nonlocal)
+
 _DECLARATIONS = (gast.Global, gast.Nonlocal)
 
 

@@ -17,6 +17,9 @@ from transpiler.context import PassContext
 from transpiler.errors import ConversionError
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.For, gast.While)
+
 
 class _Directives(Transformer):
     def __init__(self, globals_: dict, directive):

@@ -21,6 +21,9 @@ from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.Try, gast.TryStar) if hasattr(gast, "TryStar") else (gast.Try,)
+
 
 class _Exceptions(Transformer):
     def generic_visit(self, node):

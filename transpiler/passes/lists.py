@@ -21,6 +21,10 @@ from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = ("call:.append", "call:.pop")
+ADDS = (gast.Assign, gast.Call)
+
 _STACKERS = frozenset({"stack", "array", "asarray"})
 
 

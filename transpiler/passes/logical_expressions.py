@@ -22,6 +22,10 @@ from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.BoolOp, gast.UnaryOp, gast.Compare)
+ADDS = (gast.Call, gast.Lambda, gast.NamedExpr)
+
 
 class _LogicalExpressions(Transformer):
     def __init__(self, namer: Namer):

@@ -25,6 +25,10 @@ from transpiler import templates
 from transpiler.context import PassContext
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.Match,)
+ADDS = (gast.If, gast.Assign, gast.Compare, gast.BoolOp, gast.NamedExpr)
+
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     return _MatchStatements(ctx).visit(fn_node)

@@ -22,6 +22,10 @@ from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = ("call:print", gast.Assert, gast.Raise)
+ADDS = (gast.Call,)
+
 
 class _PrintStatements(Transformer):
     def __init__(self, globals_: dict, shadowed: frozenset[str]):

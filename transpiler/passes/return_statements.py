@@ -25,12 +25,16 @@ import dataclasses
 
 import gast
 
-from transpiler import anno, origins, structure, templates
+from transpiler import anno, features, origins, structure, templates
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.passes import guards
 from transpiler.structure import Role
 from transpiler.transformer import Transformer
+
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (features.EARLY_RETURN,)
+ADDS = (gast.Break, gast.If, gast.Assign, gast.UnaryOp, gast.Return, gast.Call)
 
 
 @dataclasses.dataclass

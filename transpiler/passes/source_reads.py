@@ -20,9 +20,14 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import anno, structure
+from transpiler import anno, features, structure
 from transpiler.analysis import activity, reaching_definitions
 from transpiler.context import PassContext
+
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+# Without early exits the analyses of the converted code see the same bindings, except in an
+# assert's message, which the assert pass moves into a lambda (whose reads it then checks).
+APPLIES_TO = (features.EARLY_RETURN, gast.Break, gast.Continue, gast.Assert)
 
 _A = anno.Static
 

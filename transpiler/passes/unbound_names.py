@@ -32,6 +32,10 @@ from transpiler.naming import RUNTIME
 from transpiler.passes import control_flow
 from transpiler.transformer import Transformer
 
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.If, gast.While, gast.For)
+ADDS = (gast.Assign, gast.Call)
+
 _A = anno.Static
 
 

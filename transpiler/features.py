@@ -1,0 +1,72 @@
+"""What a function's tree holds, so that the pipeline skips the passes that would find nothing.
+
+Most functions have no `match`, no walrus, no `try`, no `assert`, no early `return`: a pass that
+rewrites only those would walk the whole tree for nothing, and conversion time is mostly such
+walks. `present(tree)` lists what the tree holds, once:
+
+- the classes of its nodes (`gast.Break`, `gast.IfExp`, ...);
+- `EARLY_RETURN` if some function in it returns other than by its last top-level statement
+  (what the return pass rewrites);
+- `"call:NAME"` for each plain name called (`print(...)`: `"call:print"`), and `"call:.NAME"`
+  for each method called (`out.append(x)`: `"call:.append"`).
+
+A pass module may declare `APPLIES_TO`, what must be present for it to have work, and `ADDS`,
+what it may bring into the tree that other passes look for; the pipeline runs a pass only if
+something in its `APPLIES_TO` is present (a pass without one always runs), and adds its `ADDS`
+when it has run. A test converts a corpus with and without skipping and compares the code.
+"""
+
+from __future__ import annotations
+
+import gast
+
+EARLY_RETURN = "early return"
+
+
+def present(tree: gast.AST) -> set:
+    """What `tree` holds (see the module docstring)."""
+    found: set = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        cls = type(node)
+        found.add(cls)
+        if cls is gast.Call:
+            func = node.func
+            if type(func) is gast.Name:
+                found.add("call:" + func.id)
+            elif type(func) is gast.Attribute:
+                found.add("call:." + func.attr)
+        elif cls is gast.FunctionDef and _returns_early(node.body):
+            found.add(EARLY_RETURN)
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if type(value) is list:
+                stack.extend(v for v in value if isinstance(v, gast.AST))
+            elif isinstance(value, gast.AST) and not isinstance(value, gast.expr_context):
+                stack.append(value)
+    return found
+
+
+def _returns_early(body: list[gast.stmt]) -> bool:
+    """Whether a `return` of this function (not of a function nested in it) is not its last
+    top-level statement."""
+    stack = list(body)
+    last = body[-1] if body else None
+    while stack:
+        node = stack.pop()
+        if isinstance(node, gast.Return) and node is not last:
+            return True
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
+            continue
+        if isinstance(node, gast.stmt):
+            stack.extend(gast.iter_child_nodes(node))
+        elif isinstance(node, (gast.excepthandler, gast.match_case)):
+            stack.extend(node.body)
+    return False
+
+
+def needed(pass_module, found: set) -> bool:
+    """Whether the pass can have work in a tree holding `found`."""
+    applies_to = getattr(pass_module, "APPLIES_TO", None)
+    return applies_to is None or any(item in found for item in applies_to)
