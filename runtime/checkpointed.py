@@ -50,8 +50,19 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOIN
             # not see that this one is to be quiet.
             quiet = _Traced(lambda x: body_fun(x), init)
     cond = _Traced(cond_fun, init)
+    if not _has_inexact((init, body.consts, cond.consts)):
+        # Integers and booleans only (indices, counters, flags): nothing to differentiate, and
+        # no custom derivative around the loop in the graph.
+        return lax.while_loop(lambda x: cond(x, cond.consts), lambda x: body(x, body.consts), init)
     loop = _loop(body, quiet, cond, checkpoints, site)
     return loop(body.consts, quiet.consts, cond.consts, init)
+
+
+def _has_inexact(tree) -> bool:
+    return any(
+        jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)
+        for leaf in jax.tree_util.tree_leaves(tree)
+    )
 
 
 def lax_while_loop(cond_fun, body_fun, init_val):

@@ -53,29 +53,65 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
     site = Site("while loop")
     max_iterations = _check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = _check_count(checkpoints, "checkpoints", 2, site)
+
+    def staged(state, iterations):
+        left = None if max_iterations is None else max_iterations - iterations
+        return Effects((test, body), site).run(
+            state,
+            symbol_names,
+            lambda state, names, wrap: _staged_while(
+                wrap(test, returns_state=False),
+                wrap(body),
+                state,
+                names,
+                site,
+                left,
+                checkpoints,
+            ),
+        )
+
     iterations = 0
     while max_iterations is None or iterations < max_iterations:
         pred = staging.condition(test(*state))
         if is_staged(pred):
-            left = None if max_iterations is None else max_iterations - iterations
-            return Effects((test, body), site).run(
-                state,
-                symbol_names,
-                lambda state, names, wrap, left=left: _staged_while(
-                    wrap(test, returns_state=False),
-                    wrap(body),
-                    state,
-                    names,
-                    site,
-                    left,
-                    checkpoints,
-                ),
-            )
+            return staged(state, iterations)
         if not pred:
             break
+        if iterations == 0 and _traced_after_one(
+            (test, body), lambda *s: [test(*body(*s))], state, site
+        ):
+            # `done = False; while not done: ... done = err < tol`: staged from the start, not
+            # after one iteration traced outside the loop (the same program, the body once).
+            try:
+                return staged(state, iterations)
+            except staging.CANNOT_STAGE:
+                pass  # it cannot start staged (`h = None` before, an array after): as Python
         state = body(*state)
         iterations += 1
     return state
+
+
+def _traced_after_one(functions, step, state, site) -> bool:
+    """Whether `step(*state)` (one iteration, then what decides whether the loop goes on) gives
+    a traced value: the loop, Python so far, stages after one Python iteration. Traced
+    abstractly, without effects (Python state that `functions` change is put back, prints are
+    dropped); False where that cannot tell (it raised, it changed Python state): the iteration
+    then runs as Python, as it would anyway."""
+    if staging.eager():
+        return False  # no trace: every condition is Python's to decide
+    wrapped = Effects(functions, site).wrap(step, returns_state=False)
+    outputs = []
+
+    def probe():
+        with staging.quiet():
+            # Fresh containers: an `append` in the probe must not reach the caller's list.
+            outputs.append(staging.has_staged(wrapped(*staging.fresh(state))))
+
+    try:
+        jax.eval_shape(probe)
+    except Exception:  # noqa: BLE001 - undone; the iteration runs as Python and raises then
+        return False
+    return bool(outputs and outputs[0])
 
 
 def _check_count(value, option: str, least: int, site: Site) -> int | None:
@@ -182,8 +218,16 @@ class TracedRange:
         self.start, self.stop, self.step = start, stop, step
 
     def trip_count(self):
-        step_sign = jnp.sign(self.step)
-        return jnp.maximum(0, (self.stop - self.start + self.step - step_sign) // self.step)
+        start, stop, step = self.start, self.stop, self.step
+        if is_staged(step):
+            step_sign = jnp.sign(step)
+            return jnp.maximum(0, (stop - start + step - step_sign) // step)
+        # A Python step (as nearly always): no sign, and no division by 1.
+        span = stop - start if step > 0 else start - stop
+        magnitude = abs(step)
+        if magnitude != 1:
+            span = (span + magnitude - 1) // magnitude
+        return jnp.maximum(0, span)
 
     def reversed(self) -> TracedRange:
         """`reversed(range(...))`: the same items, last first."""
@@ -297,13 +341,28 @@ def for_stmt(
         n = min(n, max_iterations)
     # Python items the body uses as Python values stay Python: no scan hands it tracers.
     may_scan = seq.staged() or (not items_as_python and seq.exact_as_arrays())
+
+    def first(*state):  # one iteration, and the test of the next
+        state = body(seq[0], *state)
+        return [state, extra_test(*state) if extra_test is not None else True]
+
     while k < n:
         go = extra_test(*state) if extra_test is not None else True
         if not is_staged(go) and not go:
             return state
         if is_staged(go) and not may_scan:
             break  # the rest, as Python, each iteration masked by the traced test
-        if may_scan and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state))):
+        scan = may_scan and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state)))
+        # Python state the first iteration makes traced (a flag set under a traced `if`):
+        # scanned from the start, not after one iteration traced outside the loop.
+        early = (
+            may_scan
+            and not scan
+            and k == 0
+            and n >= 2
+            and _traced_after_one((body, extra_test), first, state, site)
+        )
+        if scan or early:
             try:
                 return staged(
                     lambda body, test, state, names, k=k: _scan(
@@ -313,8 +372,11 @@ def for_stmt(
             except carry_.Unsized:
                 pass  # this iteration, as Python, binds what the body binds first
             except _SCAN_REFUSED as e:
-                _log_unrolled(site, e, n - k)
-                break
+                if not early:
+                    _log_unrolled(site, e, n - k)
+                    break
+                # It cannot start staged (`h = None` before, an array after): one Python
+                # iteration first, as without the early start.
         state = body(seq[k], *state)
         k += 1
     rest = (seq[i] for i in range(k, n))
@@ -465,7 +527,11 @@ def _staged_range_while(
         return jnp.logical_and(more, staging.scalar_predicate(extra_test(*s), site, "loop test"))
 
     def counted_body(j, *s):
-        return (j + 1, *body(r.start + j * r.step, *s))
+        if is_staged(r.start) or is_staged(r.step):
+            item = r.start + j * r.step
+        else:
+            item = sequences.counted(r.start, r.step, None, j)
+        return (j + 1, *body(item, *s))
 
     names = ("<iteration>", *names)
     final = _staged_while(test, counted_body, (0, *state), names, site, max_iterations, checkpoints)

@@ -8,6 +8,8 @@ hands `lax.scan` its remaining items as arrays with a leading axis.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -83,8 +85,7 @@ class RangeSequence(Sequence):
         return False
 
     def scan_inputs(self, k):
-        start, step = self.range[k], self.range.step
-        return None, lambda x, j: start + j * step
+        return None, functools.partial(counted, self.range[k], self.range.step)
 
 
 class Enumerated(Sequence):
@@ -106,7 +107,7 @@ class Enumerated(Sequence):
     def scan_inputs(self, k):
         xs, item = self.base.scan_inputs(k)
         first = self.start + k
-        return xs, lambda x, j: (first + j, item(x, j))
+        return xs, lambda x, j: (counted(first, 1, x, j), item(x, j))
 
 
 class Zipped(Sequence):
@@ -152,6 +153,15 @@ class Reversed(Sequence):
         rest = self.base.array[: len(self.base) - k]
         rest = rest if is_traced(rest) else jnp.asarray(rest)
         return jnp.flip(rest, axis=0), lambda x, j: x
+
+
+def counted(start: int, step: int, x, j):
+    """Item `j` of a range from `start` by `step`: `start + j * step`, with no operation where
+    one would do nothing (`range(n)`: `j` itself)."""
+    del x  # a range has no scan input
+    if step != 1:
+        j = j * step
+    return j if start == 0 else start + j
 
 
 def as_sequence(iterable) -> Sequence | None:

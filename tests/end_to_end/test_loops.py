@@ -140,7 +140,9 @@ def test_for_range_python_bound_with_traced_body_is_one_scan():
     check_jit(running_sum, x, 8, static_argnums=(1,))
     check_grad(running_sum, x, 8, static_argnums=(1,))
     jaxpr = primitives(running_sum, x, 8, static_argnums=1)
-    assert jaxpr.count("scan[") == 1 and "length=7" in jaxpr
+    # `total` starts as a Python float the first iteration makes traced: all 8 iterations are
+    # the scan's (none traced before it), and the loop body is in the graph once.
+    assert jaxpr.count("scan[") == 1 and "length=8" in jaxpr and jaxpr.count("gt ") == 1
 
 
 def test_for_range_traced_bound_becomes_while():

@@ -16,7 +16,13 @@ import pytest
 
 import transpiler
 from runtime import StagingError
-from tests.end_to_end.checks import assert_tree_close, check_jit, check_python, check_vmap
+from tests.end_to_end.checks import (
+    assert_tree_close,
+    check_jit,
+    check_python,
+    check_vmap,
+    primitives,
+)
 from tests.end_to_end.test_errors import line_of
 
 HERE = os.path.relpath(__file__)
@@ -581,6 +587,52 @@ def test_reads_python_proves_bound_are_not_checked_when_the_program_runs():
         source = transpiler.to_source(fn)
         jaxpr = str(jax.make_jaxpr(transpiler.convert(fn))(*args))
         assert "checked=False" in source and "callback" not in jaxpr, (source, jaxpr)
+
+
+class Tally:
+    def __init__(self):
+        self.n = 0
+
+
+def state_the_first_iteration_makes_traced(x, tally, seen):
+    hit = False
+    acc = []
+    for i in range(3):
+        acc.append(x * i)
+        tally.n = tally.n + 1
+        seen["count"] = seen["count"] + 1
+        if x * i > 2:
+            hit = True
+    done, steps = False, 0
+    while not done:
+        steps += 1
+        tally.n = tally.n + 10
+        done = x * steps > 3
+    return hit, len(acc), sum(acc), tally.n, seen["count"], steps
+
+
+def a_list_the_first_iteration_appends_to(x):
+    hit = False
+    acc = []
+    for _ in range(3):
+        acc.append(x)
+        if x > 1:
+            hit = True
+    return hit, len(acc), sum(acc)
+
+
+def test_loops_staged_from_their_first_iteration_leave_python_state_as_python_would():
+    # Each loop's Python state (hit, done) is traced after one iteration, so the loop is staged
+    # from the start: probing that first iteration must change nothing (the list, the object,
+    # the dict get each iteration's change once).
+    for x in (0.5, 2.0):
+        check_jit(a_list_the_first_iteration_appends_to, x)
+        assert primitives(a_list_the_first_iteration_appends_to, x).count("scan[") == 1
+        expected = state_the_first_iteration_makes_traced(x, Tally(), {"count": 0})
+        tally, seen = Tally(), {"count": 0}
+        converted = transpiler.convert(state_the_first_iteration_makes_traced)
+        got = jax.jit(functools.partial(converted, tally=tally, seen=seen))(x)
+        assert [float(v) for v in got] == [float(v) for v in expected], (got, expected)
 
 
 # -- 11. and/or with a Python right operand -----------------------------------------------------------
