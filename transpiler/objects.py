@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 from transpiler.errors import ConversionError
 
+_CONVERTED = "__transpiler_converted__"  # set by `transpiler.convert` on what it made
+_DO_NOT_CONVERT = "__transpiler_do_not_convert__"  # set by `transpiler.do_not_convert`
 _VIEW_CLASSES = "__transpiler_view_classes__"  # on a converted `__call__`: {class: view class}
 _lock = threading.Lock()
 
@@ -45,8 +47,10 @@ def convert_object(obj, convert: Callable[[Callable], Callable]):
       of the converted function; for a method wrapper, the same wrapper of converted functions.
 
     Raises:
-      ConversionError: `obj` is a class, or a callable object whose class's `__call__` is not a
-        Python function, or whose attributes cannot be shared with a view (`__slots__`).
+      ConversionError: `obj` is a class; or a wrapper of an unconverted function (`jax.jit(f)`,
+        `eqx.filter_jit(f)`: it has `__wrapped__`); or a callable object whose class's
+        `__call__` is not a Python function, or whose attributes cannot be shared with a view
+        (`__slots__`).
     """
     if isinstance(obj, (staticmethod, classmethod)):
         return type(obj)(convert(obj.__func__))
@@ -69,6 +73,9 @@ def convert_object(obj, convert: Callable[[Callable], Callable]):
         )
     if not callable(obj):
         return None
+    wrapped = getattr(obj, "__wrapped__", None)
+    if isinstance(wrapped, types.FunctionType):
+        return _wrapper(obj, wrapped)
     cls = type(obj)
     call = _own_call(cls)
     if not isinstance(call, types.FunctionType):
@@ -84,6 +91,27 @@ def convert_object(obj, convert: Callable[[Callable], Callable]):
     if converted_call is call:  # converted already, or do_not_convert
         return obj
     return _view(obj, _view_class(cls, converted_call))
+
+
+def _wrapper(obj, wrapped: types.FunctionType):
+    """A wrapper of a function (`eqx.filter_jit(f)`, `nnx.jit(f)`): as it is if `f` is converted.
+
+    Converting the wrapper's `__call__` would not reach `f`: the wrapper hands it to JAX, which
+    calls it unconverted.
+    """
+    if getattr(wrapped, _CONVERTED, False) or getattr(wrapped, _DO_NOT_CONVERT, False):
+        return obj
+    kind = type(obj).__name__
+    raise ConversionError(
+        f"cannot convert {_describe(obj)}: it is a {kind} wrapping the function "
+        f"{wrapped.__qualname__}, which converting the wrapper would leave unconverted",
+        hint=(
+            f"Convert the function first, then wrap it: wrap transpiler.convert("
+            f"{wrapped.__name__}) instead (jax.jit(transpiler.convert({wrapped.__name__})), "
+            f"eqx.filter_jit(transpiler.convert({wrapped.__name__})), ...); in a stack of "
+            "decorators, put @transpiler.convert below the one that wraps."
+        ),
+    )
 
 
 def _own_call(cls: type):

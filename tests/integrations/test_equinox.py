@@ -220,3 +220,20 @@ def test_scan_fori_loop_vmap_and_grad_of_steps_with_python_control_flow():
     for x in xs:
         expected = grad_inside(cell, h0, x)  # eager: JAX's grad runs Python's `if`
         assert_tree_close(eqx.filter_jit(transpiler.convert(grad_inside))(cell, h0, x), expected)
+
+
+def test_bound_methods_and_filter_jit_wrappers():
+    model = make_model()
+    head = transpiler.convert(model.head)  # Equinox's BoundMethod, a pytree: its view
+    assert jax.tree_util.tree_leaves(head) == jax.tree_util.tree_leaves(model.head)
+    for h in (jnp.array([1.0, 2.0]), jnp.array([-1.0, 0.5])):
+        assert_tree_close(eqx.filter_jit(head)(h), model.head(h))
+    # A wrapper hands the function to JAX unconverted: converting it first is the way.
+    with pytest.raises(
+        transpiler.ConversionError,
+        match="it is a _JitWrapper wrapping the function call, which converting the wrapper would leave unconverted",
+    ):
+        transpiler.convert(eqx.filter_jit(call))
+    fast_call = eqx.filter_jit(transpiler.convert(call))
+    assert transpiler.convert(fast_call) is fast_call
+    assert_tree_close(fast_call(model, INPUTS[0]), model(INPUTS[0]))

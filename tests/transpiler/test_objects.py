@@ -3,6 +3,7 @@
 import dataclasses
 import functools
 import gc
+import operator
 
 import jax
 import jax.numpy as jnp
@@ -281,15 +282,41 @@ def test_a_class_is_refused_with_what_to_convert_instead():
     )
 
 
-def test_an_object_whose_call_is_not_python_is_refused():
+def test_a_wrapper_of_an_unconverted_function_is_refused():
     jitted = jax.jit(offset)
     with pytest.raises(transpiler.ConversionError) as info:
         transpiler.convert(jitted)
-    kind = type(jitted).__name__
-    call_kind = type(vars(type(jitted))["__call__"]).__name__
     assert str(info.value) == (
-        f"cannot convert {jitted!r}: it is a {kind}, whose __call__ is a {call_kind}, not a "
-        "Python function\n"
+        f"cannot convert {jitted!r}: it is a {type(jitted).__name__} wrapping the function "
+        "offset, which converting the wrapper would leave unconverted\n"
+        "Convert the function first, then wrap it: wrap transpiler.convert(offset) instead "
+        "(jax.jit(transpiler.convert(offset)), eqx.filter_jit(transpiler.convert(offset)), ...); "
+        "in a stack of decorators, put @transpiler.convert below the one that wraps."
+    )
+
+    class Wrapper:
+        def __init__(self, fn):
+            functools.update_wrapper(self, fn)
+
+        def __call__(self, *args):
+            return self.__wrapped__(*args)
+
+    with pytest.raises(
+        transpiler.ConversionError, match="it is a Wrapper wrapping the function offset"
+    ):
+        transpiler.convert(Wrapper(offset))
+    wrapper = Wrapper(transpiler.convert(offset))
+    assert transpiler.convert(wrapper) is wrapper  # what it wraps is converted already
+    assert float(jax.jit(wrapper)(3.0, 1.0)) == 2.0
+
+
+def test_an_object_whose_call_is_not_python_is_refused():
+    getter = operator.itemgetter(0)
+    with pytest.raises(transpiler.ConversionError) as info:
+        transpiler.convert(getter)
+    assert str(info.value) == (
+        "cannot convert operator.itemgetter(0): it is a itemgetter, whose __call__ is a "
+        "wrapper_descriptor, not a Python function\n"
         "Pass the plain Python function. To combine with jax.jit, convert first: "
         "jax.jit(transpiler.convert(f)), or use @transpiler.jit."
     )
