@@ -20,6 +20,7 @@ import threading
 import types
 from collections.abc import Callable
 
+from transpiler import libraries
 from transpiler.errors import ConversionError
 
 _CONVERTED = "__transpiler_converted__"  # set by `transpiler.convert` on what it made
@@ -43,8 +44,9 @@ def convert_object(obj, convert: Callable[[Callable], Callable]):
 
     Returns:
       For a callable object, its view with a converted `__call__` (the object itself if its
-      `__call__` is converted already or marked `do_not_convert`); for a partial, the partial
-      of the converted function; for a method wrapper, the same wrapper of converted functions.
+      `__call__` is converted already, marked `do_not_convert`, or library code, which converted
+      code calls as it is); for a partial, the partial of the converted function; for a method
+      wrapper, the same wrapper of converted functions.
 
     Raises:
       ConversionError: `obj` is a class; or a wrapper of an unconverted function (`jax.jit(f)`,
@@ -87,6 +89,8 @@ def convert_object(obj, convert: Callable[[Callable], Callable]):
                 "jax.jit(transpiler.convert(f)), or use @transpiler.jit."
             ),
         )
+    if libraries.is_library(call):  # as converted code calls it: `eqx.nn.MLP`'s is JAX's wrapper
+        return obj
     converted_call = convert(call)
     if converted_call is call:  # converted already, or do_not_convert
         return obj

@@ -222,8 +222,10 @@ def test_scan_fori_loop_vmap_and_grad_of_steps_with_python_control_flow():
         assert_tree_close(eqx.filter_jit(transpiler.convert(grad_inside))(cell, h0, x), expected)
 
 
-def test_bound_methods_and_filter_jit_wrappers():
+def test_bound_methods_filter_jit_wrappers_and_library_modules():
     model = make_model()
+    mlp = eqx.nn.MLP(2, 2, 4, 1, key=jax.random.PRNGKey(1))
+    assert transpiler.convert(mlp) is mlp  # Equinox's own `__call__` is JAX's wrapper: as it is
     head = transpiler.convert(model.head)  # Equinox's BoundMethod, a pytree: its view
     assert jax.tree_util.tree_leaves(head) == jax.tree_util.tree_leaves(model.head)
     for h in (jnp.array([1.0, 2.0]), jnp.array([-1.0, 0.5])):

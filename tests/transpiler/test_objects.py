@@ -4,6 +4,7 @@ import dataclasses
 import functools
 import gc
 import operator
+import textwrap
 
 import jax
 import jax.numpy as jnp
@@ -103,10 +104,15 @@ class AsIs:
     __call__ = _as_is
 
 
-def test_an_object_whose_call_is_converted_already_or_do_not_convert_is_returned_as_is():
-    decorated, as_is = Decorated(), AsIs()
+class Library:
+    __call__ = textwrap.indent  # the standard library's: converted code calls it as it is
+
+
+def test_an_object_whose_call_is_converted_already_do_not_convert_or_library_is_returned_as_is():
+    decorated, as_is, library = Decorated(), AsIs(), Library()
     assert transpiler.convert(decorated) is decorated
     assert transpiler.convert(as_is) is as_is
+    assert transpiler.convert(library) is library
     assert float(jax.jit(lambda x: decorated(x))(-2.0)) == 2.0
 
 
