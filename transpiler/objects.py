@@ -199,7 +199,7 @@ def _view_class(cls: type, converted_call: types.FunctionType) -> type:
         found = made.get(cls)
         if found is None:
             try:
-                found = type(cls)(cls.__name__, (cls,), namespace)
+                found = type(cls)(cls.__name__, (cls,), namespace, **_class_keywords(cls))
             except TypeError as e:  # e.g. an `__init_subclass__` that requires arguments
                 raise ConversionError(
                     f"cannot convert a {cls.__qualname__} object: no subclass of "
@@ -208,3 +208,13 @@ def _view_class(cls: type, converted_call: types.FunctionType) -> type:
                 ) from e
             made[cls] = found
     return found
+
+
+def _class_keywords(cls: type) -> dict:
+    """The keywords of `cls`'s `class` statement that its subclasses do not inherit.
+
+    Python keeps no record of them; Flax NNX keeps its one (`class Net(nnx.Module,
+    pytree=False)`), which would otherwise revert to its default in the view class.
+    """
+    is_pytree = getattr(cls, "_pytree__is_pytree", None)  # flax.nnx.Pytree
+    return {} if is_pytree is None else {"pytree": is_pytree}

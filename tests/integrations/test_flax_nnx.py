@@ -99,6 +99,24 @@ class Cell(nnx.Module):
         return h
 
 
+class Plain(nnx.Module, pytree=False):
+    def __init__(self, *, rngs):
+        self.linear = nnx.Linear(2, 2, rngs=rngs)
+
+    def __call__(self, x):
+        h = self.linear(x)
+        return h if jnp.sum(h) > 0 else -h
+
+
+def test_a_converted_instance_keeps_the_pytree_keyword_of_its_class():
+    plain, cell = Plain(rngs=nnx.Rngs(0)), Cell(rngs=nnx.Rngs(0))
+    fast_plain, fast_cell = transpiler.convert(plain), transpiler.convert(cell)
+    assert jax.tree_util.tree_leaves(fast_plain) == [fast_plain]  # not a pytree, as `plain`
+    assert len(jax.tree_util.tree_leaves(fast_cell)) == len(jax.tree_util.tree_leaves(cell)) == 2
+    x = jnp.array([1.0, -2.0])
+    assert_tree_close(nnx.jit(lambda m, x: m(x))(fast_plain, x), plain(x))
+
+
 @pytest.mark.python_path
 def test_lax_scan_over_an_nnx_model_in_a_step_with_python_control_flow():
     # (A Variable written in a step of `lax.scan` is refused by Flax; `nnx.scan` carries it.)
