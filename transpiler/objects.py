@@ -94,6 +94,7 @@ def convert_object(obj, convert: Callable[[Callable], Callable]):
     converted_call = convert(call)
     if converted_call is call:  # converted already, or do_not_convert
         return obj
+    _check_shareable(obj)
     return _view(obj, _view_class(cls, converted_call))
 
 
@@ -138,7 +139,6 @@ def _describe(obj) -> str:
 
 
 def _view(obj, view_class: type):
-    _check_shareable(obj)
     view = object.__new__(view_class)
     # The same dict, not a copy: the view *is* the object, with another `__call__`.
     object.__setattr__(view, "__dict__", obj.__dict__)
