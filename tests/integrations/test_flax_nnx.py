@@ -63,6 +63,12 @@ def test_a_converted_call_under_nnx_jit_and_nnx_grad():
     # Both called their blocks 4 times (2 inputs, twice): nnx.jit wrote the counts back.
     assert [int(b.calls[...]) for b in model.blocks] == [4, 4, 4]
     assert [int(b.calls[...]) for b in reference.blocks] == [2, 2, 2]
+    # A block alone (4 -> 4: its residual `if` is a cond), its converted `__call__` as it is.
+    block = Block(4, 4, rngs=nnx.Rngs(2))
+    block_loss = lambda b, h: jnp.sum(b(h) ** 2)  # noqa: E731
+    for h in (jnp.array([1.0, 0.5, -0.2, 0.3]), jnp.array([-1.0, -0.5, 0.2, -0.3])):
+        grads = nnx.jit(nnx.grad(block_loss))(block, h)
+        assert_tree_close(grads, nnx.grad(block_loss)(block, h), rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.python_path
