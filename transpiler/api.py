@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import gast
 
-from transpiler import libraries, loading, parsing, pipeline
+from transpiler import libraries, loading, objects, parsing, pipeline
 from transpiler.directives import loop_options  # noqa: F401 - part of the API
 from transpiler.errors import ConversionError
 
@@ -175,10 +175,13 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
 
     Works as a decorator (`@convert`, `@convert(recursive=False)`), on module-level functions,
     nested functions, closures and lambdas (globals and closure variables are read at call time),
-    and methods (a bound method stays bound).
+    methods (a bound method stays bound; in a class body, above or below `staticmethod`,
+    `classmethod` and `property`), `functools.partial` objects, and callable objects: an
+    Equinox or Flax NNX module converts to a view of it whose `__call__` is converted, an
+    instance of its class that shares its attributes and pytree leaves (see `docs/models.md`).
 
     Args:
-      fn: the function (or bound method) to convert.
+      fn: the function, bound method or callable object to convert.
       recursive: also convert the user functions that `fn` calls (when they are called).
 
     Returns:
@@ -196,8 +199,15 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
     if isinstance(fn, types.MethodType):
         return types.MethodType(convert(fn.__func__, recursive=recursive), fn.__self__)
     if not isinstance(fn, types.FunctionType):
+        # A callable object: its view with a converted `__call__` (see `objects`).
+        converted_object = objects.convert_object(
+            fn, functools.partial(convert, recursive=recursive)
+        )
+        if converted_object is not None:
+            return converted_object
         raise ConversionError(
-            f"cannot convert {fn!r}: it is a {type(fn).__name__}, not a Python function",
+            f"cannot convert {fn!r}: it is a {type(fn).__name__}, not a Python function nor an "
+            "object with a __call__ method",
             hint=(
                 "Pass the plain Python function. To combine with jax.jit, convert first: "
                 "jax.jit(transpiler.convert(f)), or use @transpiler.jit."
