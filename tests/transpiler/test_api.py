@@ -328,6 +328,25 @@ def test_private_attributes_in_converted_methods():
     assert jax.jit(transpiler.convert(model.__call__))(2.0) == 6.0
 
 
+def _generated_functions(fn) -> list:
+    """The functions of generated code that `fn` reaches through its closure (and theirs)."""
+    import types
+
+    found, todo, seen = [], [fn], set()
+    while todo:
+        f = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        if f.__code__.co_filename.endswith(".astgraph.py"):
+            found.append(f)
+            continue
+        for cell in f.__closure__ or ():
+            if isinstance(cell.cell_contents, types.FunctionType):
+                todo.append(cell.cell_contents)
+    return found
+
+
 def test_nothing_is_left_behind_when_a_converted_function_is_dropped(tmp_path):
     import gc
     import os
@@ -349,12 +368,7 @@ def test_nothing_is_left_behind_when_a_converted_function_is_dropped(tmp_path):
     g = mod.make(1)
     converted = transpiler.convert(g)
     assert converted(3) == 2
-    (generated,) = [
-        cell.cell_contents
-        for cell in converted.__closure__
-        if isinstance(cell.cell_contents, types.FunctionType)
-        and cell.cell_contents.__code__.co_filename.endswith(".astgraph.py")
-    ]
+    (generated,) = _generated_functions(converted)
     filename = generated.__code__.co_filename
     assert os.path.exists(filename) and filename in linecache.cache
     alive = weakref.ref(g), weakref.ref(converted)
