@@ -210,9 +210,7 @@ class _Here(Exception):  # noqa: N818 - raised only to be caught, for its traceb
     """Raised by a stand-in frame at the user's line (see `_frame_at`)."""
 
 
-def _frame_at(
-    filename: str, lineno: int, name: str, frame: types.FrameType
-) -> types.TracebackType:
+def _frame_at(filename: str, lineno: int, name: str, frame: types.FrameType) -> types.TracebackType:
     """A traceback entry of a stand-in frame executing `filename:lineno`, in function `name`,
     with the globals and locals of `frame` (for debuggers): what the frame of generated code
     `frame` runs, as the user wrote it.

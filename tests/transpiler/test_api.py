@@ -351,7 +351,6 @@ def test_nothing_is_left_behind_when_a_converted_function_is_dropped(tmp_path):
     import gc
     import os
     import sys
-    import types
     import weakref
 
     module = tmp_path / "dropped.py"
