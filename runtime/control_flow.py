@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from runtime import errors, lists, staging, text
+from runtime import errors, lists, log, staging, text
 from runtime.effects import Effects
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, describe_tree, is_staged
@@ -41,6 +41,7 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names):
     pred = staging.condition(pred)
     if is_staged(pred):
         site = Site("if statement")
+        log.staged(site, "lax.cond")
         effects = Effects((if_true, if_false), site)
         return effects.run(
             state,
@@ -57,6 +58,7 @@ def if_exp(pred, if_true, if_false):
     pred = staging.condition(pred)
     if is_staged(pred):
         site = Site("conditional expression")
+        log.staged(site, "lax.cond")
         effects = Effects((if_true, if_false), site)
 
         def stage(state, names, wrap):

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from runtime import checkpointed, errors, sequences, staging
+from runtime import checkpointed, errors, log, sequences, staging
 from runtime import effects as effects_
 from runtime import lists as lists_
 from runtime.carry import Carry
@@ -57,6 +57,7 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
     while max_iterations is None or iterations < max_iterations:
         pred = staging.condition(test(*state))
         if is_staged(pred):
+            log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
             left = None if max_iterations is None else max_iterations - iterations
             return Effects((test, body), site).run(
                 state,
@@ -250,6 +251,7 @@ def for_stmt(
         return effects.run(state, symbol_names, run)
 
     if isinstance(iterable, TracedRange):
+        log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
         return staged(
             lambda body, test, state, names: _staged_range_while(
                 iterable, body, state, names, site, test, max_iterations, checkpoints
@@ -258,6 +260,7 @@ def for_stmt(
     if isinstance(iterable, lists_.StagedList) and iterable.known_length() is None:
         # A list of traced length: a while loop over its items, however many there are.
         items = iterable.buffer
+        log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
         return staged(
             lambda body, test, state, names: _staged_range_while(
                 TracedRange(0, iterable.length, 1),
@@ -288,6 +291,7 @@ def for_stmt(
         if is_staged(go) and not may_scan:
             break  # the rest, as Python, each iteration masked by the traced test
         if may_scan and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state))):
+            log.staged(site, "lax.scan" if max_iterations or not extra_test else "lax.while_loop")
             try:
                 return staged(
                     lambda body, test, state, names, k=k: _scan(
@@ -319,6 +323,7 @@ def _python_for(items, body, state, names, site, extra_test, effects):
         except StopIteration:
             return state
         if is_staged(go):
+            log.staged(site, "lax.cond (this iteration, after a traced break)")
             state = effects.run(
                 state,
                 names,
