@@ -259,11 +259,17 @@ class _Functions:
     def __init__(self):
         self._spans: dict[str, list[tuple[int, int, str]]] = {}
 
-    def at(self, filename: str, lineno: int, default: str) -> str:
+    def at(self, filename: str, lineno: int, name: str) -> str:
+        """The name of the user's function at `filename:lineno` that generated code named
+        `name` runs: `name` itself if a function of that name spans the line (the generated
+        function keeps the user's name), else the innermost one (`name` is a generated
+        `if_true`), else `name`."""
         if filename not in self._spans:
             self._spans[filename] = _function_spans(filename)
         inside = [s for s in self._spans[filename] if s[0] <= lineno <= s[1]]
-        return max(inside, key=lambda s: (s[0], -s[1]))[2] if inside else default
+        if not inside or name in {s[2] for s in inside}:
+            return name
+        return max(inside, key=lambda s: (s[0], -s[1]))[2]
 
 
 def user_traceback(
@@ -286,7 +292,7 @@ def user_traceback(
         if is_generated(filename) and not show_generated:
             found = user_location(filename, tb.tb_lineno)
             if found is not None:
-                name = functions.at(*found, default=frame.f_code.co_name)
+                name = functions.at(*found, frame.f_code.co_name)
                 last = kept[-1][0].f_code if kept else None
                 if last is None or (last.co_filename, kept[-1][2], last.co_name) != (*found, name):
                     entry = _frame_at(*found, name, frame)
@@ -322,7 +328,7 @@ def user_text(text: str) -> str:
         place = f"{_display(found[0])}:{found[1]}"
         if match["name"] is None:
             return place
-        return f"{place} ({functions.at(*found, default=match['name'][2:-1])})"
+        return f"{place} ({functions.at(*found, match['name'][2:-1])})"
 
     return _GENERATED_PLACE.sub(mapped, text)
 
