@@ -120,7 +120,9 @@ def loop_calls_helper(x):
     return x
 
 
-@pytest.mark.parametrize("fn, statement", [(branch_calls_helper, "if "), (loop_calls_helper, "while ")])
+@pytest.mark.parametrize(
+    "fn, statement", [(branch_calls_helper, "if "), (loop_calls_helper, "while ")]
+)
 @pytest.mark.parametrize("transform", ["grad", "vmap"])
 def test_a_shape_error_in_a_staged_body_shows_the_users_lines(transform, fn, statement):
     # Under jax.grad the condition has a value: the statement runs as Python, and the error is
