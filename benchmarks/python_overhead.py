@@ -13,7 +13,7 @@
    `tracemalloc` (`--traced` functions with an `if`) gives bytes per function and where they
    were allocated.
 
-    python benchmarks/python_overhead.py
+    python benchmarks/python_overhead.py [--no-memory]
 """
 
 from __future__ import annotations
@@ -287,6 +287,7 @@ def main() -> None:
     parser.add_argument("--functions", type=int, default=10_000)
     parser.add_argument("--traced", type=int, default=200)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--no-memory", action="store_true", help="time the calls only")
     args = parser.parse_args()
 
     print(
@@ -307,7 +308,8 @@ def main() -> None:
             flush=True,
         )
 
-    memory_check(args.functions, args.traced, args.batch)
+    if not args.no_memory:
+        memory_check(args.functions, args.traced, args.batch)
 
 
 if __name__ == "__main__":
