@@ -7,18 +7,21 @@ applications can route the `astgraph` logger like any other instead.
 from __future__ import annotations
 
 import logging
+import types
 
 from runtime.errors import Site
 
 logger = logging.getLogger("astgraph")
 
 # How messages name the statement a runtime operator stands for.
-_STATEMENTS = {
-    "if statement": "if",
-    "conditional expression": "a if p else b",
-    "while loop": "while",
-    "for loop": "for",
-}
+_STATEMENTS = types.MappingProxyType(
+    {
+        "if statement": "if",
+        "conditional expression": "a if p else b",
+        "while loop": "while",
+        "for loop": "for",
+    }
+)
 
 
 def staged(site: Site, lowering: str) -> None:
