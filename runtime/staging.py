@@ -68,8 +68,10 @@ def call_staging(fn, args, kwargs):
 
 
 with jax_core.take_current_trace():  # the trace of eager evaluation, wherever this is imported
-    EVAL_TRACE = type(jax_core.find_top_trace(()))
-    """The type of JAX's current trace where it evaluates eagerly."""
+    EVAL = jax_core.find_top_trace(())
+    """JAX's current trace where it evaluates eagerly (JAX makes one)."""
+    EVAL_TRACE = type(EVAL)
+    """Its type: `eager()` compares types, which stays exact should JAX make more than one."""
 
 
 class _TopTrace:
@@ -83,7 +85,8 @@ class _TopTrace:
 
 
 def _trace_context():
-    """What holds JAX's current trace as `.trace`, read as cheaply as the public API allows.
+    """What holds JAX's current trace as its property `.trace`, read as cheaply as the public
+    API allows.
 
     `jax.extend.core.find_top_trace(())` returns `jax.core.trace_ctx.trace` through two more
     Python calls, which cost more than a small function does: a converted function called on
@@ -95,20 +98,23 @@ def _trace_context():
         warnings.simplefilter("ignore", DeprecationWarning)
         context = getattr(jax.core, "trace_ctx", None)
     try:
-        agrees = context is not None and context.trace is jax_core.find_top_trace(())
+        reader = type(context).trace.fget
+        agrees = reader(context) is jax_core.find_top_trace(())
     except Exception:  # noqa: BLE001 - any change in JAX: the public reader
         agrees = False
     return context if agrees else _TopTrace()
 
 
 TRACE_CONTEXT = _trace_context()
-"""`TRACE_CONTEXT.trace` is JAX's current trace: `jax.extend.core.find_top_trace(())`."""
+READ_TRACE = type(TRACE_CONTEXT).trace.fget
+"""`READ_TRACE(TRACE_CONTEXT)` is JAX's current trace, `jax.extend.core.find_top_trace(())`
+(the property's getter called directly: in CPython 3.11 much cheaper than the property)."""
 
 
 def eager() -> bool:
     """Whether JAX evaluates eagerly here: no transformation (`jit`, `grad`, `vmap`) is tracing,
     so every value is concrete and Python decides every condition, as it would unconverted."""
-    return type(TRACE_CONTEXT.trace) is EVAL_TRACE
+    return type(READ_TRACE(TRACE_CONTEXT)) is EVAL_TRACE
 
 
 _quiet: contextvars.ContextVar[bool] = contextvars.ContextVar("quiet", default=False)

@@ -59,19 +59,28 @@ def _hide_wrapper_frame(error: BaseException) -> None:
         error.args = (runtime_errors.user_text(error.args[0]), *error.args[1:])
 
 
-# The globals of every wrapper: one dict, so that `rt__forced` is one store for all of them.
-# Builtins the wrapper calls are bound under reserved names: a parameter named `type` must
-# not change what the wrapper calls.
+# The globals of every wrapper: one dict, so that `rt__eval` is one store for all of them.
+# What the wrapper uses is bound under reserved names: a parameter named like a builtin must not
+# change what the wrapper calls.
 _WRAPPER_GLOBALS = {
     "__builtins__": builtins,
-    "rt__forced": 0,  # `converted_code_on_python_values` blocks open now, in any thread
     "rt__context": runtime_staging.TRACE_CONTEXT,
-    "rt__eval": runtime_staging.EVAL_TRACE,
-    "rt__type": type,
+    "rt__read_trace": runtime_staging.READ_TRACE,
+    # The fast path is taken where JAX's current trace is this one: JAX's eager evaluation, or,
+    # while a `converted_code_on_python_values` block is open in any thread, a trace there is
+    # none of (the context variable then decides, on the slow path).
+    "rt__eval": runtime_staging.EVAL,
     "rt__any_exception": BaseException,
     "rt__hide": _hide_wrapper_frame,
 }
-_forced_lock = threading.Lock()
+
+
+class _Forcing:
+    """How many `converted_code_on_python_values` blocks are open, in all threads."""
+
+    lock = threading.Lock()
+    count = 0
+    no_trace = object()
 
 
 @contextlib.contextmanager
@@ -79,26 +88,30 @@ def converted_code_on_python_values():
     """Runs converted code even where JAX evaluates eagerly (see `wrap`): for tests of the
     converted code's Python semantics, which `jax.grad` without `jax.jit` relies on."""
     token = _PYTHON_PATH.set(False)
-    with _forced_lock:
-        _WRAPPER_GLOBALS["rt__forced"] += 1
+    with _Forcing.lock:
+        _Forcing.count += 1
+        _WRAPPER_GLOBALS["rt__eval"] = _Forcing.no_trace
     try:
         yield
     finally:
-        with _forced_lock:
-            _WRAPPER_GLOBALS["rt__forced"] -= 1
+        with _Forcing.lock:
+            _Forcing.count -= 1
+            if _Forcing.count == 0:
+                _WRAPPER_GLOBALS["rt__eval"] = runtime_staging.EVAL
         _PYTHON_PATH.reset(token)
 
 
 # The wrapper has the original's parameters, so that a call binds its arguments once, as the
 # original would: no `*args, **kwargs` to pack and unpack. Where JAX evaluates eagerly it calls
-# the original (the fast path: one attribute read and two comparisons), else the converted code.
+# the original (the fast path: one call reading JAX's trace, one comparison), else `converted`
+# (see `wrap`), which decides again, exactly (by the trace's type, and the context variable).
 _PYTHON_PATH_WRAPPER = """
 def rt__make(rt__original, rt__converted):
     def {name}({parameters}):
         try:
-            if rt__forced or rt__type(rt__context.trace) is not rt__eval:
-                return rt__converted({positional}, {{{keywords}}})
-            return rt__original({arguments})
+            if rt__read_trace(rt__context) is rt__eval:
+                return rt__original({arguments})
+            return rt__converted({positional}, {{{keywords}}})
         except rt__any_exception as rt__error:
             rt__hide(rt__error)
             raise

@@ -168,3 +168,19 @@ def test_the_python_path_shows_no_frame_of_its_own():
     text = "".join(traceback.format_exception(info.value))
     assert "<converted function>" not in text and "_runtime_bridge" not in text
     assert f'File "{__file__}", line' in text and 'raise ValueError(f"positive: {x}")' in text
+
+
+def test_converted_code_forced_in_one_thread_leaves_the_others_on_the_python_path():
+    import threading
+
+    from transpiler import _runtime_bridge
+
+    converted = transpiler.convert(where_it_runs)
+    seen = []
+    with _runtime_bridge.converted_code_on_python_values():
+        assert converted(1)[1] != __file__  # the converted code ran
+        thread = threading.Thread(target=lambda: seen.append(converted(1)[1]))
+        thread.start()
+        thread.join()
+    assert seen == [__file__]
+    assert converted(1)[1] == __file__
