@@ -341,7 +341,11 @@ def _is_internal(error: BaseException) -> bool:
 
 
 def _same(a: BaseException, b: BaseException) -> bool:
-    return type(a) is type(b) and a.args == b.args
+    """Whether `a` and `b` are one error raised twice: same type, the same arguments (compared
+    by identity, or as text: arguments may be arrays)."""
+    if type(a) is not type(b) or len(a.args) != len(b.args):
+        return False
+    return all(x is y or (type(x) is str and x == y) for x, y in zip(a.args, b.args))
 
 
 def clean(error: BaseException, *, show_generated: bool | None = None) -> None:
