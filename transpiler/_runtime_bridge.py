@@ -29,10 +29,17 @@ GENERATED_SUFFIX = runtime_errors.GENERATED_SUFFIX
 source_map_footer = runtime_errors.source_map_footer
 ConversionRefused = runtime_calls.ConversionRefused
 
-# JAX names the user's frame of an operation (in jaxprs, in "the leaked value was created on
-# line ..."): the innermost frame not in these, which is then generated code, mapped back.
-for _directory in runtime_errors.own_directories():
-    source_info_util.register_exclusion(_directory)
+
+def _exclude_own_frames() -> None:
+    """JAX names an operation's "user frame" (in jaxprs, in "the leaked value was created on
+    line ..."): the innermost frame outside the paths it excludes. With `runtime/` and
+    `transpiler/` excluded, that is the generated code's frame, which maps back to the user's
+    line (`runtime.errors.user_text`)."""
+    for directory in runtime_errors.own_directories():
+        source_info_util.register_exclusion(directory)
+
+
+_exclude_own_frames()
 
 
 def namespace(converter: Callable) -> runtime_calls.Runtime:

@@ -103,6 +103,11 @@ def test_a_shape_error_in_a_helper_shows_the_helpers_line(transform, fn, call):
     assert_users(text)
     assert frame(fn.__name__, line_of(fn, call)) in text
     assert frame("helper", HELPER_LINE) + "\n    return x + jnp.ones(4)  # x has 3" in text
+    # The frame standing in for the helper's generated code holds its variables (for pdb.pm()).
+    (stand_in,) = [
+        f for f, _ in traceback.walk_tb(error.__traceback__) if f.f_code.co_name == "helper"
+    ]
+    assert stand_in.f_locals["x"].shape == (3,)
 
 
 # -- in a staged branch or loop body -------------------------------------------------------------
