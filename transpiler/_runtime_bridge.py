@@ -11,8 +11,8 @@ import contextlib
 import contextvars
 import functools
 import inspect
-import keyword
 import os
+import sys
 import threading
 import types
 from collections.abc import Callable
@@ -114,7 +114,7 @@ def converted_code_on_python_values():
 # (see `wrap`), which decides again, exactly (by the trace's type, and the context variable).
 _PYTHON_PATH_WRAPPER = """
 def rt__make(rt__original, rt__converted):
-    def {name}({parameters}):
+    def rt__wrapper({parameters}):
         try:
             if rt__read_trace(rt__context) is rt__eval:
                 return rt__original({arguments})
@@ -122,31 +122,28 @@ def rt__make(rt__original, rt__converted):
         except rt__any_exception as rt__error:
             rt__hide(rt__error)
             raise
-    return {name}
+    return rt__wrapper
 """
 
 _CONVERTED_WRAPPER = """
 def rt__make(rt__original, rt__converted):
-    def {name}({parameters}):
+    def rt__wrapper({parameters}):
         try:
             return rt__converted({positional}, {{{keywords}}})
         except rt__any_exception as rt__error:
             rt__hide(rt__error)
             raise
-    return {name}
+    return rt__wrapper
 """
 
 
-@functools.lru_cache(maxsize=1024)
-def _wrapper_factory(template: str, name: str, signature: tuple) -> Callable:
-    """The compiled `rt__make` of `template` for a signature (see `_signature`), by its text."""
+@functools.lru_cache(maxsize=256)
+def _wrapper_factory(template: str, signature: tuple) -> Callable:
+    """The compiled `rt__make` of `template` for a signature (see `_signature`), by its text:
+    functions whose parameters have the same names share it."""
     parameters, positional, keywords, arguments = signature
     source = template.format(
-        name=name,
-        parameters=parameters,
-        positional=positional,
-        keywords=keywords,
-        arguments=arguments,
+        parameters=parameters, positional=positional, keywords=keywords, arguments=arguments
     )
     scope: dict = {}
     exec(compile(source, _WRAPPER_FILE, "exec"), _WRAPPER_GLOBALS, scope)
@@ -209,11 +206,13 @@ def wrap(
             raise
 
     code = original.__code__
-    name = code.co_name
-    if not name.isidentifier() or keyword.iskeyword(name) or name.startswith("rt__"):
-        name = "rt__converted_function"
     template = _PYTHON_PATH_WRAPPER if python_path else _CONVERTED_WRAPPER
-    wrapper = _wrapper_factory(template, name, _signature(code))(original, converted)
+    wrapper = _wrapper_factory(template, _signature(code))(original, converted)
+    # Named as the original in profiles too (its own code object: the factory's is shared).
+    renamed = {"co_name": code.co_name}
+    if sys.version_info >= (3, 11):
+        renamed["co_qualname"] = original.__qualname__
+    wrapper.__code__ = wrapper.__code__.replace(**renamed)
     wrapper.__defaults__ = original.__defaults__
     wrapper.__kwdefaults__ = original.__kwdefaults__
     return functools.wraps(original)(wrapper)
