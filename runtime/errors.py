@@ -11,12 +11,15 @@ mapped too; `TRANSPILER_SHOW_GENERATED_FRAMES=1` keeps the generated frames.
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import linecache
 import os
 import re
 import sys
+import traceback
 import types
+from typing import NoReturn
 
 
 class StagingError(Exception):
@@ -229,12 +232,68 @@ def _frame_at(filename: str, lineno: int, name: str, frame: types.FrameType) -> 
     code = code.replace(**renamed)
     namespace = frame.f_globals
     if "__builtins__" not in namespace:  # exec would add it to the user's dict
-        namespace = {**namespace, "__builtins__": __builtins__}
+        namespace = {**namespace, "__builtins__": builtins}
     try:
         exec(code, namespace, {**frame.f_locals, _STAND_IN: _Here()})
     except _Here as e:
         return e.__traceback__.tb_next
     raise AssertionError("unreachable: the stand-in frame raises")
+
+
+_CALLING = """
+def rt__stand_in(rt__here):
+    rt__next(rt__here)
+"""
+_RAISING = """
+def rt__stand_in(rt__here):
+    raise rt__here
+"""
+
+
+def _stand_in_function(filename: str, lineno: int, name: str, then) -> types.FunctionType:
+    """A function `name` whose one statement is at `filename:lineno`, spanning the line: it
+    calls `then(error)`, or, if `then` is None, raises `error`."""
+    text = linecache.getline(filename, lineno).rstrip()
+    start = len(text) - len(text.lstrip())
+    end = len(text.encode("utf-8")) if text else 0
+    tree = ast.parse(_RAISING if then is None else _CALLING)
+    (definition,) = tree.body
+    definition.lineno = definition.end_lineno = lineno
+    for node in ast.walk(definition.body[0]):
+        if hasattr(node, "lineno"):
+            node.lineno = node.end_lineno = lineno
+            node.col_offset, node.end_col_offset = start, end
+    namespace = {"__builtins__": builtins, "rt__next": then}
+    exec(compile(tree, filename, "exec"), namespace)
+    function = namespace["rt__stand_in"]
+    renamed = {"co_name": name}
+    if sys.version_info >= (3, 11):
+        renamed["co_qualname"] = name
+    function.__code__ = function.__code__.replace(**renamed)
+    return function
+
+
+def raise_at_users_lines(error: BaseException, tb: types.TracebackType | None) -> NoReturn:
+    """Raises `error` from frames at the user's lines that `tb` went through (its traceback when
+    it was first raised, while traced), each called by the one before, the innermost last.
+
+    For an error a staged branch raised while traced, raised again when the program runs that
+    branch: printers that follow each frame's caller rather than the traceback (XLA's report
+    of a failed host callback prints the stack of the innermost frame) end at the user's lines
+    too, and the traceback shows them after the host callback's frames.
+    """
+    places = []
+    for frame, lineno in traceback.walk_tb(user_traceback(tb, show_generated=False)):
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_LIBRARY_DIRECTORIES) and not is_own(filename):
+            places.append((filename, lineno, frame.f_code.co_name))
+    then = None
+    for filename, lineno, name in reversed(places):
+        then = _stand_in_function(filename, lineno, name, then)
+    if then is None:
+        raise error.with_traceback(None)
+    then(error.with_traceback(None))
+    raise AssertionError("unreachable: the innermost stand-in raises")
 
 
 def _function_spans(filename: str) -> list[tuple[int, int, str]]:

@@ -146,9 +146,9 @@ def test_a_shape_error_in_a_staged_body_shows_the_users_lines(transform, fn, sta
 @pytest.mark.xfail(
     strict=True,
     reason="under jax.jit the staged branch raises in a host callback, which XLA reports as a "
-    "JaxRuntimeError whose text is the callback's stack (runtime/control_flow.py raise_if "
-    "raises with no traceback): it needs raise_if to raise with "
-    "errors.user_traceback(error.__traceback__)",
+    "JaxRuntimeError whose text is the stack of the innermost frame; raise_if (runtime/"
+    "control_flow.py, _raise_when_run) raises with no traceback: it needs its last line to be "
+    "`errors.raise_at_users_lines(raised, error.__traceback__)` (tested below)",
 )
 @pytest.mark.parametrize("fn", [branch_calls_helper, loop_calls_helper])
 def test_a_shape_error_in_a_staged_body_under_jit_shows_the_helpers_line(fn):
@@ -156,8 +156,32 @@ def test_a_shape_error_in_a_staged_body_under_jit_shows_the_helpers_line(fn):
         jax.jit(transpiler.convert(fn))(jnp.ones(3)).block_until_ready()
     text = rendered(info.value)
     assert "TypeError: add got incompatible shapes for broadcasting" in text
-    assert f'File "{HERE}", line {HELPER_LINE}, in helper' in text
-    assert not any(directory in text for directory in OWN), text
+    assert f'File "{HERE}", line {HELPER_LINE}, in helper\n' in text
+    assert ".astgraph.py" not in text
+
+
+def test_raised_again_at_the_users_lines_every_printer_ends_there():
+    from runtime import errors
+
+    error = run("grad", branch_calls_helper)  # raised while traced, through converted code
+    with pytest.raises(TypeError) as info:
+        errors.raise_at_users_lines(TypeError(*error.args), error.__traceback__)
+    # XLA prints the stack of the innermost frame, by its callers: the user's lines, last.
+    innermost = list(traceback.walk_tb(info.value.__traceback__))[-1][0]
+    stack = [(f.f_code.co_filename, f.f_lineno, f.f_code.co_name) for f in walk_back(innermost)]
+    assert stack[:2] == [
+        (HERE, HELPER_LINE, "helper"),
+        (HERE, line_of(branch_calls_helper, "x = helper(x)"), "branch_calls_helper"),
+    ]
+    assert not any(s[0].endswith(".astgraph.py") for s in stack)
+    text = rendered(info.value)
+    assert frame("helper", HELPER_LINE) + "\n    return x + jnp.ones(4)  # x has 3" in text
+
+
+def walk_back(frame):
+    while frame is not None:
+        yield frame
+        frame = frame.f_back
 
 
 # -- tracers that leak -------------------------------------------------------------------------
