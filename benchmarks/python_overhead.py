@@ -3,8 +3,9 @@
 1. Call time: `transpiler.convert(fn)` (not jitted) called with Python ints, floats, lists and
    NumPy scalars/arrays, where every `if`, `while` and `for` is decided by Python, next to the
    original `fn` on the same arguments. Timed with `timeit`, alternating the two, best of
-   `--rounds` rounds of `--repeats` x N calls (N: about 0.05 s worth of calls, for each of the
-   two, from `timeit`'s autorange).
+   `--rounds` rounds of `--repeats` x N calls (N: about `--sample` seconds worth of calls, for
+   each of the two, from `timeit`'s autorange). Many short samples, alternating, so that the
+   best of them is a quiet moment for both even on a busy machine.
 2. Memory: `--functions` distinct functions (`def f_i(x): return x + i`: distinct code objects,
    generated as source into temporary modules) are each converted, called once and dropped.
    Reported: RSS and `sys.getallocatedblocks()` growth, entries left in `transpiler.api`'s
@@ -13,7 +14,7 @@
    `tracemalloc` (`--traced` functions with an `if`) gives bytes per function and where they
    were allocated.
 
-    python benchmarks/python_overhead.py
+    python benchmarks/python_overhead.py [--no-memory]
 """
 
 from __future__ import annotations
@@ -131,13 +132,15 @@ def cases() -> list[tuple[str, object, tuple]]:
     ]
 
 
-def call_times(fn, converted, args, rounds: int, repeats: int) -> tuple[float, float]:
+def call_times(
+    fn, converted, args, rounds: int, repeats: int, sample: float
+) -> tuple[float, float]:
     """Best seconds per call of `fn` and `converted`, measured alternately."""
     timers = [timeit.Timer(functools.partial(f, *args)) for f in (fn, converted)]
     numbers = []
     for timer in timers:
         number, seconds = timer.autorange()
-        numbers.append(max(1, int(number * 0.05 / seconds)))
+        numbers.append(max(1, int(number * sample / seconds)))
     best = [float("inf"), float("inf")]
     for _ in range(rounds):
         for k, (timer, number) in enumerate(zip(timers, numbers)):
@@ -282,11 +285,13 @@ def _short(filename: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sample", type=float, default=0.005, help="seconds per sample")
     parser.add_argument("--functions", type=int, default=10_000)
     parser.add_argument("--traced", type=int, default=200)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--no-memory", action="store_true", help="time the calls only")
     args = parser.parse_args()
 
     print(
@@ -300,14 +305,17 @@ def main() -> None:
         converted = transpiler.convert(fn)
         expected, got = fn(*fn_args), converted(*fn_args)
         assert np.allclose(np.asarray(got), np.asarray(expected)), (name, got, expected)
-        t_original, t_converted = call_times(fn, converted, fn_args, args.rounds, args.repeats)
+        t_original, t_converted = call_times(
+            fn, converted, fn_args, args.rounds, args.repeats, args.sample
+        )
         print(
             f"{name:<42} | {t_original * 1e6:13.2f} | {t_converted * 1e6:14.2f} | "
             f"{t_converted / t_original:7.2f}",
             flush=True,
         )
 
-    memory_check(args.functions, args.traced, args.batch)
+    if not args.no_memory:
+        memory_check(args.functions, args.traced, args.batch)
 
 
 if __name__ == "__main__":

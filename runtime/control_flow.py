@@ -16,7 +16,7 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jax_core
 
-from runtime import errors, lists, selects, staging, text
+from runtime import errors, lists, log, selects, staging, text
 from runtime.effects import Effects
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, describe_tree, is_staged
@@ -47,7 +47,7 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names):
             state,
             symbol_names,
             lambda state, names, wrap: staged_cond(
-                pred, wrap(if_true), wrap(if_false), state, names, site
+                pred, wrap(if_true), wrap(if_false), state, names, site, logged=True
             ),
         )
     return if_true(*state) if pred else if_false(*state)
@@ -68,6 +68,7 @@ def if_exp(pred, if_true, if_false):
                 state,
                 names,
                 site,
+                logged=True,
             )
 
         (value,) = effects.run((), ("<value>",), stage)
@@ -91,13 +92,14 @@ class _Retrace(staging.Retrace):
         self.raised = raised or {}  # {"true" or "false": the exception its tracing raised}
 
 
-def staged_cond(pred, if_true, if_false, state, names, site):
-    """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs."""
+def staged_cond(pred, if_true, if_false, state, names, site, *, logged=False):
+    """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs.
+    `logged`: log the lowering (`if → lax.cond`, or a select) as the statement's own."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
     for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
         try:
-            return _cond_once(pred, if_true, if_false, state, names, site, fixes)
+            return _cond_once(pred, if_true, if_false, state, names, site, fixes, logged)
         except _Retrace as retrace:
             fixes = _Retrace(
                 {**fixes.casts, **retrace.casts},
@@ -115,7 +117,7 @@ def staged_cond(pred, if_true, if_false, state, names, site):
     raise AssertionError("retracing the branches did not converge")
 
 
-def _cond_once(pred, if_true, if_false, state, names, site, fixes):
+def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False):
     if len(fixes.raised) == 2:  # both branches raise: so does the if, whichever runs
         raise fixes.raised["true"]
     # (branch, outputs as returned, outputs as the function gave them), per branch traced so far
@@ -145,9 +147,9 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes):
     true_branch = branch(if_true, "true")
     false_branch = branch(if_false, "false")
     if "true" in fixes.raised:  # the branch that raises goes second: it gives what the other does
-        dynamic = _cond_or_select(jnp.logical_not(pred), false_branch, true_branch)
+        dynamic = _cond_or_select(jnp.logical_not(pred), false_branch, true_branch, logged and site)
     else:
-        dynamic = _cond_or_select(pred, true_branch, false_branch)
+        dynamic = _cond_or_select(pred, true_branch, false_branch, logged and site)
     dynamic = iter(dynamic)
     for key, (_, _, finish) in probes.items():
         finish(appended["true"][key], appended["false"][key])
@@ -155,9 +157,10 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes):
     return tuple(next(dynamic) if staging.is_array_tree(value) else value for value in outs)
 
 
-def _cond_or_select(pred, true_fn, false_fn) -> list:
+def _cond_or_select(pred, true_fn, false_fn, log_site=None) -> list:
     """`lax.cond(pred, true_fn, false_fn)`; a select of both branches where that computes the
-    same values and derivatives at less cost (`runtime.selects`). Each branch is traced once."""
+    same values and derivatives at less cost (`runtime.selects`). Each branch is traced once.
+    `log_site`: where to log which it became."""
     true_jaxpr, shapes = jax.make_jaxpr(true_fn, return_shape=True)()
     false_jaxpr = jax.make_jaxpr(false_fn)()
     run_true = jax_core.jaxpr_as_fun(true_jaxpr)
@@ -167,8 +170,12 @@ def _cond_or_select(pred, true_fn, false_fn) -> list:
         selects.selects(leaf.dtype) for leaf in leaves
     ):
         outs = [_select(pred, a, b) for a, b in zip(run_true(), run_false())]
+        lowering = "lax.select (cheap branches)"
     else:
         outs = lax.cond(pred, run_true, run_false)
+        lowering = "lax.cond"
+    if log_site:
+        log.staged(log_site, lowering)
     return jax.tree_util.tree_unflatten(treedef, outs)
 
 
@@ -213,7 +220,7 @@ def _raise_when_run(error: Exception, other: list) -> list:
             raised.args = tuple(args)
             if note is not None and note not in getattr(raised, "__notes__", ()):
                 raised.__notes__ = [*getattr(error, "__notes__", ()), note]
-            raise raised.with_traceback(None)
+            errors.raise_at_users_lines(raised, error.__traceback__)
 
     values = [error.args[i].values for i in texts]
     staging.host_callback(raise_if, staging.branch_taken(), *values, ordered=True)

@@ -2,16 +2,24 @@
 
 Each generated file ends with its source map (`source_map_footer`): which user line every
 generated line comes from. Runtime operators remember the frame that called them and, on error,
-look its line up there.
+look its line up there. An exception leaving converted code is made to read as the user's code
+ran (`clean`): in its traceback each frame of generated code becomes a frame at the user's
+file:line it came from, the runtime's frames go, and generated places in JAX's messages are
+mapped too; `TRANSPILER_SHOW_GENERATED_FRAMES=1` keeps the generated frames.
 """
 
 from __future__ import annotations
 
+import ast
+import builtins
 import json
 import linecache
 import os
+import re
 import sys
+import traceback
 import types
+from typing import NoReturn
 
 
 class StagingError(Exception):
@@ -48,11 +56,17 @@ def _directory_of(module) -> str:
     return os.path.dirname(os.path.realpath(module.__file__)) + os.sep
 
 
-_OWN_DIRECTORIES = (
-    _directory_of(sys.modules[__name__]),
-    os.path.join(os.path.dirname(_directory_of(sys.modules[__name__]).rstrip(os.sep)), "transpiler")
-    + os.sep,
-)
+def _own_directories() -> tuple[str, ...]:
+    """`runtime/` and `transpiler/`, as imported and with links resolved."""
+    found = []
+    for here in (os.path.dirname(os.path.abspath(__file__)), _directory_of(sys.modules[__name__])):
+        here = here.rstrip(os.sep)
+        found += [here + os.sep, os.path.join(os.path.dirname(here), "transpiler") + os.sep]
+    return tuple(dict.fromkeys(found))
+
+
+_OWN_DIRECTORIES = _own_directories()
+"""Where the runtime's and the transpiler's own code lives: never the user's frames."""
 _LIBRARY_DIRECTORIES = tuple(_directory_of(__import__(name)) for name in ("jax", "jaxlib", "numpy"))
 
 
@@ -143,9 +157,11 @@ def user_frames_note(tb: types.TracebackType | None) -> str | None:
     """For an exception from converted code: the user's line it was raised at, as a note."""
     found = None
     while tb is not None:
-        loc = user_location(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
-        if loc is not None:
-            found = loc
+        code = tb.tb_frame.f_code
+        if _STAND_IN in code.co_names:  # generated code's frame, as `user_traceback` made it
+            found = (code.co_filename, tb.tb_lineno)
+        else:
+            found = user_location(code.co_filename, tb.tb_lineno) or found
         tb = tb.tb_next
     if found is None:
         return None
@@ -168,3 +184,257 @@ def fix_note(error: BaseException) -> str | None:
             "through converted code, or use jax.jvp/jax.jacfwd (forward mode) for it."
         )
     return None
+
+
+SHOW_GENERATED_FRAMES = "TRANSPILER_SHOW_GENERATED_FRAMES"
+"""The environment variable that keeps generated code's frames in tracebacks (`=1`)."""
+
+
+def showing_generated_frames() -> bool:
+    """Whether tracebacks keep the frames of generated code (`TRANSPILER_SHOW_GENERATED_FRAMES`
+    set to anything but `0` when the error is raised)."""
+    return os.environ.get(SHOW_GENERATED_FRAMES, "0") not in ("", "0")
+
+
+def own_directories() -> tuple[str, ...]:
+    """The directories of `runtime/` and `transpiler/` (each ending with a separator)."""
+    return _OWN_DIRECTORIES
+
+
+def is_own(filename: str) -> bool:
+    """Whether `filename` is the runtime's or the transpiler's own code."""
+    return filename.startswith(_OWN_DIRECTORIES)
+
+
+_STAND_IN = "rt__here"  # the one name the code of a stand-in frame reads
+
+
+class _Here(Exception):  # noqa: N818 - raised only to be caught, for its traceback
+    """Raised by a stand-in frame at the user's line (see `_frame_at`)."""
+
+
+def _frame_at(filename: str, lineno: int, name: str, frame: types.FrameType) -> types.TracebackType:
+    """A traceback entry of a stand-in frame executing `filename:lineno`, in function `name`,
+    with the globals and locals of `frame` (for debuggers): what the frame of generated code
+    `frame` runs, as the user wrote it.
+
+    Its position spans the whole line, so traceback printers underline nothing in it.
+    """
+    text = linecache.getline(filename, lineno).rstrip()
+    start = len(text) - len(text.lstrip())
+    end = len(text.encode("utf-8")) if text else 0
+    here = {"lineno": lineno, "end_lineno": lineno, "col_offset": start, "end_col_offset": end}
+    raised = ast.Raise(exc=ast.Name(id=_STAND_IN, ctx=ast.Load(), **here), cause=None, **here)
+    code = compile(ast.Module(body=[raised], type_ignores=[]), filename, "exec")
+    renamed = {"co_name": name}
+    if sys.version_info >= (3, 11):
+        renamed["co_qualname"] = name
+    code = code.replace(**renamed)
+    namespace = frame.f_globals
+    if "__builtins__" not in namespace:  # exec would add it to the user's dict
+        namespace = {**namespace, "__builtins__": builtins}
+    try:
+        exec(code, namespace, {**frame.f_locals, _STAND_IN: _Here()})
+    except _Here as e:
+        return e.__traceback__.tb_next
+    raise AssertionError("unreachable: the stand-in frame raises")
+
+
+_CALLING = """
+def rt__stand_in(rt__here):
+    rt__next(rt__here)
+"""
+_RAISING = """
+def rt__stand_in(rt__here):
+    raise rt__here
+"""
+
+
+def _stand_in_function(filename: str, lineno: int, name: str, then) -> types.FunctionType:
+    """A function `name` whose one statement is at `filename:lineno`, spanning the line: it
+    calls `then(error)`, or, if `then` is None, raises `error`."""
+    text = linecache.getline(filename, lineno).rstrip()
+    start = len(text) - len(text.lstrip())
+    end = len(text.encode("utf-8")) if text else 0
+    tree = ast.parse(_RAISING if then is None else _CALLING)
+    (definition,) = tree.body
+    definition.lineno = definition.end_lineno = lineno
+    for node in ast.walk(definition.body[0]):
+        if hasattr(node, "lineno"):
+            node.lineno = node.end_lineno = lineno
+            node.col_offset, node.end_col_offset = start, end
+    namespace = {"__builtins__": builtins, "rt__next": then}
+    exec(compile(tree, filename, "exec"), namespace)
+    function = namespace["rt__stand_in"]
+    renamed = {"co_name": name}
+    if sys.version_info >= (3, 11):
+        renamed["co_qualname"] = name
+    function.__code__ = function.__code__.replace(**renamed)
+    return function
+
+
+def raise_at_users_lines(error: BaseException, tb: types.TracebackType | None) -> NoReturn:
+    """Raises `error` from frames at the user's lines that `tb` went through (its traceback when
+    it was first raised, while traced), each called by the one before, the innermost last.
+
+    For an error a staged branch raised while traced, raised again when the program runs that
+    branch: printers that follow each frame's caller rather than the traceback (XLA's report
+    of a failed host callback prints the stack of the innermost frame) end at the user's lines
+    too, and the traceback shows them after the host callback's frames.
+    """
+    places = []
+    for frame, lineno in traceback.walk_tb(user_traceback(tb, show_generated=False)):
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_LIBRARY_DIRECTORIES) and not is_own(filename):
+            places.append((filename, lineno, frame.f_code.co_name))
+    then = None
+    for filename, lineno, name in reversed(places):
+        then = _stand_in_function(filename, lineno, name, then)
+    if then is None:
+        raise error.with_traceback(None)
+    then(error.with_traceback(None))
+    raise AssertionError("unreachable: the innermost stand-in raises")
+
+
+def _function_spans(filename: str) -> list[tuple[int, int, str]]:
+    """(first line, last line, name) of every function and lambda in `filename`."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except (SyntaxError, ValueError):
+        return []
+    spans = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            spans.append((node.lineno, node.end_lineno, node.name))
+        elif isinstance(node, ast.Lambda):
+            spans.append((node.lineno, node.end_lineno, "<lambda>"))
+    return spans
+
+
+class _Functions:
+    """The user's function at a file:line (innermost), for the frames standing in for generated
+    code: named after the user's function, not after the generated `if_true` or `loop_body`."""
+
+    def __init__(self):
+        self._spans: dict[str, list[tuple[int, int, str]]] = {}
+
+    def at(self, filename: str, lineno: int, name: str) -> str:
+        """The name of the user's function at `filename:lineno` that generated code named
+        `name` runs: `name` itself if a function of that name spans the line (the generated
+        function keeps the user's name), else the innermost one (`name` is a generated
+        `if_true`), else `name`."""
+        if filename not in self._spans:
+            self._spans[filename] = _function_spans(filename)
+        inside = [s for s in self._spans[filename] if s[0] <= lineno <= s[1]]
+        if not inside or name in {s[2] for s in inside}:
+            return name
+        return max(inside, key=lambda s: (s[0], -s[1]))[2]
+
+
+def user_traceback(
+    tb: types.TracebackType | None, *, show_generated: bool | None = None
+) -> types.TracebackType | None:
+    """`tb` as the user's code ran: the frames of `runtime/` and `transpiler/` dropped, and each
+    frame of generated code replaced by one at the user's file:line it comes from (kept as it
+    is with `show_generated`, which defaults to `showing_generated_frames()`).
+
+    The frames standing in for generated code hold its globals and locals, so a post-mortem
+    debugger shows the user's variables there.
+    """
+    if show_generated is None:
+        show_generated = showing_generated_frames()
+    functions = _Functions()
+    kept: list[tuple[types.FrameType, int, int]] = []
+    while tb is not None:
+        frame = tb.tb_frame
+        filename = frame.f_code.co_filename
+        if is_generated(filename) and not show_generated:
+            found = user_location(filename, tb.tb_lineno)
+            if found is not None:
+                name = functions.at(*found, frame.f_code.co_name)
+                last = kept[-1][0].f_code if kept else None
+                if last is None or (last.co_filename, kept[-1][2], last.co_name) != (*found, name):
+                    entry = _frame_at(*found, name, frame)
+                    kept.append((entry.tb_frame, entry.tb_lasti, entry.tb_lineno))
+        elif not is_own(filename):
+            kept.append((frame, tb.tb_lasti, tb.tb_lineno))
+        tb = tb.tb_next
+    result = None
+    for frame, lasti, lineno in reversed(kept):
+        result = types.TracebackType(result, frame, lasti, lineno)
+    return result
+
+
+# A place in generated code as JAX's messages write it: `/tmp/astgraph-x/f_3.astgraph.py:12:4`,
+# maybe followed by the function's name in parentheses.
+_GENERATED_PLACE = re.compile(
+    r"(?P<file>[^\s'\"():]+" + re.escape(GENERATED_SUFFIX) + r"):(?P<line>\d+)(?::\d+)?"
+    r"(?P<name> \([^()\s]*\))?"
+)
+
+
+def user_text(text: str) -> str:
+    """`text` (a message) with each place in generated code written as the user's file:line,
+    and the function named there (`(if_true)`) as the user's function."""
+    if GENERATED_SUFFIX not in text:
+        return text
+    functions = _Functions()
+
+    def mapped(match: re.Match) -> str:
+        found = user_location(match["file"], int(match["line"]))
+        if found is None:
+            return match[0]
+        place = f"{_display(found[0])}:{found[1]}"
+        if match["name"] is None:
+            return place
+        return f"{place} ({functions.at(*found, match['name'][2:-1])})"
+
+    return _GENERATED_PLACE.sub(mapped, text)
+
+
+def _is_internal(error: BaseException) -> bool:
+    """Whether `error` is one the runtime raises for itself and catches (a retrace request):
+    never the user's to see, even as the exception another was raised while handling."""
+    module = type(error).__module__.split(".")[0]
+    return module in ("runtime", "transpiler") and not isinstance(error, StagingError)
+
+
+def _same(a: BaseException, b: BaseException) -> bool:
+    """Whether `a` and `b` are one error raised twice: same type, the same arguments (compared
+    by identity, or as text: arguments may be arrays)."""
+    if type(a) is not type(b) or len(a.args) != len(b.args):
+        return False
+    return all(x is y or (type(x) is str and x == y) for x, y in zip(a.args, b.args))
+
+
+def clean(error: BaseException, *, show_generated: bool | None = None) -> None:
+    """Makes `error`, raised through converted code, read as the user's code.
+
+    For it and the exceptions chained to it (JAX's "stack trace before transformation" among
+    them): the traceback becomes `user_traceback(...)`, places in generated code in a message
+    become the user's (`user_text`), and an internal exception it was raised while handling is
+    not shown ("During handling of the above exception..."), nor `error` itself as it was
+    first raised while traced.
+    """
+    if show_generated is None:
+        show_generated = showing_generated_frames()
+    seen: set[int] = set()
+    todo = [error]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = user_traceback(e.__traceback__, show_generated=show_generated)
+        if not show_generated and e.args and isinstance(e.args[0], str):
+            text = user_text(e.args[0])
+            if text != e.args[0]:
+                e.args = (text, *e.args[1:])
+        context = e.__context__
+        if context is not None and e.__cause__ is None and _is_internal(context):
+            e.__suppress_context__ = True
+        elif context is not None and context is not error and _same(context, error):
+            # The exception a staged branch raised while traced, which the program raises
+            # again when it runs that branch (as `error`): said once is enough.
+            e.__suppress_context__ = True
+        todo += [e.__cause__, None if e.__suppress_context__ else context]

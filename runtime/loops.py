@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from runtime import carry as carry_
-from runtime import checkpointed, errors, sequences, staging
+from runtime import checkpointed, errors, log, sequences, staging
 from runtime import effects as effects_
 from runtime import lists as lists_
 from runtime.carry import Carry
@@ -56,7 +56,7 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
 
     def staged(state, iterations):
         left = None if max_iterations is None else max_iterations - iterations
-        return Effects((test, body), site).run(
+        out = Effects((test, body), site).run(
             state,
             symbol_names,
             lambda state, names, wrap: _staged_while(
@@ -69,6 +69,8 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
                 checkpoints,
             ),
         )
+        log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
+        return out
 
     iterations = 0
     while max_iterations is None or iterations < max_iterations:
@@ -310,6 +312,7 @@ def for_stmt(
         return effects.run(state, symbol_names, run)
 
     if isinstance(iterable, TracedRange):
+        log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
         return staged(
             lambda body, test, state, names: _staged_range_while(
                 iterable, body, state, names, site, test, max_iterations, checkpoints
@@ -318,6 +321,7 @@ def for_stmt(
     if isinstance(iterable, lists_.StagedList) and iterable.known_length() is None:
         # A list of traced length: a while loop over its items, however many there are.
         items = iterable.buffer
+        log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
         return staged(
             lambda body, test, state, names: _staged_range_while(
                 TracedRange(0, iterable.length, 1),
@@ -364,11 +368,14 @@ def for_stmt(
         )
         if scan or early:
             try:
-                return staged(
+                out = staged(
                     lambda body, test, state, names, k=k: _scan(
                         seq, k, n, body, test, state, names, site, max_iterations is None
                     )
                 )
+                lowering = "lax.scan" if max_iterations or not extra_test else "lax.while_loop"
+                log.staged(site, lowering)
+                return out
             except carry_.Unsized:
                 pass  # this iteration, as Python, binds what the body binds first
             except _SCAN_REFUSED as e:
@@ -399,6 +406,7 @@ def _python_for(items, body, state, names, site, extra_test, effects):
         except StopIteration:
             return state
         if is_staged(go):
+            log.staged(site, "lax.cond (this iteration, after a traced break)")
             state = effects.run(
                 state,
                 names,

@@ -6,6 +6,7 @@ import contextlib
 import contextvars
 import numbers
 import types
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -67,13 +68,53 @@ def call_staging(fn, args, kwargs):
 
 
 with jax_core.take_current_trace():  # the trace of eager evaluation, wherever this is imported
-    _EVAL_TRACE = type(jax_core.find_top_trace(()))
+    EVAL = jax_core.find_top_trace(())
+    """JAX's current trace where it evaluates eagerly (JAX makes one)."""
+    EVAL_TRACE = type(EVAL)
+    """Its type: `eager()` compares types, which stays exact should JAX make more than one."""
+
+
+class _TopTrace:
+    """JAX's current trace as `.trace`, read with `jax.extend.core.find_top_trace`."""
+
+    __slots__ = ()
+
+    @property
+    def trace(self):
+        return jax_core.find_top_trace(())
+
+
+def _trace_context():
+    """What holds JAX's current trace as its property `.trace`, read as cheaply as the public
+    API allows.
+
+    `jax.extend.core.find_top_trace(())` returns `jax.core.trace_ctx.trace` through two more
+    Python calls, which cost more than a small function does: a converted function called on
+    Python values asks on every call (see `transpiler._runtime_bridge`). So the context itself
+    is read where JAX still offers it (deprecated, without a date) and agrees with
+    `find_top_trace`; else the `find_top_trace` reader.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        context = getattr(jax.core, "trace_ctx", None)
+    try:
+        reader = type(context).trace.fget
+        agrees = reader(context) is jax_core.find_top_trace(())
+    except Exception:  # noqa: BLE001 - any change in JAX: the public reader
+        agrees = False
+    return context if agrees else _TopTrace()
+
+
+TRACE_CONTEXT = _trace_context()
+READ_TRACE = type(TRACE_CONTEXT).trace.fget
+"""`READ_TRACE(TRACE_CONTEXT)` is JAX's current trace, `jax.extend.core.find_top_trace(())`
+(the property's getter called directly: in CPython 3.11 much cheaper than the property)."""
 
 
 def eager() -> bool:
     """Whether JAX evaluates eagerly here: no transformation (`jit`, `grad`, `vmap`) is tracing,
     so every value is concrete and Python decides every condition, as it would unconverted."""
-    return type(jax_core.find_top_trace(())) is _EVAL_TRACE
+    return type(READ_TRACE(TRACE_CONTEXT)) is EVAL_TRACE
 
 
 _quiet: contextvars.ContextVar[bool] = contextvars.ContextVar("quiet", default=False)

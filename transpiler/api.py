@@ -1,4 +1,4 @@
-"""The public entry points: convert, jit, to_source, do_not_convert."""
+"""The public entry points: convert, jit, to_source, do_not_convert, and their switches."""
 
 from __future__ import annotations
 
@@ -7,17 +7,21 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import logging
+import os
 import sys
 import threading
+import time
 import types
+import warnings
 import weakref
 from collections.abc import Callable
 
 import gast
 
-from transpiler import libraries, loading, objects, parsing, pipeline
+from transpiler import libraries, loading, objects, origins, parsing, pipeline
 from transpiler.directives import loop_options  # noqa: F401 - part of the API
-from transpiler.errors import ConversionError
+from transpiler.errors import ConversionError, ConversionWarning
 
 _CONVERTED_FLAG = "__transpiler_converted__"
 _DO_NOT_CONVERT = "__transpiler_do_not_convert__"
@@ -166,7 +170,17 @@ def _deep_recursion(fn: types.FunctionType):
 _runtime_namespace = None  # what generated code sees as `rt__`, made on first use (needs JAX)
 
 
-def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
+_ON_ERROR = ("raise", "warn")
+
+
+def _check_on_error(on_error: str) -> None:
+    if on_error not in _ON_ERROR:
+        raise ValueError(f"on_error must be 'raise' or 'warn', got {on_error!r}")
+
+
+def convert(
+    fn: Callable | None = None, *, recursive: bool = True, on_error: str = "raise"
+) -> Callable:
     """Converts a Python function so its control flow can be staged into one JAX graph.
 
     The result is a plain Python callable. Called with Python or NumPy values it behaves exactly
@@ -183,16 +197,23 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
     Args:
       fn: the function, bound method or callable object to convert.
       recursive: also convert the user functions that `fn` calls (when they are called).
+      on_error: what a `fn` that cannot be converted gives: `"raise"` the ConversionError, or
+        `"warn"`: one `ConversionWarning` naming `fn`, its file:line and why, and `fn` itself
+        (which runs as it is, unconverted).
 
     Returns:
-      The converted function.
+      The converted function (or, with `on_error="warn"`, `fn` if it cannot be converted).
 
     Raises:
       ConversionError: `fn` has no source (typed into a REPL, built by `exec`) or uses syntax
         that cannot be converted; the message names the user's file:line.
+      ValueError: `on_error` is neither `"raise"` nor `"warn"`.
     """
+    _check_on_error(on_error)
     if fn is None:
-        return functools.partial(convert, recursive=recursive)
+        return functools.partial(convert, recursive=recursive, on_error=on_error)
+    if on_error == "warn":
+        return _convert_or_warn(fn, recursive, stacklevel=3)
     options = Options(recursive=recursive)
     if getattr(fn, _CONVERTED_FLAG, False) or getattr(fn, _DO_NOT_CONVERT, False):
         return fn
@@ -228,6 +249,28 @@ def convert(fn: Callable | None = None, *, recursive: bool = True) -> Callable:
     return converted
 
 
+def _convert_or_warn(fn: Callable, recursive: bool, stacklevel: int) -> Callable:
+    """`convert(fn)`, or `fn` itself with a ConversionWarning if it cannot be converted."""
+    try:
+        return convert(fn, recursive=recursive)
+    except ConversionError as e:
+        warnings.warn(
+            ConversionWarning(f"{_describe(fn)} runs unconverted, as it is: {e}"),
+            stacklevel=stacklevel,
+        )
+        return fn
+
+
+def _describe(fn: Callable) -> str:
+    """`'step' (model.py:12)`: a function and where it is defined, for messages."""
+    target = getattr(fn, "__func__", fn)
+    name = getattr(target, "__qualname__", None) or repr(target)
+    code = getattr(target, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return repr(fn)
+    return f"{name!r} ({origins.display_path(code.co_filename)}:{code.co_firstlineno})"
+
+
 def _runtime():
     global _runtime_namespace
     if _runtime_namespace is None:
@@ -245,6 +288,8 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
         return generated
     from transpiler import _runtime_bridge
 
+    _follow_verbosity_variable()
+    started = time.perf_counter()
     with _conversion_lock, _deep_recursion(fn):
         parsed = parsing.parse_function(fn)
         converted = pipeline.run(
@@ -270,6 +315,10 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
         )
     generated = _Generated(code, source, bounds_loops, _owner_of(fn.__globals__))
     _generated.put(fn, options, generated)
+    if _logger.isEnabledFor(logging.INFO):
+        seconds = time.perf_counter() - started
+        _logger.info("converted %s in %.1f ms", _describe(fn), seconds * 1e3)
+        _logger.debug("generated source of %s:\n%s", _describe(fn), source)
     return generated
 
 
@@ -285,13 +334,151 @@ def _convert_call(fn: types.FunctionType) -> Callable:
         raise _runtime_bridge.ConversionRefused(str(e)) from e
 
 
-def jit(fn: Callable | None = None, **jit_kwargs) -> Callable:
-    """`jax.jit(convert(fn), **jit_kwargs)`; usable as `@jit` and `@jit(static_argnames=...)`."""
+def jit(fn: Callable | None = None, *, on_error: str = "raise", **jit_kwargs) -> Callable:
+    """`jax.jit(convert(fn, on_error=on_error), **jit_kwargs)`, which `run_eagerly` can switch
+    off; usable as `@jit` and `@jit(static_argnames=...)`.
+
+    The result is called like the jitted function and has its methods (`lower`, `trace`,
+    `eval_shape`, `clear_cache`). While `run_eagerly(True)` is in force, calling it calls `fn`
+    itself, unconverted and not compiled, so that pdb and print work in it as in any Python.
+    """
+    _check_on_error(on_error)
     if fn is None:
-        return functools.partial(jit, **jit_kwargs)
+        return functools.partial(jit, on_error=on_error, **jit_kwargs)
     import jax
 
-    return jax.jit(convert(fn), **jit_kwargs)
+    if on_error == "warn":
+        converted = _convert_or_warn(fn, recursive=True, stacklevel=3)
+    else:
+        converted = convert(fn)
+    jitted = jax.jit(converted, **jit_kwargs)
+
+    @functools.wraps(fn)
+    def jitted_or_eager(*args, **kwargs):
+        if _switches.run_eagerly:
+            return fn(*args, **kwargs)
+        return jitted(*args, **kwargs)
+
+    for name in dir(jitted):
+        if not name.startswith("_"):  # lower, trace, eval_shape, clear_cache
+            setattr(jitted_or_eager, name, getattr(jitted, name))
+    jitted_or_eager.__wrapped__ = jitted
+    setattr(jitted_or_eager, _CONVERTED_FLAG, True)  # convert() and converted code keep it
+    jitted_or_eager.__dict__.pop(_CACHE_ATTRIBUTE, None)
+    return jitted_or_eager
+
+
+VERBOSITY_VARIABLE = "TRANSPILER_VERBOSITY"
+"""The environment variable giving the verbosity (see `set_verbosity`) until it is set."""
+
+RUN_EAGERLY_VARIABLE = "TRANSPILER_RUN_EAGERLY"
+"""The environment variable that switches `run_eagerly` on (`=1`) when `transpiler` is
+imported."""
+
+_logger = logging.getLogger("astgraph")
+# Where the verbosity applies: `runtime/loops.py` logs the loops it unrolls to "transpiler".
+_LOGGERS = ("astgraph", "transpiler")
+_LEVELS = {1: logging.INFO, 2: logging.DEBUG}
+
+
+class _Stderr(logging.Handler):
+    """Writes to `sys.stderr` as it is when a message comes (tests and tools replace it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+        except Exception:  # noqa: BLE001 - logging's convention: report, never raise
+            self.handleError(record)
+
+
+@dataclasses.dataclass
+class _Switches:
+    run_eagerly: bool
+    verbosity: int = 0
+    verbosity_set: bool = False  # by set_verbosity; else TRANSPILER_VERBOSITY gives it
+    handler: logging.Handler | None = None
+
+
+_switches = _Switches(run_eagerly=os.environ.get(RUN_EAGERLY_VARIABLE, "0") not in ("", "0"))
+
+
+def set_verbosity(level: int) -> None:
+    """How much converting and staging log, to the `astgraph` logger and stderr.
+
+    - 0 (the default): nothing on stderr;
+    - 1: each conversion (the function, its file:line, the time it took) and each statement
+      staged (`model.py:12: while → lax.while_loop`, `model.py:14: if → lax.cond`);
+    - 2: also the generated source of each converted function.
+
+    Until it is called, the environment variable `TRANSPILER_VERBOSITY` gives the level. Above
+    0, messages go to stderr through a handler of the `astgraph` logger; to route them
+    elsewhere, leave the verbosity at 0 and configure that logger (`logging.getLogger(
+    "astgraph").setLevel(logging.INFO)`, plus a handler of yours).
+
+    Args:
+      level: 0, 1 or 2.
+    """
+    _switches.verbosity_set = True
+    _apply_verbosity(level)
+
+
+def _apply_verbosity(level: int) -> None:
+    if isinstance(level, bool) or not isinstance(level, int) or level not in (0, 1, 2):
+        raise ValueError(f"the verbosity must be 0, 1 or 2, got {level!r}")
+    if _switches.handler is None:
+        _switches.handler = _Stderr()
+        _switches.handler.setFormatter(logging.Formatter("astgraph: %(message)s"))
+    for name in _LOGGERS:
+        logger = logging.getLogger(name)
+        if level == 0:
+            logger.removeHandler(_switches.handler)
+            if _switches.verbosity > 0:
+                logger.setLevel(logging.NOTSET)  # back to what applications configure
+        else:
+            logger.setLevel(_LEVELS[level])
+            if _switches.handler not in logger.handlers:
+                logger.addHandler(_switches.handler)
+    _switches.verbosity = level
+
+
+def _follow_verbosity_variable() -> None:
+    """Applies `TRANSPILER_VERBOSITY` (read now) unless `set_verbosity` was called."""
+    if _switches.verbosity_set:
+        return
+    value = os.environ.get(VERBOSITY_VARIABLE, "0").strip() or "0"
+    try:
+        level = int(value)
+    except ValueError:
+        level = -1
+    if level not in (0, 1, 2):
+        raise ValueError(f"{VERBOSITY_VARIABLE} must be 0, 1 or 2, got {value!r}")
+    if level != _switches.verbosity:
+        _apply_verbosity(level)
+
+
+def get_verbosity() -> int:
+    """The verbosity in force (see `set_verbosity`)."""
+    _follow_verbosity_variable()
+    return _switches.verbosity
+
+
+def run_eagerly(enabled: bool = True) -> None:
+    """Makes every function made with `transpiler.jit` run its original Python function,
+    unconverted and not compiled, from the next call on (`False` undoes it): for pdb,
+    print, and stepping through a model as written.
+
+    Functions made before the call obey it too. `TRANSPILER_RUN_EAGERLY=1` in the environment
+    switches it on when `transpiler` is imported. `transpiler.convert` is not affected, and
+    neither is `jax.jit` of a converted function.
+    """
+    if not isinstance(enabled, bool):
+        raise TypeError(f"run_eagerly takes True or False, got {enabled!r}")
+    _switches.run_eagerly = enabled
+
+
+def running_eagerly() -> bool:
+    """Whether `run_eagerly(True)` (or `TRANSPILER_RUN_EAGERLY=1`) is in force."""
+    return _switches.run_eagerly
 
 
 def padded(items):

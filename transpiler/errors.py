@@ -24,3 +24,7 @@ class ConversionError(Exception):
         if self.hint:
             text += f"\n{self.hint}"
         return text
+
+
+class ConversionWarning(UserWarning):
+    """A function that cannot be converted runs unconverted (`convert(fn, on_error="warn")`)."""

@@ -57,3 +57,130 @@ def test_a_bounded_loop_stays_bounded_on_python_values():
     # converted code eagerly as well.
     assert transpiler.convert(bounded_count)(10) == 3
     assert bounded_count(10) == 10  # unconverted, the directive does nothing
+
+
+def signature_zoo(a, b=2, /, c=3, *rest, d, e=[], **options):  # noqa: B006 - the shared default is tested
+    e.append(a)
+    shared = e is signature_zoo.__kwdefaults__["e"]
+    if a > b:
+        return a, b, c, rest, d, shared, options
+    return -a, b, c, rest, d, shared, options
+
+
+def test_the_python_path_binds_arguments_exactly_as_the_original():
+    converted = transpiler.convert(signature_zoo)
+    calls = [
+        ((5,), {"d": 1}),
+        ((5, 1, 7, 8, 9), {"d": 1, "z": 0}),
+        ((0,), {"d": 4, "e": []}),
+        ((5, 6), {"c": 1, "d": 2, "x": 3}),
+    ]
+    for args, kwargs in calls:
+        assert converted(*args, **kwargs) == signature_zoo(*args, **kwargs)
+    # The mutable default is the original's own list: both appended to it.
+    assert signature_zoo.__kwdefaults__["e"] is converted.__kwdefaults__["e"]
+    assert signature_zoo.__kwdefaults__["e"] == [5, 5, 5, 5, 5, 5]
+
+
+def test_the_python_path_rejects_bad_calls_with_the_original_message():
+    converted = transpiler.convert(signature_zoo)
+    bad_calls = [
+        ((), {"d": 1}),
+        ((1,), {}),
+        ((1,), {"d": 1, "c": 2, "b": 3}),  # b is positional-only: it goes to **options
+        ((1, 2, 3), {"c": 4, "d": 1}),
+    ]
+    for args, kwargs in bad_calls:
+        try:
+            expected = signature_zoo(*args, **kwargs)
+        except TypeError as e:
+            expected = str(e)
+        try:
+            got = converted(*args, **kwargs)
+        except TypeError as e:
+            got = str(e)
+        assert got == expected
+
+
+def test_the_python_path_keeps_the_wrapped_attributes():
+    import functools
+    import inspect
+
+    def documented(x: int, *, scale: float = 2.0) -> float:
+        """Scales x."""
+        return x * scale
+
+    documented.custom = "kept"
+    converted = transpiler.convert(documented)
+    for attribute in functools.WRAPPER_ASSIGNMENTS:
+        assert getattr(converted, attribute) == getattr(documented, attribute), attribute
+    assert converted.__wrapped__ is documented and converted.custom == "kept"
+    assert inspect.signature(converted) == inspect.signature(documented)
+    assert converted(3) == 6.0 and converted(3, scale=1.0) == 3.0
+
+
+def parameters_named_like_builtins(type, BaseException=1, *args, **kwargs):  # noqa: A002, N803
+    return type, BaseException, args, kwargs
+
+
+def test_parameters_may_be_named_like_the_builtins_the_wrapper_uses():
+    converted = transpiler.convert(parameters_named_like_builtins)
+    assert converted("t", 2, 3, k=4) == ("t", 2, (3,), {"k": 4})
+    assert jax.jit(lambda x: converted(x, x, x, k=x)[1])(2.0) == 2.0
+
+
+class Counter:
+    def __init__(self):
+        self.count = 0
+
+    def add(self, n=1):
+        if n > 0:
+            self.count += n
+        return self.count
+
+
+def test_methods_bind_on_the_python_path():
+    Converted = type("Converted", (Counter,), {"add": transpiler.convert(Counter.add)})
+    c = Converted()
+    assert c.add() == 1 and c.add(3) == 4 and Converted.add(c, n=2) == 6
+    bound = transpiler.convert(Counter().add)
+    assert bound(5) == 5 and bound.__self__.count == 5
+
+
+def test_lambdas_and_keyword_arguments_under_jit():
+    converted = transpiler.convert(lambda x, *, k=1: x * k if x > 0 else -x)
+    assert converted(2.0, k=3) == 6.0
+    assert jax.jit(converted)(jnp.float32(2.0), k=3) == 6.0
+    assert jax.jit(converted)(jnp.float32(-2.0)) == 2.0
+
+
+def raises_in_python(x):
+    if x > 0:
+        raise ValueError(f"positive: {x}")
+    return x
+
+
+def test_the_python_path_shows_no_frame_of_its_own():
+    import traceback
+
+    with pytest.raises(ValueError) as info:
+        transpiler.convert(raises_in_python)(1)
+    text = "".join(traceback.format_exception(info.value))
+    assert "<converted function>" not in text and "_runtime_bridge" not in text
+    assert f'File "{__file__}", line' in text and 'raise ValueError(f"positive: {x}")' in text
+
+
+def test_converted_code_forced_in_one_thread_leaves_the_others_on_the_python_path():
+    import threading
+
+    from transpiler import _runtime_bridge
+
+    converted = transpiler.convert(where_it_runs)
+    seen = []
+    with _runtime_bridge.converted_code_on_python_values():
+        assert converted(1)[1] != __file__  # the converted code ran
+        thread = threading.Thread(target=lambda: seen.append(converted(1)[1]))
+        thread.start()
+        thread.join()
+    assert seen == [__file__]
+    assert converted(1)[1] == __file__

@@ -23,11 +23,16 @@ def uses_global(x):
 def test_public_api_is_exactly_these_names():
     assert sorted(transpiler.__all__) == [
         "ConversionError",
+        "ConversionWarning",
         "convert",
         "do_not_convert",
+        "get_verbosity",
         "jit",
         "loop_options",
         "padded",
+        "run_eagerly",
+        "running_eagerly",
+        "set_verbosity",
         "to_source",
     ]
 
@@ -328,11 +333,29 @@ def test_private_attributes_in_converted_methods():
     assert jax.jit(transpiler.convert(model.__call__))(2.0) == 6.0
 
 
+def _generated_functions(fn) -> list:
+    """The functions of generated code that `fn` reaches through its closure (and theirs)."""
+    import types
+
+    found, todo, seen = [], [fn], set()
+    while todo:
+        f = todo.pop()
+        if id(f) in seen:
+            continue
+        seen.add(id(f))
+        if f.__code__.co_filename.endswith(".astgraph.py"):
+            found.append(f)
+            continue
+        for cell in f.__closure__ or ():
+            if isinstance(cell.cell_contents, types.FunctionType):
+                todo.append(cell.cell_contents)
+    return found
+
+
 def test_nothing_is_left_behind_when_a_converted_function_is_dropped(tmp_path):
     import gc
     import os
     import sys
-    import types
     import weakref
 
     module = tmp_path / "dropped.py"
@@ -349,12 +372,7 @@ def test_nothing_is_left_behind_when_a_converted_function_is_dropped(tmp_path):
     g = mod.make(1)
     converted = transpiler.convert(g)
     assert converted(3) == 2
-    (generated,) = [
-        cell.cell_contents
-        for cell in converted.__closure__
-        if isinstance(cell.cell_contents, types.FunctionType)
-        and cell.cell_contents.__code__.co_filename.endswith(".astgraph.py")
-    ]
+    (generated,) = _generated_functions(converted)
     filename = generated.__code__.co_filename
     assert os.path.exists(filename) and filename in linecache.cache
     alive = weakref.ref(g), weakref.ref(converted)
@@ -370,3 +388,163 @@ def test_nothing_is_left_behind_when_a_converted_function_is_dropped(tmp_path):
     del mod, sys.modules["dropped"]
     gc.collect()
     assert not os.path.exists(filename) and filename not in linecache.cache
+
+
+# -- the eager switch -------------------------------------------------------------------------
+
+
+SEEN = []
+
+
+def records_what_it_sees(x):
+    SEEN.append(isinstance(x, jax.core.Tracer))
+    if x > 0:
+        x = x * 2
+    return x
+
+
+@pytest.fixture
+def eager_switch_off():
+    yield
+    transpiler.run_eagerly(False)
+
+
+def test_run_eagerly_runs_the_original_of_a_jit_made_before(eager_switch_off):
+    SEEN.clear()
+    fast = transpiler.jit(records_what_it_sees)
+    assert not transpiler.running_eagerly()
+    assert fast(jnp.float32(3.0)) == 6.0 and SEEN == [True]  # traced
+    transpiler.run_eagerly(True)
+    assert transpiler.running_eagerly()
+    assert fast(jnp.float32(3.0)) == 6.0 and SEEN == [True, False]  # run as Python
+    assert fast(-1.0) == -1.0 and SEEN == [True, False, False]
+    transpiler.run_eagerly(False)
+    assert fast(jnp.float32(3.0)) == 6.0 and SEEN == [True, False, False]  # compiled already
+
+
+def test_what_jit_returns_is_a_jitted_function(eager_switch_off):
+    @transpiler.jit
+    def step(x):
+        if x > 0:
+            x = x - 1.0
+        return x
+
+    x = jnp.float32(2.0)
+    assert "stablehlo" in step.lower(x).as_text() or "func" in step.lower(x).as_text()
+    assert step.eval_shape(x).shape == () and step.trace(x).jaxpr is not None
+    step.clear_cache()
+    assert transpiler.to_source(step) == transpiler.to_source(step.__wrapped__)
+    assert "rt__.if_stmt" in transpiler.to_source(step)
+    assert transpiler.convert(step) is step  # already converted
+    assert jax.jit(step)(x) == 1.0 and jax.grad(step)(x) == 1.0
+    transpiler.run_eagerly(True)
+    assert step(x) == 1.0 and "func" in step.lower(x).as_text()  # lower() still compiles
+
+
+def test_jit_methods_bind(eager_switch_off):
+    class Model:
+        scale = 3.0
+
+        @transpiler.jit(static_argnums=0)  # as with jax.jit: self is static
+        def __call__(self, x):
+            if x > 0:
+                return x * self.scale
+            return x
+
+    model = Model()
+    assert model(jnp.float32(2.0)) == 6.0
+    transpiler.run_eagerly(True)
+    assert model(jnp.float32(2.0)) == 6.0
+
+
+def test_run_eagerly_takes_a_bool():
+    with pytest.raises(TypeError) as info:
+        transpiler.run_eagerly("yes")
+    assert str(info.value) == "run_eagerly takes True or False, got 'yes'"
+
+
+def test_the_environment_variable_switches_eager_on(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "prog.py").write_text(
+        "import jax, jax.numpy as jnp, transpiler\n"
+        "@transpiler.jit\n"
+        "def f(x):\n"
+        "    print(isinstance(x, jax.core.Tracer))\n"
+        "    return x + 1\n"
+        "print(transpiler.running_eagerly(), f(jnp.float32(1.0)))\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": root, "JAX_PLATFORMS": "cpu"}
+    for value, expected in [("1", "False\nTrue 2.0\n"), ("0", "True\nFalse 2.0\n")]:
+        env["TRANSPILER_RUN_EAGERLY"] = value
+        done = subprocess.run(
+            [sys.executable, "prog.py"], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == expected
+
+
+# -- on_error: run the original when conversion fails ------------------------------------------
+
+
+def uses_a_reserved_name(x):
+    rt__y = x * 2
+    return rt__y
+
+
+def test_on_error_warn_runs_the_original_with_one_warning():
+    import os
+    import warnings
+
+    here = os.path.relpath(__file__)
+    first = uses_a_reserved_name.__code__.co_firstlineno
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        converted = transpiler.convert(uses_a_reserved_name, on_error="warn")
+    assert converted is uses_a_reserved_name
+    assert [w.category for w in caught] == [transpiler.ConversionWarning]
+    assert issubclass(transpiler.ConversionWarning, UserWarning)
+    assert str(caught[0].message) == (
+        f"'uses_a_reserved_name' ({here}:{first}) runs unconverted, as it is: "
+        f"{here}:{first + 1}:5: the name 'rt__y' uses the prefix 'rt__', reserved for generated "
+        "code\n    rt__y = x * 2\nRename the variable."
+    )
+    assert caught[0].filename == __file__  # the warning points at the call
+    assert converted(2.0) == 4.0
+
+
+def test_jit_passes_on_error_through():
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fast = transpiler.jit(uses_a_reserved_name, on_error="warn")
+        decorated = transpiler.jit(on_error="warn")(uses_a_reserved_name)
+    assert [w.category for w in caught] == [transpiler.ConversionWarning] * 2
+    assert caught[0].filename == __file__
+    assert fast(jnp.float32(2.0)) == 4.0 and decorated(jnp.float32(1.0)) == 2.0
+    with pytest.raises(transpiler.ConversionError, match="reserved for generated code"):
+        transpiler.jit(uses_a_reserved_name)
+
+
+def test_on_error_warn_still_converts_what_it_can():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        converted = transpiler.convert(uses_global, on_error="warn")
+    assert converted is transpiler.convert(uses_global)
+    assert jax.jit(converted)(1.0) == 2.0
+
+
+@pytest.mark.parametrize("value", ["ignore", None, "Warn"])
+def test_on_error_takes_raise_or_warn(value):
+    for make in (transpiler.convert, transpiler.jit):
+        with pytest.raises(ValueError) as info:
+            make(uses_global, on_error=value)
+        assert str(info.value) == f"on_error must be 'raise' or 'warn', got {value!r}"
+        with pytest.raises(ValueError):
+            make(on_error=value)
