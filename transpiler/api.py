@@ -17,8 +17,6 @@ import warnings
 import weakref
 from collections.abc import Callable
 
-import gast
-
 from transpiler import libraries, loading, objects, origins, parsing, pipeline
 from transpiler.directives import loop_options  # noqa: F401 - part of the API
 from transpiler.errors import ConversionError, ConversionWarning
@@ -297,10 +295,7 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
         )
         printed = loading.to_ast(converted.node)
         source = ast.unparse(printed)
-        bounds_loops = any(
-            isinstance(node, gast.keyword) and node.arg == "max_iterations"
-            for node in gast.walk(converted.node)
-        )
+        bounds_loops = converted.bounds_loops
         return_values = {
             name: (info.function, info.returns) for name, info in converted.return_values.items()
         }

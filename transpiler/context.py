@@ -21,6 +21,7 @@ class PassContext:
       recursive: whether calls are rewritten so that called user functions convert too.
       return_values: filled by the return pass: return-value variable -> what error messages say
         about it.
+      bounds_loops: set by the directives pass: a loop has `loop_options(max_iterations=N)`.
     """
 
     namer: Namer
@@ -28,6 +29,7 @@ class PassContext:
     freevars: tuple[str, ...] = ()
     recursive: bool = True
     return_values: dict = dataclasses.field(default_factory=dict)
+    bounds_loops: bool = False
 
     @classmethod
     def for_function(

@@ -75,6 +75,8 @@ class Converted:
     node: gast.FunctionDef
     # return-value variable -> what error messages say about it
     return_values: dict[str, return_statements.ReturnValue]
+    # whether a loop has loop_options(max_iterations=N), which bounds it in Python too
+    bounds_loops: bool = False
 
 
 def run(
@@ -102,4 +104,4 @@ def run(
             continue  # nothing in the tree for it to rewrite
         fn_node = pass_.transform(fn_node, ctx)
         found.update(getattr(pass_, "ADDS", ()))
-    return Converted(fn_node, ctx.return_values)
+    return Converted(fn_node, ctx.return_values, ctx.bounds_loops)

@@ -25,6 +25,7 @@ class _Directives(Transformer):
     def __init__(self, globals_: dict, directive):
         self.globals = globals_
         self.directive = directive
+        self.bounds_loops = False
 
     def _is_directive(self, stmt: gast.stmt) -> bool:
         if not (isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call)):
@@ -56,6 +57,7 @@ class _Directives(Transformer):
                     )
                 options[keyword.arg] = keyword.value
             anno.setanno(node, anno.Static.LOOP_OPTIONS, options)
+            self.bounds_loops = self.bounds_loops or "max_iterations" in options
             node.body = node.body[1:] or [gast.Pass()]
         return node
 
@@ -64,4 +66,7 @@ class _Directives(Transformer):
 
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
-    return _Directives(ctx.globals, directives.loop_options).visit(fn_node)
+    found = _Directives(ctx.globals, directives.loop_options)
+    fn_node = found.visit(fn_node)
+    ctx.bounds_loops = found.bounds_loops
+    return fn_node

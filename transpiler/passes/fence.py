@@ -28,14 +28,13 @@ _WHAT = {
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     """Raises ConversionError at the first construct of `fn_node` that cannot be converted.
     A generator defined inside it (a `@contextmanager`) is left as written: it runs as Python."""
-    as_written = set()
-    for node in gast.walk(fn_node):
+    stack = [fn_node]
+    while stack:
+        node = stack.pop()
         if node is not fn_node and isinstance(node, gast.FunctionDef) and _is_generator(node):
             anno.setanno(node, anno.Static.AS_WRITTEN, True)
-            as_written |= {id(n) for n in gast.walk(node) if n is not node}
-    for node in gast.walk(fn_node):
-        if id(node) in as_written:
-            continue
+            continue  # Python, as written: what it holds is not checked
+        stack.extend(reversed(list(gast.iter_child_nodes(node))))  # source order
         known = fence.decision(node)
         if known is None:
             raise ConversionError(
