@@ -72,7 +72,7 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
                 hint="The function object was probably created by a decorator or factory.",
             )
     node.decorator_list = []
-    _check_unchanged(fn, node, where)
+    _check_unchanged(fn, node, where, None if indented else text)
     origins.stamp(node, filename, line_offset, linecache.getlines(filename))
     return ParsedFunction(node, filename, line_offset)
 
@@ -140,28 +140,30 @@ def _arg_names(args: gast.arguments) -> list[str]:
     return sorted(p.id for p in params)
 
 
-def _check_unchanged(fn: types.FunctionType, node: gast.FunctionDef, where) -> None:
+def _check_unchanged(
+    fn: types.FunctionType, node: gast.FunctionDef, where, text: str | None = None
+) -> None:
     """Raises ConversionError unless `node` compiles to the code `fn` runs.
 
     The source is read from the file now, not when the module was imported: if the file was
-    edited since, converting what it says now would run code the user never imported.
+    edited since, converting what it says now would run code the user never imported. `text`:
+    the definition's source, where it compiles alone as it did in its module (a function at
+    the top level of its module), which saves converting the tree.
     """
     code = fn.__code__
-    definition = node
-    if code.co_name == "<lambda>":
-        definition = node.body[0].value if isinstance(node.body[0], gast.Return) else None
-        definition = gast.Lambda(args=node.args, body=definition) if definition else None
-    # Not copied: the factory holds the definition, and neither it nor compiling changes it.
-    module = loading.factory_module(definition, code.co_freevars, fn.__qualname__)
     flags = sum(f.compiler_flag for f in _FUTURES if code.co_flags & f.compiler_flag)
+    if text is not None and code.co_name != "<lambda>" and not code.co_freevars:
+        compiled_from = text
+    else:
+        definition = node
+        if code.co_name == "<lambda>":
+            definition = node.body[0].value if isinstance(node.body[0], gast.Return) else None
+            definition = gast.Lambda(args=node.args, body=definition) if definition else None
+        # Not copied: the factory holds the definition; neither it nor compiling changes it.
+        module = loading.factory_module(definition, code.co_freevars, fn.__qualname__)
+        compiled_from = ast.fix_missing_locations(gast.gast_to_ast(module))
     try:
-        compiled = compile(
-            ast.fix_missing_locations(gast.gast_to_ast(module)),
-            code.co_filename,
-            "exec",
-            flags=flags,
-            dont_inherit=True,
-        )
+        compiled = compile(compiled_from, code.co_filename, "exec", flags=flags, dont_inherit=True)
         parsed = loading.function_code(compiled, code.co_name)
     except (SyntaxError, LookupError):
         parsed = None
