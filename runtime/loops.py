@@ -54,7 +54,7 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
     max_iterations = _check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = _check_count(checkpoints, "checkpoints", 2, site)
 
-    def staged(state, iterations):
+    def staged(state, iterations, first):
         left = None if max_iterations is None else max_iterations - iterations
         out = Effects((test, body), site).run(
             state,
@@ -67,6 +67,7 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
                 site,
                 left,
                 checkpoints,
+                first=first,
             ),
         )
         log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
@@ -76,7 +77,7 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
     while max_iterations is None or iterations < max_iterations:
         pred = staging.condition(test(*state))
         if is_staged(pred):
-            return staged(state, iterations)
+            return staged(state, iterations, pred)
         if not pred:
             break
         if iterations == 0 and _traced_after_one(
@@ -85,7 +86,7 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
             # `done = False; while not done: ... done = err < tol`: staged from the start, not
             # after one iteration traced outside the loop (the same program, the body once).
             try:
-                return staged(state, iterations)
+                return staged(state, iterations, pred)
             except staging.CANNOT_STAGE:
                 pass  # it cannot start staged (`h = None` before, an array after): as Python
         state = body(*state)
@@ -135,14 +136,24 @@ def _check_count(value, option: str, least: int, site: Site) -> int | None:
 
 
 def _staged_while(
-    test, body, state, names, site, max_iterations=None, checkpoints=None, trip_count=None
+    test,
+    body,
+    state,
+    names,
+    site,
+    max_iterations=None,
+    checkpoints=None,
+    trip_count=None,
+    *,
+    first=None,
 ):
     """`trip_count`: at most that many iterations run (known for a `for` loop that may stop
-    early); lists the body appends to get room for that many."""
+    early); lists the body appends to get room for that many. `first`: the test's value on
+    `state`, if it was evaluated already (it is not evaluated again)."""
     if max_iterations is not None:
         return _bounded_while(test, body, state, names, site, max_iterations)
     try:
-        return _while_loop(test, body, state, names, site, checkpoints, trip_count)
+        return _while_loop(test, body, state, names, site, checkpoints, trip_count, first)
     except staging.CANNOT_STAGE:
         raise
     except Exception as e:  # noqa: BLE001 - the user's exception, raised if the loop runs
@@ -157,28 +168,45 @@ def _staged_while(
         return staged_cond(test(*state), raise_it, lambda *s: s, state, names, site)
 
 
-def _while_loop(test, body, state, names, site, checkpoints, trip_count=None):
+def _while_loop(test, body, state, names, site, checkpoints, trip_count=None, first=None):
     return carry_.staged_with(
-        lambda state: _while_loop_once(test, body, state, names, site, checkpoints, trip_count),
+        lambda state: _while_loop_once(
+            test, body, state, names, site, checkpoints, trip_count, first
+        ),
         state,
         names,
     )
 
 
-def _while_loop_once(test, body, state, names, site, checkpoints, trip_count):
+def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, first):
+    """The loop, with its test's value carried: `first` (evaluated already, or now), then
+    the test of each iteration's state, evaluated at its end (the loop's condition only reads
+    it). So the test is in the graph once, in the body, as Python evaluates it: once before
+    the loop and once after each iteration."""
     carry = Carry(
         state, names, site, probe=lambda s: body(*s), trip_count=trip_count, stops_early=True
     )
 
-    def cond_fun(dynamic):
+    def evaluate(dynamic):
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
 
-    def body_fun(dynamic):
-        with staging.tracing_loop_body(lambda: cond_fun(dynamic), trip_count):
-            return carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
+    def body_fun(looping):
+        going, dynamic = looping
+        # Under vmap an element's effects (prints in the body and in the test) happen only
+        # while it loops.
+        with staging.tracing_loop_body(lambda: going, trip_count):
+            dynamic = carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
+            return evaluate(dynamic), dynamic
 
+    going = (
+        evaluate(carry.init)
+        if first is None
+        else staging.scalar_predicate(first, site, "loop condition")
+    )
     k = checkpoints or checkpointed.DEFAULT_CHECKPOINTS
-    final = checkpointed.while_loop(cond_fun, body_fun, carry.init, checkpoints=k, site=site)
+    _, final = checkpointed.while_loop(
+        lambda looping: looping[0], body_fun, (going, carry.init), checkpoints=k, site=site
+    )
     return carry.finish(final)
 
 

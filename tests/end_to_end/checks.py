@@ -71,3 +71,36 @@ def check_grad(fn, *args, argnums=0, static_argnums=()):
 
 def primitives(fn, *args, **make_jaxpr_kwargs) -> str:
     return str(jax.make_jaxpr(transpiler.convert(fn), **make_jaxpr_kwargs)(*args))
+
+
+def inner_primitives(fn, outer: str, *args, **make_jaxpr_kwargs) -> list[str]:
+    """The primitives inside the first `outer` equation (`"while"`, `"scan"`, `"cond"`) of the
+    converted function's jaxpr, at any depth below it (custom derivative wrappers looked into)."""
+
+    def jaxprs_of(eqn):
+        for value in eqn.params.values():
+            for item in value if isinstance(value, (tuple, list)) else [value]:
+                inner = getattr(item, "jaxpr", item)
+                if hasattr(inner, "eqns"):
+                    yield inner
+
+    def names(jaxpr):
+        return [n for eqn in jaxpr.eqns for n in (eqn.primitive.name, *all_inner(eqn))]
+
+    def all_inner(eqn):
+        return [n for inner in jaxprs_of(eqn) for n in names(inner)]
+
+    def find(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == outer:
+                return all_inner(eqn)
+            for inner in jaxprs_of(eqn):
+                found = find(inner)
+                if found is not None:
+                    return found
+        return None
+
+    closed = jax.make_jaxpr(transpiler.convert(fn), **make_jaxpr_kwargs)(*args)
+    found = find(closed.jaxpr)
+    assert found is not None, f"no {outer} in {closed}"
+    return found
