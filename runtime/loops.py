@@ -179,10 +179,11 @@ def _while_loop(test, body, state, names, site, checkpoints, trip_count=None, fi
 
 
 def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, first):
-    """The loop, with its test's value carried: `first` (evaluated already, or now), then
-    the test of each iteration's state, evaluated at its end (the loop's condition only reads
-    it). So the test is in the graph once, in the body, as Python evaluates it: once before
-    the loop and once after each iteration."""
+    """The loop. With `first`, the test's value on `state`, evaluated already (a `while`
+    statement evaluates it to tell that the loop is staged), the test's value is carried: the
+    test of each iteration's state is evaluated at the end of the body, and the loop's
+    condition only reads it, so the test is in the graph once, as Python evaluates it (once
+    before the loop, once after each iteration). Without, the condition evaluates it."""
     carry = Carry(
         state, names, site, probe=lambda s: body(*s), trip_count=trip_count, stops_early=True
     )
@@ -190,22 +191,29 @@ def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, fi
     def evaluate(dynamic):
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
 
-    def body_fun(looping):
-        going, dynamic = looping
-        # Under vmap an element's effects (prints in the body and in the test) happen only
-        # while it loops.
-        with staging.tracing_loop_body(lambda: going, trip_count):
-            dynamic = carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
-            return evaluate(dynamic), dynamic
+    def iteration(dynamic):
+        return carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
 
-    going = (
-        evaluate(carry.init)
-        if first is None
-        else staging.scalar_predicate(first, site, "loop condition")
-    )
     k = checkpoints or checkpointed.DEFAULT_CHECKPOINTS
+    if first is None:
+
+        def body_fun(dynamic):
+            # Under vmap an element's effects (prints, checks) happen only while it loops.
+            with staging.tracing_loop_body(lambda: evaluate(dynamic), trip_count):
+                return iteration(dynamic)
+
+        final = checkpointed.while_loop(evaluate, body_fun, carry.init, checkpoints=k, site=site)
+        return carry.finish(final)
+
+    def carried_body(looping):
+        going, dynamic = looping
+        with staging.tracing_loop_body(lambda: going, trip_count):
+            dynamic = iteration(dynamic)
+            return evaluate(dynamic), dynamic  # the test's effects too, while it loops
+
+    going = staging.scalar_predicate(first, site, "loop condition")
     _, final = checkpointed.while_loop(
-        lambda looping: looping[0], body_fun, (going, carry.init), checkpoints=k, site=site
+        lambda looping: looping[0], carried_body, (going, carry.init), checkpoints=k, site=site
     )
     return carry.finish(final)
 
