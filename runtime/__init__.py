@@ -4,6 +4,8 @@
 """
 
 from runtime.builtins import (
+    all_,
+    any_,
     bool_,
     enumerate_,
     float_,
@@ -31,7 +33,9 @@ __all__ = [
     "StagingError",
     "Undefined",
     "UndefinedReturnValue",
+    "all_",
     "and_",
+    "any_",
     "assert_",
     "bool_",
     "deleted",

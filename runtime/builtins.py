@@ -142,6 +142,32 @@ def sum_(iterable, /, start=0):
     return builtins.sum(iterable, start)
 
 
+def all_(iterable, /):
+    """`all(iterable)`. Python items decide as in Python (a false one ends it, unread items
+    unread); traced ones are combined with a logical and (each read as Python's truth test
+    reads a value: a single element), so the result is traced if any item read was."""
+    staged = None
+    for item in iterable:
+        if is_staged(item):
+            truth = staging.scalar_predicate(item, Site("all()"), "item")
+            staged = truth if staged is None else jnp.logical_and(staged, truth)
+        elif not item:
+            return False
+    return True if staged is None else staged
+
+
+def any_(iterable, /):
+    """`any(iterable)`: like `all_`, with a true Python item ending it and a logical or."""
+    staged = None
+    for item in iterable:
+        if is_staged(item):
+            truth = staging.scalar_predicate(item, Site("any()"), "item")
+            staged = truth if staged is None else jnp.logical_or(staged, truth)
+        elif item:
+            return True
+    return False if staged is None else staged
+
+
 def enumerate_(iterable, start=0):
     """`enumerate(iterable, start)`; over an array, a view a `for` loop can scan."""
     base = sequences.as_sequence(iterable)
@@ -182,6 +208,8 @@ STAGED = types.MappingProxyType(
         builtins.min: min_,
         builtins.max: max_,
         builtins.sum: sum_,
+        builtins.all: all_,
+        builtins.any: any_,
         builtins.next: next_,
         builtins.enumerate: enumerate_,
         builtins.zip: zip_,

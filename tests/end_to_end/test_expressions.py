@@ -149,3 +149,36 @@ def test_if_on_and_of_traced_values():
         check_jit(f, jnp.float32(x), jnp.float32(y))
     check_vmap(f, jnp.array([1.0, 1.0, -1.0]), jnp.array([2.0, -2.0, 2.0]))
     assert jax.jit(transpiler.convert(f))(1.0, 2.0) == 2.0
+
+
+def all_finite_step(params, grads, scale):
+    if all(jnp.all(jnp.isfinite(g)) for g in grads):
+        params = [p - 0.1 * g for p, g in zip(params, grads)]
+    else:
+        scale = scale / 2
+    return params, scale
+
+
+def any_over(xs, t):
+    return any(x > t for x in xs), all([True, *(x > 0 for x in xs)]), any([0, 0.0, xs[0] > t])
+
+
+def test_all_and_any_of_traced_items_stage_and_of_python_items_are_pythons():
+    params = [jnp.ones(2), jnp.ones(3)]
+    for grads in ([jnp.ones(2), jnp.ones(3)], [jnp.ones(2), jnp.array([1.0, jnp.inf, 0.0])]):
+        check_jit(all_finite_step, params, grads, 1024.0)
+    check_jit(any_over, jnp.array([1.0, -2.0]), 0.5)
+    check_vmap(any_over, jnp.array([[1.0, -2.0], [3.0, 4.0]]), jnp.array([0.5, 3.5]))
+    converted = transpiler.convert(any_over)
+    assert converted([1, 2], 5) == any_over([1, 2], 5) == (False, True, False)
+    seen = []
+
+    def items():
+        for v in (1, 0, 2):
+            seen.append(v)
+            yield v
+
+    def all_of(it):
+        return all(it)
+
+    assert transpiler.convert(all_of)(items()) is False and seen == [1, 0]  # ends as Python's

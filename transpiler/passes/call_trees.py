@@ -44,6 +44,8 @@ STAGED_BUILTINS = frozenset(
         "min",
         "max",
         "sum",
+        "all",
+        "any",
         "next",
         "enumerate",
         "zip",
