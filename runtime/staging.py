@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import contextvars
 import numbers
@@ -243,12 +244,17 @@ def has_staged(tree) -> bool:
             elif has_staged(value):
                 return True
         return False
-    if type(tree) in _PLAIN:
-        return False
-    return any(is_staged(leaf) for leaf in jax.tree_util.tree_leaves(tree))
+    if type(tree) in _PLAIN or isinstance(tree, collections.abc.Iterator):
+        return False  # an iterator (a generator): what it yields is not there yet
+    return any(is_staged(leaf) for leaf in jax.tree_util.tree_leaves(tree, is_leaf=_iterator))
 
 
 _PLAIN = frozenset({int, float, bool, complex, str, type(None)})
+
+
+def _iterator(value) -> bool:
+    # Told apart before JAX flattens it: JAX warns that it will refuse iterators as leaves.
+    return isinstance(value, collections.abc.Iterator)
 
 
 def describe(value) -> str:
