@@ -80,41 +80,9 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
             return staged(state, iterations, pred)
         if not pred:
             break
-        if iterations == 0 and _traced_after_one(
-            (test, body), lambda *s: [test(*body(*s))], state, site
-        ):
-            # `done = False; while not done: ... done = err < tol`: staged from the start, not
-            # after one iteration traced outside the loop (the same program, the body once).
-            try:
-                return staged(state, iterations, pred)
-            except staging.CANNOT_STAGE:
-                pass  # it cannot start staged (`h = None` before, an array after): as Python
         state = body(*state)
         iterations += 1
     return state
-
-
-def _traced_after_one(functions, step, state, site) -> bool:
-    """Whether `step(*state)` (one iteration, then what decides whether the loop goes on) gives
-    a traced value: the loop, Python so far, stages after one Python iteration. Traced
-    abstractly, without effects (Python state that `functions` change is put back, prints are
-    dropped); False where that cannot tell (it raised, it changed Python state): the iteration
-    then runs as Python, as it would anyway."""
-    if staging.eager():
-        return False  # no trace: every condition is Python's to decide
-    wrapped = Effects(functions, site).wrap(step, returns_state=False)
-    outputs = []
-
-    def probe():
-        with staging.quiet():
-            # Fresh containers: an `append` in the probe must not reach the caller's list.
-            outputs.append(staging.has_staged(wrapped(*staging.fresh(state))))
-
-    try:
-        jax.eval_shape(probe)
-    except Exception:  # noqa: BLE001 - undone; the iteration runs as Python and raises then
-        return False
-    return bool(outputs and outputs[0])
 
 
 def _check_count(value, option: str, least: int, site: Site) -> int | None:
@@ -382,27 +350,13 @@ def for_stmt(
     # Python items the body uses as Python values stay Python: no scan hands it tracers.
     may_scan = seq.staged() or (not items_as_python and seq.exact_as_arrays())
 
-    def first(*state):  # one iteration, and the test of the next
-        state = body(seq[0], *state)
-        return [state, extra_test(*state) if extra_test is not None else True]
-
     while k < n:
         go = extra_test(*state) if extra_test is not None else True
         if not is_staged(go) and not go:
             return state
         if is_staged(go) and not may_scan:
             break  # the rest, as Python, each iteration masked by the traced test
-        scan = may_scan and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state)))
-        # Python state the first iteration makes traced (a flag set under a traced `if`):
-        # scanned from the start, not after one iteration traced outside the loop.
-        early = (
-            may_scan
-            and not scan
-            and k == 0
-            and n >= 2
-            and _traced_after_one((body, extra_test), first, state, site)
-        )
-        if scan or early:
+        if may_scan and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state))):
             try:
                 out = staged(
                     lambda body, test, state, names, k=k: _scan(
@@ -415,11 +369,8 @@ def for_stmt(
             except carry_.Unsized:
                 pass  # this iteration, as Python, binds what the body binds first
             except _SCAN_REFUSED as e:
-                if not early:
-                    _log_unrolled(site, e, n - k)
-                    break
-                # It cannot start staged (`h = None` before, an array after): one Python
-                # iteration first, as without the early start.
+                _log_unrolled(site, e, n - k)
+                break
         state = body(seq[k], *state)
         k += 1
     rest = (seq[i] for i in range(k, n))
