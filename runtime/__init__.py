@@ -24,7 +24,7 @@ from runtime.errors import StagingError
 from runtime.lists import list_append, list_pop, stack_list
 from runtime.logical import and_, in_, not_, not_in, or_
 from runtime.loops import for_stmt, range_, while_stmt
-from runtime.staging import CANNOT_STAGE
+from runtime.staging import CANNOT_STAGE, raise_cannot_stage
 from runtime.text import format_, fstring, percent, repr_, str_
 from runtime.variables import Undefined, UndefinedReturnValue, deleted, ld
 
@@ -66,6 +66,7 @@ __all__ = [
     "in_",
     "not_in",
     "or_",
+    "raise_cannot_stage",
     "range_",
     "while_stmt",
 ]

@@ -26,6 +26,30 @@ class StagingError(Exception):
     """Converted code cannot be staged as written: say which variable, where, and why."""
 
 
+class TracerAsKey(StagingError):
+    """A traced value was used where Python hashes it (a dict key, a set item, `in` a dict)."""
+
+
+def as_cannot_stage(error: BaseException) -> BaseException | None:
+    """The "cannot stage" error `error` stands for, or None: Python's TypeError for hashing a
+    tracer (`table[i]` with a traced `i`) means the code needs a Python value there, as JAX's
+    own errors for a tracer where a value is needed do; raised while tracing, it is never the
+    program's to raise (nor a user's `except TypeError` to catch)."""
+    if isinstance(error, TypeError) and not isinstance(error, StagingError):
+        text = str(error)
+        if text.startswith("unhashable type") and "Tracer" in text:
+            where = user_frames_note(error.__traceback__)
+            where = f" ({where.removeprefix('while running converted code at ')})" if where else ""
+            found = TracerAsKey(
+                f"a traced value is used as a dict key or set item{where}: the staged code "
+                "needs a Python value there. Index an array instead (jnp.asarray of the "
+                "table's values), or keep the value Python (a static argument)."
+            )
+            found.__cause__ = error
+            return found
+    return None
+
+
 def python_error(error: Exception) -> Exception:
     """Marks an exception the runtime raises on purpose, as Python would (`ld` of an unbound
     name, `range(2.5)`): raised while tracing a staged branch, it is the branch's to raise."""

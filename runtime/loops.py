@@ -125,6 +125,9 @@ def _staged_while(
     except staging.CANNOT_STAGE:
         raise
     except Exception as e:  # noqa: BLE001 - the user's exception, raised if the loop runs
+        cannot_stage = errors.as_cannot_stage(e)
+        if cannot_stage is not None:
+            raise cannot_stage from e
         if not errors.is_users(e):
             raise
 
@@ -414,28 +417,25 @@ def _should_scan(seq, state) -> bool:
     return seq.staged() or staging.has_staged(state)
 
 
-class _NeedsPythonValue(Exception):  # noqa: N818 - a reason, raised only to be caught
-    """The body used the index as a dict key (a tracer is not hashable)."""
-
-
 # What makes a `for` over a Python range run unrolled instead of as one scan: the body changes
 # a variable's shape or type (StagingError), or needs the index as a Python value (an index
-# into a Python list, a dict key): JAX's errors for a tracer where a value is needed.
+# into a Python list, a dict key: TracerAsKey): JAX's errors for a tracer where a value is
+# needed.
 _SCAN_REFUSED = (
     StagingError,
     jax.errors.JAXTypeError,
     jax.errors.JAXIndexError,
-    _NeedsPythonValue,
 )
 
 
 def _scan(seq, k, n, body, test, state, names, site, stop_early=True):
     try:
         return _staged_scan(seq, k, n, body, state, names, site, test, stop_early)
-    except TypeError as e:
-        if "unhashable type" in str(e) and "Tracer" in str(e):
-            raise _NeedsPythonValue(str(e)) from e
-        raise
+    except TypeError as e:  # the index as a dict key, say: the loop runs as Python
+        cannot_stage = errors.as_cannot_stage(e)
+        if cannot_stage is None:
+            raise
+        raise cannot_stage from e
 
 
 def _log_unrolled(site, error, count) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jax_core
 
+from runtime import errors as errors_
 from runtime.errors import Site, StagingError
 from runtime.variables import Undefined
 
@@ -110,6 +111,14 @@ TRACE_CONTEXT = _trace_context()
 READ_TRACE = type(TRACE_CONTEXT).trace.fget
 """`READ_TRACE(TRACE_CONTEXT)` is JAX's current trace, `jax.extend.core.find_top_trace(())`
 (the property's getter called directly: in CPython 3.11 much cheaper than the property)."""
+
+
+def raise_cannot_stage(error: BaseException) -> None:
+    """Raises the "cannot stage" error that `error` (a TypeError caught in converted code)
+    stands for, if it stands for one (see `errors.as_cannot_stage`); else returns."""
+    found = errors_.as_cannot_stage(error)
+    if found is not None:
+        raise found from error
 
 
 def eager() -> bool:

@@ -635,6 +635,46 @@ def test_loops_staged_from_their_first_iteration_leave_python_state_as_python_wo
         assert [float(v) for v in got] == [float(v) for v in expected], (got, expected)
 
 
+TABLE = {0: 1.0, 1: 2.0, 2: 3.0}
+
+
+def weights_with_a_fallback(x):
+    total = 0.0
+    for i in range(3):
+        try:
+            w = TABLE[i]
+        except Exception:
+            w = 0.0
+        total = total + w * x
+    return total
+
+
+def weights_in_a_staged_while(x, n):
+    i = 0
+    total = 0.0
+    while i < n:
+        total = total + x * TABLE[i]
+        i += 1
+    return total
+
+
+def test_a_traced_dict_key_is_never_caught_as_the_users_error():
+    # Hashing a tracer raises TypeError while tracing: never the user's `except Exception` to
+    # catch (the loop runs as Python instead, where the key is an int).
+    check_jit(weights_with_a_fallback, 1.0)
+    check_vmap(weights_with_a_fallback, jnp.array([1.0, 2.0]))
+    assert float(jax.jit(jax.grad(transpiler.convert(weights_with_a_fallback)))(1.0)) == 6.0
+    # A staged while cannot run as Python: refused while tracing, with the line.
+    with pytest.raises(StagingError) as info:
+        jax.jit(transpiler.convert(weights_in_a_staged_while))(1.0, 3)
+    line = line_of(weights_in_a_staged_while, "total = total + x * TABLE[i]")
+    assert str(info.value) == (
+        f"a traced value is used as a dict key or set item ({HERE}:{line}: total = total + "
+        "x * TABLE[i]): the staged code needs a Python value there. Index an array instead "
+        "(jnp.asarray of the table's values), or keep the value Python (a static argument)."
+    )
+
+
 # -- 11. and/or with a Python right operand -----------------------------------------------------------
 
 

@@ -1,15 +1,20 @@
 """Lets the errors that mean "this cannot be staged" through every `except` clause.
 
     try:                              try:
-        y = f(x)                          y = f(x)
-    except Exception:         ->      except rt__.CANNOT_STAGE:
-        y = fallback                      raise
+        y = f(x)                          try:
+    except Exception:         ->              y = f(x)
+        y = fallback                      except TypeError as rt__error:
+                                              rt__.raise_cannot_stage(rt__error)
+                                              raise
+                                      except rt__.CANNOT_STAGE:
+                                          raise
                                       except Exception:
                                           y = fallback
 
-Python never raises a StagingError, nor JAX's error for a tracer where a value is needed: they
-come from tracing. Caught by the user's `except` while tracing, they would silently make the
-compiled program take the except clause for every input.
+Python never raises a StagingError, nor JAX's error for a tracer where a value is needed, nor
+the TypeError of hashing a tracer (`table[i]`, a traced `i`): they come from tracing. Caught by
+the user's `except` while tracing, they would silently make the compiled program take the except
+clause for every input.
 """
 
 from __future__ import annotations
@@ -25,14 +30,27 @@ from transpiler.transformer import Transformer
 APPLIES_TO = (gast.Try, gast.TryStar) if hasattr(gast, "TryStar") else (gast.Try,)
 
 
+_GUARD = f"""
+try:
+    try:
+        body
+    except TypeError as {RUNTIME}error:
+        {RUNTIME}.raise_cannot_stage({RUNTIME}error)
+        raise
+except {RUNTIME}.CANNOT_STAGE:
+    raise
+"""
+
+
 class _Exceptions(Transformer):
     def generic_visit(self, node):
         node = super().generic_visit(node)
         if isinstance(node, structure.TRY) and node.handlers:
-            (guard,) = templates.replace(
-                f"try:\n    pass\nexcept {RUNTIME}.CANNOT_STAGE:\n    raise"
-            )[0].handlers
-            node.handlers = [guard, *node.handlers]
+            # The body in a try of its own: Python's TypeError for hashing a tracer (a dict
+            # lookup with a traced key) is told apart there, and raised as what it means.
+            (guarded,) = templates.replace(_GUARD, body=node.body)
+            node.body = guarded.body
+            node.handlers = [*guarded.handlers, *node.handlers]
         return node
 
 
