@@ -181,8 +181,8 @@ def _load_function(target: str, function: str | None = None):
     return fn
 
 
-def _struct_specs(text: str) -> list:
-    specs = parse_specs(text)
+def _structs(specs: list[tuple[str, tuple[int, ...]]]) -> list:
+    """`parse_specs` output as `jax.ShapeDtypeStruct`s (JAX imported only now)."""
     import jax
 
     if any(dtype.endswith("64") or dtype == "complex128" for dtype, _ in specs):
@@ -208,9 +208,9 @@ def _source(args) -> int:
 def _graph(args) -> int:
     import transpiler
 
-    specs = _struct_specs(args.args)
+    specs = parse_specs(args.args)  # bad input is reported before anything slow is imported
     fn = _load_function(args.target)
-    g = transpiler.graph(fn)(*specs)
+    g = transpiler.graph(fn)(*_structs(specs))
     views = {
         "text": g.text,
         "hlo": g.hlo,
@@ -231,7 +231,7 @@ def _graph(args) -> int:
 def _export(args) -> int:
     import transpiler
 
-    specs = _struct_specs(args.args)
+    specs = parse_specs(args.args)
     fn = _load_function(args.target)
     platforms = None
     if args.platforms:
@@ -239,7 +239,7 @@ def _export(args) -> int:
     try:
         artifact = transpiler.export(
             fn,
-            *specs,
+            *_structs(specs),
             platforms=platforms,
             prints=args.prints,
             checks=args.checks,

@@ -1,16 +1,20 @@
 """Graphviz DOT of a jaxpr: an op per node, labelled with its primitive, shapes and user line.
 
-Staged control flow is drawn as nested clusters: a `cond` holds one cluster per branch, a
-`while` its test and its body, a `scan` its body; a nested `jax.jit` or custom derivative is a
-dashed cluster whose ops take their operands from outside. The custom derivative the runtime
-puts around a staged `while` (reverse mode, see `runtime/checkpointed.py`) is drawn as the loop:
+Staged control flow is an op (its operands in, its results out) with a cluster beside it for
+each jaxpr it runs: a `cond` has one per branch, a `while` its test and its body, a `scan` its
+body; control flow inside them nests inside those clusters. A nested `jax.jit` or custom
+derivative is a dashed cluster whose ops take their operands from outside. The custom
+derivative the runtime puts around a staged `while` (reverse mode, `runtime/checkpointed.py`)
+is drawn as the loop:
 
     digraph "f" {
       n2 [label="while\\ni32[], f32[3]\\nmodel.py:5"];
-      subgraph cluster_3 {
-        label="while (model.py:5)";
-        subgraph cluster_4 { label="test"; ... }
-        subgraph cluster_5 { label="body"; ... }
+      subgraph cluster_3 { label="while (model.py:5): test"; ... }
+      subgraph cluster_4 {
+        label="while (model.py:5): body";
+        n9 [label="cond\\nf32[3]\\nmodel.py:6"];
+        subgraph cluster_10 { label="cond (model.py:6): branch 0"; ... }
+        ...
       }
     }
 """
@@ -100,14 +104,14 @@ class _Writer:
                 self._call(eqn, env, location, inner)
                 self.lines.append(f"{indent}}}")
             elif jaxprs.nested(eqn):
+                # The op, then a cluster per nested jaxpr beside it (one level of nesting per
+                # construct, not two: deep DOT is slow to lay out, and to parse).
                 colour = _CLUSTER_COLOURS.get(name, "#f1f3f4")
-                inner = self._open_cluster(f"{name}{where}", indent, colour)
-                head = self._op(eqn, env, location, inner, fillcolor="#fbbc04")
+                head = self._op(eqn, env, location, indent, fillcolor="#fbbc04")
                 for role, sub in jaxprs.nested(eqn):
-                    nested = self._open_cluster(role, inner, "#ffffff")
-                    self._block(sub, {var: head for var in sub.invars}, location, nested)
-                    self.lines.append(f"{inner}}}")
-                self.lines.append(f"{indent}}}")
+                    inner = self._open_cluster(f"{name}{where}: {role}", indent, colour)
+                    self._block(sub, {var: head for var in sub.invars}, location, inner)
+                    self.lines.append(f"{indent}}}")
                 env.update({var: head for var in eqn.outvars})
             else:
                 node = self._op(eqn, env, location, indent)
