@@ -22,10 +22,18 @@ def uses_global(x):
 
 def test_public_api_is_exactly_these_names():
     assert sorted(transpiler.__all__) == [
+        "Artifact",
+        "ArtifactError",
         "ConversionError",
+        "ExportError",
+        "Graph",
+        "GraphvizError",
         "convert",
         "do_not_convert",
+        "export",
+        "graph",
         "jit",
+        "load",
         "loop_options",
         "padded",
         "to_source",
