@@ -48,7 +48,9 @@ class _Writer:
         self.lines: list[str] = []
         self.ids = itertools.count()
         self.locations = jaxprs.Locations()
-        self.edges: set[tuple[str, str]] = set()
+        # Written last, outside every cluster: an edge statement inside a cluster would pull
+        # both its nodes into that cluster.
+        self.edges: dict[tuple[str, str], None] = {}
 
     def write(self, jaxpr, name: str) -> str:
         self.lines += [
@@ -65,7 +67,8 @@ class _Writer:
         self._block(jaxpr, env, None, "  ")
         for i, var in enumerate(jaxpr.outvars):
             out = self._node(f"out {i}\n{_shapes([var])}", "  ", shape="ellipse")
-            self._edges([var], env, out, "  ")
+            self._edges([var], env, out)
+        self.lines += [f"  {source} -> {target};" for source, target in self.edges]
         self.lines.append("}")
         return "\n".join(self.lines) + "\n"
 
@@ -75,12 +78,11 @@ class _Writer:
         self.lines.append(f"{indent}{node} [label={quote(label)}{extra}];")
         return node
 
-    def _edges(self, variables, env, target: str, indent: str) -> None:
+    def _edges(self, variables, env, target: str) -> None:
         for var in variables:
             source = env.get(var) if _is_var(var) else None
-            if source is not None and (source, target) not in self.edges:
-                self.edges.add((source, target))
-                self.lines.append(f"{indent}{source} -> {target};")
+            if source is not None:
+                self.edges[(source, target)] = None
 
     def _open_cluster(self, label: str, indent: str, colour: str, dashed: bool = False) -> str:
         style = "dashed,rounded" if dashed else "filled,rounded"
@@ -122,7 +124,7 @@ class _Writer:
         if location is not None:
             label += f"\n{location}"
         node = self._node(label, indent, **attributes)
-        self._edges(eqn.invars, env, node, indent)
+        self._edges(eqn.invars, env, node)
         return node
 
     def _call(self, eqn, env, location, indent: str) -> None:
