@@ -27,10 +27,7 @@ import hashlib
 import json
 import os
 import struct
-import types
 from collections.abc import Callable, Sequence
-
-from transpiler import libraries
 
 MAGIC = b"ASTGRAPH"
 FORMAT_VERSION = 1
@@ -90,11 +87,9 @@ def export(
     drop = {"print"} if prints == "drop" else set()
     if checks == "drop":
         drop.update(_CHECKS)
-    target = fn
-    if isinstance(fn, types.FunctionType) and not libraries.is_library(fn):
-        from transpiler import api
+    from transpiler.graph import converted
 
-        target = api.convert(fn)
+    target = converted(fn)
     name = getattr(fn, "__name__", None) or type(fn).__name__
 
     def staged(*args, **kwargs):  # new each time: JAX's trace cache must not answer for it

@@ -48,11 +48,7 @@ def graph(fn: Callable, **jit_kwargs) -> Callable[..., Graph]:
     """
     import jax
 
-    target = fn
-    if isinstance(fn, types.FunctionType) and not libraries.is_library(fn):
-        from transpiler import api
-
-        target = api.convert(fn)
+    target = converted(fn)
     if not jit_kwargs and callable(getattr(target, "trace", None)):
         jitted = target  # already `jax.jit`-ed: trace it as it is
     else:
@@ -63,6 +59,16 @@ def graph(fn: Callable, **jit_kwargs) -> Callable[..., Graph]:
         return Graph(jitted.trace(*args, **kwargs), name=name)
 
     return trace
+
+
+def converted(fn: Callable) -> Callable:
+    """`fn` converted if it is a plain function or method of user code, else `fn` as it is (a
+    converted or jitted function, a JAX transformation of one)."""
+    if isinstance(fn, (types.FunctionType, types.MethodType)) and not libraries.is_library(fn):
+        from transpiler import api
+
+        return api.convert(fn)
+    return fn
 
 
 class Graph:

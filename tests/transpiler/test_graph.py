@@ -210,3 +210,18 @@ def test_to_source_with_source_map_names_each_statement_s_line():
     )
     plain = transpiler.to_source(doubling)
     assert re.sub(r"  # \S+:\d+$", "", source, flags=re.MULTILINE) == plain
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def step(self, x):
+        if jnp.sum(x) > 0:  # METHOD IF
+            x = x * self.k
+        return x
+
+
+def test_a_bound_method_is_converted_first():
+    summary = transpiler.graph(Scaler(3.0).step)(jnp.ones(2)).summary()
+    assert summary.control_flow == [(line("METHOD IF"), "cond", 1)]
