@@ -184,10 +184,14 @@ def _load_function(target: str, function: str | None = None):
 def _structs(specs: list[tuple[str, tuple[int, ...]]]) -> list:
     """`parse_specs` output as `jax.ShapeDtypeStruct`s (JAX imported only now)."""
     import jax
+    import jax.numpy as jnp
 
-    if any(dtype.endswith("64") or dtype == "complex128" for dtype, _ in specs):
+    if any(dtype in _WIDE for dtype, _ in specs):
         jax.config.update("jax_enable_x64", True)  # f64/i64 arguments ask for 64-bit JAX
-    return [jax.ShapeDtypeStruct(shape, jax.numpy.dtype(dtype)) for dtype, shape in specs]
+    return [jax.ShapeDtypeStruct(shape, jnp.dtype(dtype)) for dtype, shape in specs]
+
+
+_WIDE = frozenset({"float64", "int64", "uint64", "complex128"})  # need JAX's 64-bit mode
 
 
 def _source(args) -> int:
@@ -265,7 +269,7 @@ def _run(args) -> int:
     if not args.artifact.is_file():
         raise UsageError(f"no such file: {args.artifact}")
     header, _ = _checked_header(args.artifact)
-    if any(s["dtype"].endswith("64") or s["dtype"] == "complex128" for s in header["in_specs"]):
+    if any(spec["dtype"] in _WIDE for spec in header["in_specs"]):
         import jax
 
         jax.config.update("jax_enable_x64", True)  # before any array of its inputs is made

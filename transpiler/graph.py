@@ -6,9 +6,9 @@ after XLA's optimization passes (fusion included); a Graphviz drawing; and a sum
 cost and memory analyses. Nothing here is a second IR: every view is JAX's or XLA's own.
 
     g = transpiler.graph(model)(params, x)       # arrays or jax.ShapeDtypeStructs
-    print(g.text())                              # c:f32[] = reduce_sum[...] b   # model.py:12
+    print(g.text())                              # c:f32[] = reduce_sum[...] b  # model.py:12
     print(g.summary())
-    jax.grad(...) works too: transpiler.graph(jax.grad(transpiler.convert(loss)))(params, x)
+    transpiler.graph(jax.grad(transpiler.convert(loss)))(params, x)   # transformations too
 """
 
 from __future__ import annotations
