@@ -226,7 +226,7 @@ def _raise_when_run(error: Exception, other: list) -> list:
             errors.raise_at_users_lines(raised, error.__traceback__)
 
     values = [error.args[i].values for i in texts]
-    staging.host_callback(raise_if, staging.branch_taken(), *values, ordered=True)
+    staging.host_callback(raise_if, staging.branch_taken(), *values, ordered=True, kind="raise")
     return [
         staging.zeros_like(staging.shapes_of(staging.as_arrays(value)))
         if staging.is_array_tree(value)

@@ -47,7 +47,7 @@ def print_(*args, sep=" ", end="\n", file=None, flush=False):
             line[i] = shown[i].render(value)
         builtins.print(*line, sep=sep, end=end, file=file or sys.stdout, flush=flush)
 
-    staging.host_callback(host_print, staging.branch_taken(), *values, ordered=True)
+    staging.host_callback(host_print, staging.branch_taken(), *values, ordered=True, kind="print")
 
 
 def assert_(test, msg=None):
@@ -70,4 +70,4 @@ def assert_(test, msg=None):
             message = shown.render(list(concrete)) if values else shown
             raise AssertionError(f"{message} ({where})" if where else message)
 
-    staging.host_callback(check, staging.branch_taken(), test, *values)
+    staging.host_callback(check, staging.branch_taken(), test, *values, kind="assert")

@@ -141,11 +141,48 @@ def quiet():
         _quiet.reset(token)
 
 
-def host_callback(fn, *args, ordered: bool = False) -> None:
+class HostEffects:
+    """What a program being traced for export does with its host callbacks, which JAX cannot
+    serialize: the kinds it drops ("print", "assert", "raise", "check"), and the callbacks met
+    while tracing, as (kind, the user's file:line or None, whether dropped)."""
+
+    def __init__(self, drop=()):
+        self.drop = frozenset(drop)
+        self.met: list[tuple[str, str | None, bool]] = []
+
+
+_host_effects: contextvars.ContextVar[HostEffects | None] = contextvars.ContextVar(
+    "host_effects", default=None
+)
+
+
+@contextlib.contextmanager
+def filtering_host_effects(effects: HostEffects):
+    """Traces the code inside with the host callbacks of `effects.drop` left out, and records
+    every callback in `effects.met` (for `transpiler.export`)."""
+    token = _host_effects.set(effects)
+    try:
+        yield
+    finally:
+        _host_effects.reset(token)
+
+
+def host_callback(fn, *args, ordered: bool = False, kind: str = "check") -> None:
     """`jax.debug.callback(fn, *args)`: an effect of the program when it runs (a print, a
-    check), unless traced quietly (see `quiet`)."""
-    if not _quiet.get():
-        jax.debug.callback(fn, *args, ordered=ordered)
+    check), unless traced quietly (see `quiet`) or dropped (see `filtering_host_effects`).
+
+    `kind` says what it is: "print", "assert", "raise" (a `raise` in a staged branch), or
+    "check" (a run-time check Python makes too: an index in range, a variable bound).
+    """
+    if _quiet.get():
+        return
+    effects = _host_effects.get()
+    if effects is not None:
+        dropped = kind in effects.drop
+        effects.met.append((kind, Site(kind).location(), dropped))
+        if dropped:
+            return
+    jax.debug.callback(fn, *args, ordered=ordered)
 
 
 def in_staged_program() -> bool:

@@ -13,14 +13,24 @@ from transpiler.api import (
     to_source,
 )
 from transpiler.errors import ConversionError, ConversionWarning
+from transpiler.exporting import Artifact, ArtifactError, ExportError, export, load
+from transpiler.graph import Graph, GraphvizError, graph
 
 __all__ = [
+    "Artifact",
+    "ArtifactError",
     "ConversionError",
     "ConversionWarning",
+    "ExportError",
+    "Graph",
+    "GraphvizError",
     "convert",
     "do_not_convert",
+    "export",
     "get_verbosity",
+    "graph",
     "jit",
+    "load",
     "loop_options",
     "padded",
     "run_eagerly",

@@ -17,6 +17,8 @@ import warnings
 import weakref
 from collections.abc import Callable
 
+import gast
+
 from transpiler import libraries, loading, objects, origins, parsing, pipeline
 from transpiler.directives import loop_options  # noqa: F401 - part of the API
 from transpiler.errors import ConversionError, ConversionWarning
@@ -500,12 +502,23 @@ def do_not_convert(fn: Callable) -> Callable:
     return fn
 
 
-def to_source(fn: Callable, *, recursive: bool = True) -> str:
+def to_source(fn: Callable, *, recursive: bool = True, source_map: bool = False) -> str:
     """The generated Python source of `fn` (converted or not) as a string.
 
     Runtime operators are spelled out (`rt__.if_stmt`, `rt__.while_stmt`, `rt__.call`, ...) and
     the user's own names are kept, so the result reads like the `lax` calls it lowers to.
+
+    Args:
+      fn: the function (converted, jitted or plain).
+      recursive: as for `convert`: calls are rewritten so called user functions convert too.
+      source_map: end each generated statement's first line with the user's `file:line` it
+        comes from (`x, = rt__.if_stmt(...)  # model.py:12`).
+
+    Returns:
+      The source of the converted function.
     """
+    if source_map:
+        return _mapped_source(fn, recursive=recursive)
     target = inspect.unwrap(fn, stop=lambda f: hasattr(f, "__transpiler_source__"))
     if isinstance(target, types.MethodType):
         target = target.__func__
@@ -518,10 +531,27 @@ def to_source(fn: Callable, *, recursive: bool = True) -> str:
     cached = _generated.get(target, options)
     if cached is not None:
         return cached.source
-    # Transform only: printing the source needs neither compiling nor JAX.
+    return _transformed(target, recursive=recursive)[1]
+
+
+def _transformed(target: types.FunctionType, *, recursive: bool) -> tuple[gast.AST, str]:
+    """(the converted definition, its source). Transform only: printing the source needs
+    neither compiling nor JAX."""
     with _conversion_lock, _deep_recursion(target):
         node = parsing.parse_function(target).node
         converted = pipeline.run(
             node, target.__globals__, target.__code__.co_freevars, recursive=recursive
         )
-        return loading.unparse(converted.node)
+        return converted.node, loading.unparse(converted.node)
+
+
+def _mapped_source(fn: Callable, *, recursive: bool) -> str:
+    """`to_source(fn, source_map=True)`: the source of the original function, converted again
+    (milliseconds), with each statement's user `file:line` as a comment."""
+    target = inspect.unwrap(fn)
+    if isinstance(target, types.MethodType):
+        target = inspect.unwrap(target.__func__)
+    if not isinstance(target, types.FunctionType):
+        raise ConversionError(f"cannot show the source of {fn!r}: it is not a Python function")
+    node, source = _transformed(target, recursive=recursive)
+    return origins.annotate(gast.Module(body=[node], type_ignores=[]), source)

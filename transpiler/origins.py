@@ -81,3 +81,16 @@ def line_map(tree: gast.AST, generated_source: str) -> dict[int, Location]:
         if anno.hasanno(gnode, anno.Static.ORIGIN):
             mapping.setdefault(pnode.lineno, anno.getanno(gnode, anno.Static.ORIGIN))
     return mapping
+
+
+def annotate(tree: gast.AST, generated_source: str) -> str:
+    """`generated_source` (the unparsed `tree`) with the user's `file:line` as a comment at the
+    end of the first line of each statement that has an origin::
+
+        def if_true(x):  # model.py:12
+    """
+    mapping = line_map(tree, generated_source)
+    lines = generated_source.split("\n")
+    for lineno, location in mapping.items():
+        lines[lineno - 1] += f"  # {location}"
+    return "\n".join(lines)

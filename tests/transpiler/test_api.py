@@ -22,12 +22,20 @@ def uses_global(x):
 
 def test_public_api_is_exactly_these_names():
     assert sorted(transpiler.__all__) == [
+        "Artifact",
+        "ArtifactError",
         "ConversionError",
         "ConversionWarning",
+        "ExportError",
+        "Graph",
+        "GraphvizError",
         "convert",
         "do_not_convert",
+        "export",
         "get_verbosity",
+        "graph",
         "jit",
+        "load",
         "loop_options",
         "padded",
         "run_eagerly",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import anno, templates
+from transpiler import anno, structure, templates
 from transpiler.context import PassContext
 from transpiler.naming import Namer
 from transpiler.passes import guards
@@ -34,13 +34,14 @@ class _BreakStatements(Transformer):
         self.namer = namer
 
     def _visit_loop(self, node):
-        node = self.generic_visit(node)  # inner loops first: their breaks are theirs
+        # The flag is named before inner loops take theirs: names follow source order.
+        if not any(structure.jumps_out(node.body, (gast.Break,))):
+            return self.generic_visit(node)
         flag = self.namer.new("did_break")
-        body, found = guards.replace_jumps(
+        node = self.generic_visit(node)  # inner loops first: their breaks are theirs
+        body, _ = guards.replace_jumps(
             node.body, gast.Break, lambda _: templates.replace("flag = True", flag=flag)
         )
-        if not found:
-            return node
         node.body = guards.guard_block(body, flag, into_loops=False)
         not_broken = templates.replace_as_expression("not flag", flag=flag)
         if isinstance(node, gast.While):

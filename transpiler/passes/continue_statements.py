@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import templates
+from transpiler import structure, templates
 from transpiler.context import PassContext
 from transpiler.naming import Namer
 from transpiler.passes import guards
@@ -30,14 +30,16 @@ class _ContinueStatements(Transformer):
         self.namer = namer
 
     def _visit_loop(self, node):
-        node = self.generic_visit(node)
+        # The flag is named before inner loops take theirs: names follow source order.
+        if not any(structure.jumps_out(node.body, (gast.Continue,))):
+            return self.generic_visit(node)
         flag = self.namer.new("did_continue")
-        body, found = guards.replace_jumps(
+        node = self.generic_visit(node)
+        body, _ = guards.replace_jumps(
             node.body, gast.Continue, lambda _: templates.replace("flag = True", flag=flag)
         )
-        if found:
-            reset = templates.replace("flag = False", flag=flag)
-            node.body = reset + guards.guard_block(body, flag, into_loops=False)
+        reset = templates.replace("flag = False", flag=flag)
+        node.body = reset + guards.guard_block(body, flag, into_loops=False)
         return node
 
     visit_While = _visit_loop

@@ -147,46 +147,47 @@ class _ControlFlow(Transformer):
         self.scopes.pop()
         return node
 
-    def _prepare(self, node):
-        """Converts the sub-blocks; returns (outputs, inputs) from the annotations,
-        which describe the statement as it was before its sub-blocks changed."""
+    def _state(self, node):
+        """(outputs, inputs, cells) of the statement, from the annotations, which describe it as
+        it was before its sub-blocks change; `cells` as `_cells` gives them."""
         scope = anno.getanno(self.scopes[-1], _A.SCOPE)
         outputs, inputs = state(node, scope)
         # Placeholders for what no branch reads: `rt__.Undefined('y')`.
         read = read_inputs(node, scope)
         inputs = [name if name in read else _placeholder(name) for name in inputs]
+        return outputs, inputs, self._cells([_label(v) for v in inputs])
+
+    def _visit_blocks(self, node):
+        """Converts the sub-blocks, after the statement has taken its names: generated names
+        follow source order (the outer `if` gets `if_true`, an inner one `if_true_1`)."""
         node.body = self.visit_block(node.body)
         node.orelse = self.visit_block(node.orelse)
-        return outputs, inputs
 
     def visit_If(self, node):
         if not convertible(node):
             return self.generic_visit(node)
-        outputs, inputs = self._prepare(node)
-        stmts = self._assign_state(
-            _IF,
-            outputs,
-            inputs,
-            body=node.body,
-            orelse=node.orelse,
-            test=node.test,
-            if_true=self.namer.new("if_true"),
-            if_false=self.namer.new("if_false"),
+        outputs, inputs, cells = self._state(node)
+        names = dict(if_true=self.namer.new("if_true"), if_false=self.namer.new("if_false"))
+        self._visit_blocks(node)
+        return self._assign_state(
+            _IF, outputs, inputs, cells, body=node.body, orelse=node.orelse, test=node.test, **names
         )
-        return stmts
 
     def visit_While(self, node):
         if not convertible(node):
             return self.generic_visit(node)
-        names, _ = self._prepare(node)
+        names, _, cells = self._state(node)
+        loop_test, loop_body = self.namer.new("loop_test"), self.namer.new("loop_body")
+        self._visit_blocks(node)
         stmts = self._assign_state(
             _WHILE,
             names,
             names,
+            cells,
             body=node.body,
             test=node.test,
-            loop_test=self.namer.new("loop_test"),
-            loop_body=self.namer.new("loop_body"),
+            loop_test=loop_test,
+            loop_body=loop_body,
             options=_loop_options(node),
         )
         return stmts + node.orelse
@@ -199,21 +200,14 @@ class _ControlFlow(Transformer):
         if item_uses.uses_items_as_python(node, anno.getanno(node, _A.LIVE_OUT)):
             true = templates.constant(True)
             options.append(gast.keyword(arg="items_as_python", value=true))
-        names, _ = self._prepare(node)
+        names, _, cells = self._state(node)
         target = node.target
         if isinstance(target, gast.Name) and target.id not in names:
             item, bind_item = target.id, []
         else:
             item = self.namer.new("item")
             bind_item = templates.replace("target = item", target=target, item=item)
-        replacements = dict(
-            item=item,
-            bind_item=bind_item,
-            body=node.body,
-            iterable=node.iter,
-            loop_body=self.namer.new("loop_body"),
-            options=options,
-        )
+        replacements = dict(item=item, bind_item=bind_item, iterable=node.iter, options=options)
         template = _FOR
         if anno.hasanno(node, _A.EXTRA_TEST):
             # From the break pass: the loop stops fetching items once this is false.
@@ -221,7 +215,9 @@ class _ControlFlow(Transformer):
             replacements.update(
                 test=anno.getanno(node, _A.EXTRA_TEST), loop_test=self.namer.new("loop_test")
             )
-        stmts = self._assign_state(template, names, names, **replacements)
+        replacements["loop_body"] = self.namer.new("loop_body")
+        self._visit_blocks(node)
+        stmts = self._assign_state(template, names, names, cells, body=node.body, **replacements)
         return stmts + node.orelse
 
     def _cells(self, state):
@@ -246,9 +242,10 @@ class _ControlFlow(Transformer):
             prologue += templates.replace("name = param", name=name, param=param)
         return params, prologue
 
-    def _assign_state(self, template, outputs, inputs, **replacements):
-        """`inputs`: names, and placeholder expressions for the inputs that are not read."""
-        params, prologue = self._cells([_label(v) for v in inputs])
+    def _assign_state(self, template, outputs, inputs, cells, **replacements):
+        """`inputs`: names, and placeholder expressions for the inputs that are not read;
+        `cells`: `_cells` of them."""
+        params, prologue = cells
         if template is _IF:
             values = [templates.name(v) if isinstance(v, str) else v for v in inputs]
             replacements.update(

@@ -57,10 +57,11 @@ class _ReturnStatements(Transformer):
         self.returns = returns
 
     def visit_FunctionDef(self, node):
-        node = self.generic_visit(node)  # nested functions first: their returns are theirs
         if not _needs_rewrite(node.body):
-            return node
+            return self.generic_visit(node)
+        # Named before nested functions take theirs: names follow source order.
         do_return, retval = self.namer.new("do_return"), self.namer.new("retval")
+        node = self.generic_visit(node)  # nested functions first: their returns are theirs
         lines = [
             str(anno.getanno(r, anno.Static.ORIGIN))
             for r in _own_returns(node.body)

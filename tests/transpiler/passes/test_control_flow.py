@@ -185,3 +185,49 @@ def test_shadowed_range_is_left_alone():
         """
     )
     assert "rt__.range_" not in generated
+
+
+def test_generated_names_follow_source_order():
+    generated, new, old = convert(
+        """
+        def f(x, n):
+            while x < n:
+                if x > 0:
+                    if x > 1:
+                        x = x + 3
+                else:
+                    x = x + 3
+            return x
+        """
+    )
+    assert generated == expect(
+        """
+        def f(x, n):
+
+            def loop_test(x):
+                return x < n
+
+            def loop_body(x):
+
+                def if_true(x):
+
+                    def if_true_1(x):
+                        x = x + 3
+                        return (x,)
+
+                    def if_false_1(x):
+                        return (x,)
+                    x, = rt__.if_stmt(x > 1, if_true_1, if_false_1, (x,), symbol_names=('x',))
+                    return (x,)
+
+                def if_false(x):
+                    x = x + 3
+                    return (x,)
+                x, = rt__.if_stmt(x > 0, if_true, if_false, (x,), symbol_names=('x',))
+                return (x,)
+            x, = rt__.while_stmt(loop_test, loop_body, (x,), symbol_names=('x',))
+            return x
+        """
+    )
+    for args in [(-3, 5), (-4, 9), (2, 20), (7, 3)]:
+        assert new(*args) == old(*args)

@@ -194,3 +194,21 @@ def test_return_inside_a_loop_breaks_out_and_falling_off_returns_none():
 def test_single_final_return_is_left_alone():
     generated, _, _ = apply("def f(x):\n    y = x\n    return y\n", return_statements)
     assert generated == "def f(x):\n    y = x\n    return y"
+
+
+def test_flags_are_named_in_source_order():
+    generated, _, _ = apply(
+        """
+        def f(xs):
+            for x in xs:
+                for y in xs:
+                    if y:
+                        break
+                if x:
+                    break
+            return 0
+        """,
+        break_statements,
+    )
+    outer, inner = generated.index("did_break = False"), generated.index("did_break_1 = False")
+    assert outer < inner
