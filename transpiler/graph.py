@@ -184,6 +184,18 @@ class Summary:
     memory: dict[str, int | None]
     control_flow: list[tuple[str, str, int]]
 
+    def line(self) -> str:
+        """One line: ops, the staged control flow, fusions, FLOPs and peak memory."""
+        staged = collections.Counter()
+        for _, primitive, n in self.control_flow:
+            staged[primitive] += n
+        flow = ", ".join(f"{p} x{n}" for p, n in sorted(staged.items())) or "no control flow"
+        return (
+            f"graph of {self.name}: {sum(self.ops.values())} ops ({flow}), "
+            f"{self.fusions} fusions after XLA, {_number(self.flops)} FLOPs, "
+            f"peak memory {_bytes(self.memory['peak'])}"
+        )
+
     def __str__(self) -> str:
         total = sum(self.ops.values())
         mem = self.memory

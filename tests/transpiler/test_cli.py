@@ -23,7 +23,7 @@ def step(x, n):
     i = 0
     while jnp.sum(x) < 50.0 and i < n:
         if x[0] > 0:
-            x = x * 2.0
+            x = x * x
         else:
             x = x - 1.0
         i += 1
@@ -128,7 +128,7 @@ def _step(x, n):
     """MODEL's `step`, in NumPy."""
     i = 0
     while np.sum(x) < 50.0 and i < n:
-        x = x * np.float32(2.0) if x[0] > 0 else x - np.float32(1.0)
+        x = x * x if x[0] > 0 else x - np.float32(1.0)
         i += 1
     return x, i
 

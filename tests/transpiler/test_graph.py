@@ -8,7 +8,7 @@ import pydot
 import pytest
 
 import transpiler
-from transpiler.graph import count_fusions
+from transpiler.graph import _bytes, _number, count_fusions
 from transpiler.origins import display_path
 
 HERE = display_path(__file__)
@@ -22,11 +22,11 @@ def line(marker: str) -> str:
     return f"{HERE}:{found[0]}"
 
 
-def doubling(x, n):
+def squaring(x, n):
     i = 0
     while jnp.sum(x) < 100 and i < n:  # WHILE
         if x[0] > 0:  # IF
-            x = x * 2  # DOUBLE
+            x = x * x  # SQUARE
         else:
             x = x - 1  # DECREMENT
         i += 1  # COUNT
@@ -56,7 +56,7 @@ def nested(x, n):
 
 @pytest.fixture(scope="module")
 def sample():
-    return transpiler.graph(doubling)(jnp.ones(3), 5)
+    return transpiler.graph(squaring)(jnp.ones(3), 5)
 
 
 def comments(text: str) -> dict[str, set[str]]:
@@ -74,7 +74,7 @@ def test_text_names_the_user_lines_of_the_loop_the_branch_and_each_op(sample):
     # The while is inside the custom derivative that makes it reverse-differentiable.
     assert found["while"] == {line("WHILE")} and found["custom_jvp_call"] == {line("WHILE")}
     assert found["cond"] == {line("IF")}
-    assert found["mul"] == {line("DOUBLE")} and found["sub"] == {line("DECREMENT")}
+    assert found["mul"] == {line("SQUARE")} and found["sub"] == {line("DECREMENT")}
     assert found["add"] == {line("COUNT")}
     assert found["reduce_sum"] == {line("WHILE")}
     assert "astgraph.py" not in sample.text()
@@ -102,9 +102,11 @@ def test_dot_parses_with_a_cluster_per_branch_and_per_loop_test_and_body(sample)
     assert _label(false_branch) == f"cond ({line('IF')}): branch 0"
     assert _label(true_branch) == f"cond ({line('IF')}): branch 1"
     assert [_label(n) for n in false_branch.get_nodes()] == [f"sub\nf32[3]\n{line('DECREMENT')}"]
-    assert [_label(n) for n in true_branch.get_nodes()] == [f"mul\nf32[3]\n{line('DOUBLE')}"]
+    assert [_label(n) for n in true_branch.get_nodes()] == [f"mul\nf32[3]\n{line('SQUARE')}"]
     body_ops = [_label(n).split("\n")[0] for n in body.get_nodes()]
-    assert body_ops == ["slice", "squeeze", "gt", "convert_element_type", "cond", "add"]
+    # The branch, the count, then the loop's test for the next iteration.
+    assert body_ops[:6] == ["slice", "squeeze", "gt", "convert_element_type", "cond", "add"]
+    assert body_ops[6:8] == ["reduce_sum", "lt"] and body_ops[-1] == "and"
     # The derivative wrapper around the loop is shown as the loop, not as a custom_jvp.
     assert "custom_jvp" not in sample.dot()
     # Inputs feed the loop; the loop's results are the outputs.
@@ -115,7 +117,7 @@ def test_dot_parses_with_a_cluster_per_branch_and_per_loop_test_and_body(sample)
         for g in everything
         for e in g.get_edges()
     }
-    head = f"while\ni32[], f32[3]\n{line('WHILE')}"
+    head = f"while\nbool[], i32[], f32[3]\n{line('WHILE')}"
     assert ("in 0\nf32[3]", head) in edges and (head, "out 0\nf32[3]") in edges
 
 
@@ -128,9 +130,18 @@ def test_summary_counts_ops_fusions_flops_memory_and_staged_lines(sample):
     assert summary.ops["while"] == 1 and summary.ops["cond"] == 1 and summary.ops["mul"] == 1
     assert summary.control_flow == [(line("WHILE"), "while", 1), (line("IF"), "cond", 1)]
     table = str(summary)
-    assert table.startswith(f"graph of doubling: {sum(summary.ops.values())} ops, ")
+    assert table.startswith(f"graph of squaring: {sum(summary.ops.values())} ops, ")
     assert f"{summary.fusions} fusions after XLA" in table
     assert f"  {line('WHILE')}  while  x1\n  {line('IF')}  cond   x1" in table
+
+
+def test_summary_line_is_one_line_of_the_same_numbers(sample):
+    summary = sample.summary()
+    assert summary.line() == (
+        f"graph of squaring: {sum(summary.ops.values())} ops (cond x1, while x1), "
+        f"{summary.fusions} fusions after XLA, {_number(summary.flops)} FLOPs, "
+        f"peak memory {_bytes(summary.memory['peak'])}"
+    )
 
 
 def test_hlo_and_compiled_text_are_xla_s_own(sample):
@@ -141,8 +152,8 @@ def test_hlo_and_compiled_text_are_xla_s_own(sample):
 
 def test_shape_specs_give_the_graph_of_arrays():
     specs = (jax.ShapeDtypeStruct((3,), jnp.float32), jax.ShapeDtypeStruct((), jnp.int32))
-    from_specs = transpiler.graph(transpiler.jit(doubling))(*specs)
-    from_arrays = transpiler.graph(doubling)(jnp.ones(3), jnp.int32(5))
+    from_specs = transpiler.graph(transpiler.jit(squaring))(*specs)
+    from_arrays = transpiler.graph(squaring)(jnp.ones(3), jnp.int32(5))
     assert from_specs.text() == from_arrays.text()
 
 
@@ -172,7 +183,7 @@ def _ops(g):
 
 
 def test_user_code_outside_converted_code_keeps_its_own_line():
-    f = transpiler.convert(doubling)
+    f = transpiler.convert(squaring)
     g = transpiler.graph(jax.grad(lambda x: f(x, 3)[0].sum()))(jnp.ones(3))  # LAMBDA
     assert (line("LAMBDA"), "reduce_sum") in {
         (str(op.location), op.eqn.primitive.name) for op in _ops(g)
@@ -198,17 +209,17 @@ def test_svg_is_rendered_by_graphviz_or_refused_clearly(sample, monkeypatch):
 
 
 def test_to_source_with_source_map_names_each_statement_s_line():
-    source = transpiler.to_source(transpiler.jit(doubling), source_map=True)
+    source = transpiler.to_source(transpiler.jit(squaring), source_map=True)
     assert (
         f"x, = rt__.if_stmt(x[0] > 0, if_true, if_false, (x,), symbol_names=('x',))  # {line('IF')}"
         in source
     )
-    assert f"    x = x * 2  # {line('DOUBLE')}" in source
+    assert f"    x = x * x  # {line('SQUARE')}" in source
     assert (
         f"i, x = rt__.while_stmt(loop_test, loop_body, (i, x), symbol_names=('i', 'x'))  # {line('WHILE')}"
         in source
     )
-    plain = transpiler.to_source(doubling)
+    plain = transpiler.to_source(squaring)
     assert re.sub(r"  # \S+:\d+$", "", source, flags=re.MULTILINE) == plain
 
 
@@ -218,7 +229,7 @@ class Scaler:
 
     def step(self, x):
         if jnp.sum(x) > 0:  # METHOD IF
-            x = x * self.k
+            x = jnp.tanh(x) * self.k
         return x
 
 
