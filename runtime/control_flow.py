@@ -84,7 +84,7 @@ class _Retrace(staging.Retrace):
     def __init__(
         self, casts=None, placeholders=None, lists=None, resize=None, raised=None, unbound=None
     ):
-        self.casts = casts or {}  # {(variable index, leaf index): dtype}
+        self.casts = casts or {}  # {(variable index, leaf index): dtype or WeakDtype}
         self.placeholders = placeholders or {}  # {variable index: tree of ShapeDtypeStruct}
         self.unbound = unbound or {}  # {variable index: tree of ShapeDtypeStruct}: MaybeUnbound
         self.lists = lists or {}  # {variable index: (capacity, item ShapeDtypeStruct)}
@@ -259,7 +259,7 @@ def _branch_output(index, value, fixes: _Retrace, name: str):
         return value
     leaves, treedef = jax.tree_util.tree_flatten(staging.as_arrays(value))
     leaves = [
-        lax.convert_element_type(leaf, fixes.casts[index, j]) if (index, j) in fixes.casts else leaf
+        staging.cast(leaf, fixes.casts[index, j]) if (index, j) in fixes.casts else leaf
         for j, leaf in enumerate(leaves)
     ]
     return jax.tree_util.tree_unflatten(treedef, leaves)
@@ -374,8 +374,12 @@ def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:
         where = _label(name + path, site)
         if x.shape == y.shape and x.dtype == y.dtype:
             continue
-        if x.shape == y.shape and (jax.typeof(x).weak_type or jax.typeof(y).weak_type):
-            casts[j] = jnp.result_type(staging.dtype_like(x), staging.dtype_like(y))
+        weak = jax.typeof(x).weak_type, jax.typeof(y).weak_type
+        if x.shape == y.shape and any(weak):
+            dtype = jnp.result_type(staging.dtype_like(x), staging.dtype_like(y))
+            # Two Python numbers (`1` and `2.5`) give one that is still weakly typed: it
+            # promotes as either would (`bf16_array * y` stays bfloat16).
+            casts[j] = staging.WeakDtype(dtype) if all(weak) else dtype
             continue
         mismatch = "shape and dtype" if x.shape != y.shape else "dtype"
         fix = (

@@ -7,6 +7,7 @@ import contextlib
 import contextvars
 import numbers
 import types
+import typing
 import warnings
 
 import jax
@@ -327,6 +328,25 @@ def dtype_like(x):
     if not jax.typeof(x).weak_type:
         return x.dtype
     return _PYTHON_ZERO[np.dtype(x.dtype).kind]
+
+
+class WeakDtype(typing.NamedTuple):
+    """A dtype to cast to that stays weakly typed, as the Python number it stands for."""
+
+    dtype: np.dtype
+
+
+_PYTHON_ONE = types.MappingProxyType({"b": True, "i": 1, "u": 1, "f": 1.0, "c": 1 + 0j})
+
+
+def cast(x, dtype):
+    """`x` as `dtype` (a strong cast), or as the weakly typed `WeakDtype.dtype`: a weakly typed
+    `x` times the Python one of that kind, which JAX promotes to it and keeps weak (exact)."""
+    if not isinstance(dtype, WeakDtype):
+        return lax.convert_element_type(x, dtype)
+    if x.dtype == dtype.dtype:
+        return x
+    return x * _PYTHON_ONE[np.dtype(dtype.dtype).kind]
 
 
 def describe_tree(value) -> str:

@@ -36,11 +36,12 @@ PASSES = (
     declarations,
     # Before the early-exit passes, which move loop bodies around: the directive must be first.
     directives,
+    # Before the early-exit passes, so a return in a case is a return in an if branch; before
+    # the walrus pass, so a `:=` in a guard is one in an `and` operand, which that pass rewrites.
+    match_statements,
     # Before anything moves an expression into a function of its own (a thunk, a loop test),
     # where a `:=` would bind in the wrong scope.
     assignment_expressions,
-    # Before the early-exit passes, so a return in a case is a return in an if branch.
-    match_statements,
     # On the code as written, with its breaks and returns: which reads Python proves bound.
     # After the walrus and match passes, which add reads and bindings of their own.
     source_reads,

@@ -346,6 +346,25 @@ def test_a_name_bound_on_some_paths_and_read_only_there():
     check_vmap(read_only_where_bound, jnp.array([3.0, -3.0, 20.0]))
 
 
+def walrus_in_a_guard(x, k):
+    match k:
+        case 1 if (y := x * 2) > 0:
+            r = y
+        case 2 if (y := x - 5) > 0 or (y := x + 5) > 9:
+            r = y * 10
+        case _:
+            r = -x
+    return r
+
+
+def test_walrus_in_a_match_guard_binds_where_python_binds():
+    # Found by an adversarial review: staged, `y` was read in the case body but bound nowhere.
+    for x, k in ((3.0, 1), (-3.0, 1), (6.0, 2), (4.5, 2), (1.0, 2), (2.0, 3)):
+        check_python(walrus_in_a_guard, x, k)
+        check_jit(walrus_in_a_guard, x, k)
+    check_vmap(walrus_in_a_guard, jnp.array([3.0, -3.0, 6.0]), jnp.array([1, 1, 2]))
+
+
 def count_down(n):
     c = 0
     while (n := n - 1) > 0:
@@ -1161,3 +1180,27 @@ def checked(x):
 def test_an_assert_message_shows_the_values():
     with pytest.raises(jax.errors.JaxRuntimeError, match="AssertionError: small: -2.0"):
         jax.jit(transpiler.convert(checked))(-2.0).block_until_ready()
+
+
+# -- Python numbers from both branches stay weakly typed (found by an adversarial review) ------------
+
+
+def number_either_way(x, h):
+    y = 1 if x > 0 else 2.5
+    if x > 1:
+        z = True
+    else:
+        z = 3
+    return h * y, h * z
+
+
+@pytest.mark.parametrize("x", [2.0, 0.5, -1.0])
+def test_numbers_from_both_branches_promote_as_python_numbers(x):
+    h = jnp.ones(2, jnp.bfloat16)
+    expected = number_either_way(x, h)
+    for actual in (
+        transpiler.convert(number_either_way)(jnp.float32(x), h),
+        jax.jit(transpiler.convert(number_either_way))(x, h),
+    ):
+        assert [a.dtype for a in actual] == [jnp.bfloat16, jnp.bfloat16]
+        assert_tree_close(actual, expected)
