@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import transpiler
-from samples import adaptive_ode
+from samples import adaptive_ode, kmeans
 
 
 def assert_same(compiled, eager, *, rtol=1e-5, atol=1e-6):
@@ -115,3 +115,60 @@ def test_adaptive_ode_main(capsys):
     assert "48 steps accepted, 2 rejected" in out
     assert "-0.72221 (eager -0.72221, of the exact x(3): -0.72011)" in out
     assert out.count("graph of ") == 2 and "graph of integrate:" in out
+
+
+# -- kmeans ------------------------------------------------------------------------------------
+
+POINTS = kmeans.blobs(jax.random.PRNGKey(0), jnp.array([[0.0, 0.0], [2.0, 0.0], [1.0, 1.7]]))
+FAR = [20.0, 20.0]  # a start no point is nearest to: its cluster is empty from the start
+STARTS = {
+    "slow": jnp.array([[1.5, 1.5], [1.6, 1.4], FAR, [1.4, 1.6]]),
+    "quick": jnp.array([[3.0, 3.0], [3.1, 2.9], FAR, [-1.0, -1.0]]),
+}
+
+
+@pytest.fixture(scope="module")
+def kmeans_jit():
+    return transpiler.jit(kmeans.kmeans)
+
+
+@pytest.mark.parametrize("start", list(STARTS))
+def test_kmeans_matches_eager(kmeans_jit, start):
+    eager = kmeans.kmeans(POINTS, STARTS[start])
+    compiled = kmeans_jit(POINTS, STARTS[start])
+    assert_same(compiled, eager)
+    centroids, labels, it = compiled
+    assert int(it) == {"slow": 9, "quick": 3}[start]
+    # The empty cluster kept its start, exactly; no label points at it.
+    np.testing.assert_array_equal(np.asarray(centroids[2]), np.asarray(FAR, np.float32))
+    assert not np.any(np.asarray(labels) == 2)
+
+
+def test_kmeans_loop_is_staged_while_with_cond_for_empty_cluster():
+    names = primitive_names(kmeans.kmeans, POINTS, STARTS["slow"])
+    assert {"while", "cond"} <= names
+
+
+def test_kmeans_max_iter_stops_before_convergence():
+    eager = kmeans.kmeans(POINTS, STARTS["slow"], 4)
+    compiled = transpiler.jit(kmeans.kmeans, static_argnums=2)(POINTS, STARTS["slow"], 4)
+    assert_same(compiled, eager)
+    assert int(compiled[2]) == 4
+
+
+def test_kmeans_vmap_over_starts():
+    starts = jnp.stack([STARTS["slow"], STARTS["quick"]])
+    batched = jax.jit(jax.vmap(transpiler.convert(kmeans.kmeans), in_axes=(None, 0)))
+    compiled = batched(POINTS, starts)
+    eager = [kmeans.kmeans(POINTS, s) for s in starts]
+    eager = jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *eager)
+    assert_same(compiled, eager)
+
+
+def test_kmeans_main(capsys):
+    kmeans.main()
+    out = capsys.readouterr().out
+    assert "k-means of 30 points in 3 overlapping blobs, from 4 starts:" in out
+    assert "converged after 9 iterations; cluster sizes [12, 9, 0, 9]" in out
+    assert "centroid 2: (20.000, 20.000)" in out
+    assert "graph of kmeans:" in out and "while x1" in out
