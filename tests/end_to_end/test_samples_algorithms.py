@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import transpiler
-from samples import adaptive_ode, kmeans
+from samples import adaptive_ode, kmeans, metropolis
 
 
 def assert_same(compiled, eager, *, rtol=1e-5, atol=1e-6):
@@ -172,3 +172,48 @@ def test_kmeans_main(capsys):
     assert "converged after 9 iterations; cluster sizes [12, 9, 0, 9]" in out
     assert "centroid 2: (20.000, 20.000)" in out
     assert "graph of kmeans:" in out and "while x1" in out
+
+
+# -- metropolis --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def metropolis_jit():
+    return transpiler.jit(metropolis.metropolis, static_argnums=2)
+
+
+@pytest.mark.parametrize("make_key", [jax.random.PRNGKey, jax.random.key], ids=["raw", "typed"])
+def test_metropolis_matches_eager(metropolis_jit, make_key):
+    args = (make_key(1), jnp.zeros(2), 50)
+    eager = metropolis.metropolis(*args)
+    compiled = metropolis_jit(*args)
+    assert_same(compiled, eager, atol=1e-5)
+    samples, rate = compiled
+    assert samples.shape == (50, 2) and 0.2 < float(rate) < 0.9
+    # A rejected proposal repeats the previous state: as many repeats as rejections.
+    path = np.concatenate([np.zeros((1, 2), np.float32), np.asarray(samples)])
+    repeats = int(np.sum(np.all(np.diff(path, axis=0) == 0, axis=1)))
+    assert repeats == 50 - round(50 * float(rate))
+
+
+def test_metropolis_loop_is_one_scan():
+    names = primitive_names(lambda k, x: metropolis.metropolis(k, x, 50), jax.random.key(0), Y0)
+    assert "scan" in names and "while" not in names
+
+
+def test_metropolis_vmap_over_chains():
+    keys = jax.random.split(jax.random.key(2), 3)
+    batched = jax.vmap(transpiler.convert(metropolis.metropolis), in_axes=(0, None, None))
+    compiled = jax.jit(batched, static_argnums=2)(keys, jnp.zeros(2), 30)
+    eager = [metropolis.metropolis(k, jnp.zeros(2), 30) for k in keys]
+    eager = jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *eager)
+    assert_same(compiled, eager, atol=1e-5)
+
+
+def test_metropolis_main(capsys):
+    metropolis.main()
+    out = capsys.readouterr().out
+    assert "Metropolis-Hastings, 1000 steps, on a mixture of Gaussians" in out
+    assert "acceptance rate 0.626" in out
+    assert "sample mean (-0.148, 0.123), exact (0.000, 0.250)" in out
+    assert "graph of metropolis:" in out and "scan x1" in out
