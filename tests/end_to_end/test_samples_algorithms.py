@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import transpiler
-from samples import adaptive_ode, edit_distance, kmeans, metropolis
+from samples import adaptive_ode, edit_distance, kmeans, mandelbrot, metropolis
 
 
 def assert_same(compiled, eager, *, rtol=1e-5, atol=1e-6):
@@ -320,3 +320,65 @@ def test_edit_distance_main(capsys):
     assert "'kitten' -> 'sitting' 3  (eager 3)" in out
     assert "'flaw' -> 'lawn'    2  (eager 2)" in out
     assert "'' -> 'abc'     3  (eager 3)" in out
+
+
+# -- mandelbrot --------------------------------------------------------------------------------
+
+POINTS_C = [0.0, -1.0, 0.3 + 0.5j, -0.75 + 0.12j, 1.0 + 1.0j, -2.0, 0.25 + 0.01j]
+
+
+@pytest.fixture(scope="module")
+def escape_time_jit():
+    return transpiler.jit(mandelbrot.escape_time)
+
+
+def test_mandelbrot_escape_time_matches_eager(escape_time_jit):
+    counts = []
+    for c in POINTS_C:
+        c = jnp.complex64(c)
+        eager = mandelbrot.escape_time(c)
+        compiled = escape_time_jit(c)
+        assert_same(compiled, eager)
+        counts.append(int(compiled))
+    assert counts == [30, 30, 30, 27, 2, 30, 30]
+
+
+def test_mandelbrot_loop_is_one_staged_while():
+    names = primitive_names(mandelbrot.escape_time, jnp.complex64(0.1))
+    assert "while" in names and "cond" not in names
+
+
+def _eager_escape_times(cs, max_iters=None):
+    flat = cs.reshape(-1)
+    if max_iters is None:
+        out = [mandelbrot.escape_time(c) for c in flat]
+    else:
+        out = [mandelbrot.escape_time(c, m) for c, m in zip(flat, max_iters.reshape(-1))]
+    return jnp.array(out).reshape(cs.shape)
+
+
+def test_mandelbrot_vmap_over_grid_matches_eager_point_by_point():
+    cs = mandelbrot.grid(4, 10)
+    compiled = transpiler.jit(mandelbrot.escape_times)(cs)
+    assert_same(compiled, _eager_escape_times(cs))
+    assert compiled.shape == (4, 10) and len(set(compiled.ravel().tolist())) > 3
+
+
+def test_mandelbrot_vmap_with_a_max_iter_per_point():
+    cs = mandelbrot.grid(2, 8).reshape(-1)
+    max_iters = jnp.arange(16) % 9
+    compiled = jax.jit(jax.vmap(transpiler.convert(mandelbrot.escape_time)))(cs, max_iters)
+    assert_same(compiled, _eager_escape_times(cs, max_iters))
+    assert np.all(np.asarray(compiled) <= np.asarray(max_iters))
+
+
+def test_mandelbrot_main(capsys):
+    mandelbrot.main()
+    out = capsys.readouterr().out
+    assert "c = -0.75 + 0.12j" in out and "  27 iterations" in out
+    assert "480 points with jax.vmap" in out and "(equal to eager)" in out
+    picture = [line for line in out.splitlines() if line.startswith("  |")]
+    assert len(picture) == 12 and all(len(line) == 2 + 40 + 2 for line in picture)
+    assert picture[:6] == picture[:5:-1]  # the set is symmetric about the real axis
+    assert "@" in picture[5] and picture[0].strip("| ") == ""
+    assert "102 points did not escape within 30 iterations" in out
