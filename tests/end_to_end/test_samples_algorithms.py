@@ -90,6 +90,16 @@ def test_adaptive_ode_grad_through_while_matches_eager_grad():
     assert_same(transpiler.jit(adaptive_ode.position_gradient)(*args), eager, rtol=1e-4)
 
 
+def test_adaptive_ode_vmap_of_grad_and_jacfwd_match_eager():
+    dampings = jnp.array([0.3, 1.7])
+    eager = jnp.stack([jax.grad(adaptive_ode.final_position)(d, Y0, 1.0) for d in dampings])
+    converted = transpiler.convert(adaptive_ode.final_position)
+    batched = jax.jit(jax.vmap(jax.grad(converted), in_axes=(0, None, None)))
+    assert_same(batched(dampings, Y0, 1.0), eager, rtol=1e-4, atol=1e-5)
+    forward = jax.jit(jax.jacfwd(converted))(dampings[0], Y0, 1.0)
+    assert_same(forward, eager[0], rtol=1e-4, atol=1e-5)
+
+
 def _doubling(x):
     while x < 10.0:
         x = x * 2.0
@@ -163,6 +173,22 @@ def test_kmeans_vmap_over_starts():
     eager = [kmeans.kmeans(POINTS, s) for s in starts]
     eager = jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *eager)
     assert_same(compiled, eager)
+
+
+def _nearest(p, centroids):
+    return min(range(centroids.shape[0]), key=lambda j: jnp.sum((p - centroids[j]) ** 2))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core gap: min(..., key=f) with traced keys runs Python's min on tracers "
+    "(TracerBoolConversionError); min(a, b) stages",
+)
+def test_gap_min_with_traced_key():
+    centroids = jnp.array([[0.0, 0.0], [2.0, 0.0], [1.0, 1.7]])
+    point = jnp.array([1.9, 0.2])
+    assert _nearest(point, centroids) == 1
+    assert int(transpiler.jit(_nearest)(point, centroids)) == 1
 
 
 def test_kmeans_main(capsys):
