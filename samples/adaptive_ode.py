@@ -78,9 +78,7 @@ def main():
     print("d x(3) / d damping, reverse mode through the while loop:")
     eager, compiled = run(position_gradient, damping, y0, t_end)
     exact = jax.grad(exact_position, argnums=1)(t_end, damping)
-    print(
-        f"  {float(compiled):.5f} (eager {float(eager):.5f}, of the exact x(3): {float(exact):.5f})"
-    )
+    print(f"  {float(compiled):.5f} (eager {float(eager):.5f}; exact {float(exact):.5f})")
 
 
 if __name__ == "__main__":

@@ -123,7 +123,7 @@ def test_adaptive_ode_main(capsys):
     assert "y(3) = (0.42896, 0.29232) at t = 3.0000" in out
     assert "exact x(3) = 0.42754" in out
     assert "48 steps accepted, 2 rejected" in out
-    assert "-0.72221 (eager -0.72221, of the exact x(3): -0.72011)" in out
+    assert "-0.72221 (eager -0.72221; exact -0.72011)" in out
     assert out.count("graph of ") == 2 and "graph of integrate:" in out
 
 
