@@ -84,6 +84,13 @@ def caller(converter: Callable, is_library: Callable[[object], bool]) -> Callabl
             return custom_rules.get(fn, resolve)
         if isinstance(fn, type) or inspect.isbuiltin(fn) or not callable(fn):
             return fn
+        func, owner = getattr(fn, "__func__", None), getattr(fn, "__self__", None)
+        if isinstance(func, types.FunctionType) and owner is not None:
+            # A library's bound method of its own (Equinox's `BoundMethod`, which its modules'
+            # `self.method` gives): called, it is `__func__(__self__, ...)`.
+            converted = resolve(func)
+            if converted is not func:
+                return types.MethodType(converted, owner)
         call_method = type(fn).__call__
         if isinstance(call_method, types.FunctionType):
             converted = resolve(call_method)

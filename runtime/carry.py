@@ -76,7 +76,7 @@ class Carry:
         found = []
 
         def run(carried, probe_args):
-            values = [carried.get(i, v) for i, v in enumerate(probe_state)]
+            values = [staging.released(carried.get(i, v)) for i, v in enumerate(probe_state)]
             outs = probe(tuple(values), *probe_args)
             bound = [v.value if isinstance(v, MaybeUnbound) else v for v in outs]
             found.extend(i for i in unset if staging.is_array_tree(bound[i]))
@@ -156,7 +156,8 @@ class Carry:
     def merge(self, dynamic):
         dynamic = iter(dynamic)
         return tuple(
-            self.static[i] if i in self.static else next(dynamic) for i in range(len(self.names))
+            self.static[i] if i in self.static else staging.released(next(dynamic))
+            for i in range(len(self.names))
         )
 
     def check(self, outs, before):
@@ -195,6 +196,14 @@ class Carry:
         site, construct = self.site, self.site.construct
         tree_prev = jax.tree_util.tree_structure(prev)
         tree_value = jax.tree_util.tree_structure(value)
+        held = staging.held_difference(prev, value) if tree_prev != tree_value else None
+        if held is not None:
+            path, x, y = held
+            raise StagingError(
+                f"'{name}{path}' is {x!r} before the {construct} but {y!r} after one iteration "
+                f"({site}). The parts of a staged loop's variables that are not arrays must "
+                "stay the very same Python object."
+            )
         if tree_prev != tree_value:
             raise StagingError(
                 f"'{name}' is {staging.describe_tree(prev)} before the {construct} but "

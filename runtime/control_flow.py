@@ -154,7 +154,9 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False)
     for key, (_, _, finish) in probes.items():
         finish(appended["true"][key], appended["false"][key])
     _, outs, _ = traced[0]
-    return tuple(next(dynamic) if staging.is_array_tree(value) else value for value in outs)
+    return tuple(
+        staging.released(next(dynamic)) if staging.is_array_tree(value) else value for value in outs
+    )
 
 
 def _cond_or_select(pred, true_fn, false_fn, log_site=None) -> list:
@@ -332,6 +334,7 @@ def _compare_branches(first, second, names, site, state):
             _raise_mismatch(name, a, b, site)
         a, b = staging.as_arrays(a), staging.as_arrays(b)
         if jax.tree_util.tree_structure(a) != jax.tree_util.tree_structure(b):
+            _raise_held_mismatch(name, a, b, site)
             _raise_mismatch(name, a, b, site)
         for j, dtype in _compare_leaves(name, a, b, site).items():
             casts[index, j] = dtype
@@ -393,6 +396,19 @@ def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:
             f"{mismatch}{fix}.{_returns_note(name, site)}"
         )
     return casts
+
+
+def _raise_held_mismatch(name, a, b, site):
+    """StagingError if `a` and `b` differ in an object they hold (not an array) only."""
+    held = staging.held_difference(a, b)
+    if held is not None:
+        path, x, y = held
+        label = _label(name + path, site)
+        raise StagingError(
+            f"{label} is {x!r} in the true branch but {y!r} in the false branch ({site}). "
+            f"With a traced condition the parts of {_label(name, site)} that are not arrays "
+            "must be the very same Python object after both branches."
+        )
 
 
 def _raise_mismatch(name, a, b, site):

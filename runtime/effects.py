@@ -450,7 +450,12 @@ class Effects:
             # only their contents count).
             names = self._parameter_names(n)
             for name, value in zip(names, args[:n]):
-                for leaf in jax.tree_util.tree_leaves(value):
+                leaves = jax.tree_util.tree_leaves(value)
+                for leaf in leaves:
+                    if len(leaves) > 1 and callable(leaf) and not staging.is_array_leaf(leaf):
+                        # A function held in a model (its activation): library functions
+                        # keep caches of their own, which are not the user's effects.
+                        continue
                     snapshot.add(name, leaf)
             try:
                 with staging.tracking(snapshot):

@@ -385,15 +385,72 @@ def is_array_leaf(value) -> bool:
 
 
 def is_array_tree(value) -> bool:
-    """Whether `value` can be staged state: a pytree (maybe empty) whose leaves are all arrays."""
+    """Whether `value` can be staged state: a pytree (maybe empty) whose leaves are all arrays,
+    or a container of arrays and other Python objects that are held as they are (an Equinox
+    module's activation function): see `Held`."""
     if isinstance(value, Undefined):
         return False
-    return all(is_array_leaf(leaf) for leaf in jax.tree_util.tree_leaves(value))
+    leaves = jax.tree_util.tree_leaves(value)
+    arrays = [is_array_leaf(leaf) for leaf in leaves]
+    if all(arrays):
+        return True
+    return any(arrays) and not (len(leaves) == 1 and leaves[0] is value)
+
+
+@jax.tree_util.register_pytree_node_class
+class Held:
+    """A leaf of staged state that is not an array (a function in a model): a tree node with no
+    children, the object in its structure. `lax` passes it through, and trees holding different
+    objects have different structures, so staged state keeps the very same object or is refused
+    (as a branch or an iteration that replaces it is). Generated code never sees one: `released`
+    puts the object back."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        if not isinstance(other, Held):
+            return NotImplemented
+        same = self.obj is other.obj
+        if not same and type(self.obj) is type(other.obj) and isinstance(self.obj, str | bytes):
+            same = self.obj == other.obj
+        return same
+
+    def __hash__(self):
+        return hash(self.obj) if isinstance(self.obj, str | bytes) else id(self.obj)
+
+    def __repr__(self):
+        return f"Held({self.obj!r})"
+
+    def tree_flatten(self):
+        return (), self
+
+    @classmethod
+    def tree_unflatten(cls, held, children):
+        return held
 
 
 def as_arrays(tree):
-    """Python numbers and NumPy arrays in `tree` -> JAX arrays (numbers stay weakly typed)."""
-    return jax.tree_util.tree_map(jnp.asarray, tree)
+    """Python numbers and NumPy arrays in `tree` -> JAX arrays (numbers stay weakly typed);
+    other leaves -> `Held`."""
+    return jax.tree_util.tree_map(
+        lambda leaf: jnp.asarray(leaf) if is_array_leaf(leaf) else Held(leaf), tree
+    )
+
+
+def released(tree):
+    """`tree` with the objects `as_arrays` held put back."""
+    if not any(isinstance(x, Held) for x in _nodes(tree)):
+        return tree
+    return jax.tree_util.tree_map(
+        lambda x: x.obj if isinstance(x, Held) else x, tree, is_leaf=lambda x: isinstance(x, Held)
+    )
+
+
+def _nodes(tree):
+    return jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, Held))
 
 
 def fresh(tree):
@@ -415,7 +472,21 @@ def scalar_predicate(pred, site: Site, role: str):
     return pred if pred.dtype == jnp.bool_ else pred != 0
 
 
-def leaf_paths(tree) -> list[tuple[str, object]]:
-    """(path, leaf) pairs, the path written as Python would index into `tree`."""
-    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+def leaf_paths(tree, *, held: bool = False) -> list[tuple[str, object]]:
+    """(path, leaf) pairs, the path written as Python would index into `tree`; with `held`,
+    the `Held` objects too."""
+    is_leaf = (lambda x: isinstance(x, Held)) if held else None
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_leaf)
     return [(jax.tree_util.keystr(path), leaf) for path, leaf in flat]
+
+
+def held_difference(a, b) -> tuple[str, object, object] | None:
+    """(path, object in `a`, object in `b`) of the first place two array trees (`as_arrays`)
+    alike but for the objects they hold hold different ones; None if there is none."""
+    paths_a, paths_b = leaf_paths(a, held=True), leaf_paths(b, held=True)
+    if [p for p, _ in paths_a] != [p for p, _ in paths_b]:
+        return None
+    for (path, x), (_, y) in zip(paths_a, paths_b):
+        if isinstance(x, Held) and isinstance(y, Held) and x != y:
+            return path, x.obj, y.obj
+    return None

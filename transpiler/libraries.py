@@ -1,4 +1,5 @@
-"""Which code converted code calls as it is: JAX, NumPy, the standard library, this project."""
+"""Which code converted code calls as it is: JAX, NumPy, the standard library, installed
+packages, this project."""
 
 from __future__ import annotations
 
@@ -40,7 +41,10 @@ def _is_library_file(filename: str) -> bool:
     path = os.path.realpath(filename)
     if path.startswith(_package_directories()):
         return True
-    return path.startswith(_STDLIB) and "site-packages" not in path and "dist-packages" not in path
+    # Installed packages (Equinox, Flax, optax, diffrax, ...) are called as they are: their
+    # authors wrote them for JAX. (The user functions handed to them are converted.)
+    parts = path.split(os.sep)
+    return path.startswith(_STDLIB) or "site-packages" in parts or "dist-packages" in parts
 
 
 @functools.cache

@@ -90,12 +90,37 @@ def convert_object(obj, convert: Callable[[Callable], Callable]):
             ),
         )
     if libraries.is_library(call):  # as converted code calls it: `eqx.nn.MLP`'s is JAX's wrapper
-        return obj
+        return _library_bound_method(obj, convert)
     converted_call = convert(call)
     if converted_call is call:  # converted already, or do_not_convert
         return obj
     _check_shareable(obj)
     return _view(obj, _view_class(cls, converted_call))
+
+
+_BOUND_CALL = "__transpiler_bound_call__"  # on a converted function: the view `__call__`
+
+
+def _library_bound_method(obj, convert):
+    """A library's bound method (Equinox's `BoundMethod`, a pytree that `self.method` gives in
+    a module) of a user function: its view, whose `__call__` calls the converted function
+    on `__self__`, as the library's does with the function. Any other library object: itself."""
+    func, owner = getattr(obj, "__func__", None), getattr(obj, "__self__", None)
+    if not isinstance(func, types.FunctionType) or owner is None:
+        return obj
+    converted = convert(func)
+    if converted is func:
+        return obj
+    call = getattr(converted, _BOUND_CALL, None)
+    if call is None:
+
+        def call(self, *args, **kwargs):
+            return converted(self.__self__, *args, **kwargs)
+
+        call.__transpiler_source__ = converted.__transpiler_source__
+        setattr(converted, _BOUND_CALL, call)
+    _check_shareable(obj)
+    return _view(obj, _view_class(type(obj), call))
 
 
 def _wrapper(obj, wrapped: types.FunctionType):

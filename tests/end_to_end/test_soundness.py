@@ -1204,3 +1204,37 @@ def test_numbers_from_both_branches_promote_as_python_numbers(x):
     ):
         assert [a.dtype for a in actual] == [jnp.bfloat16, jnp.bfloat16]
         assert_tree_close(actual, expected)
+
+
+# -- State with leaves that are not arrays: held as the very same object ---------------------------
+
+
+def scaled_until(x, limit):
+    state = {"scale": x, "fn": jnp.tanh, "name": "tanh"}
+    while jnp.sum(state["scale"]) < limit:
+        state = {**state, "scale": state["scale"] * 2.0}
+    if state["scale"][0] > 4:
+        state = dict(state, scale=state["fn"](state["scale"]))
+    return state["scale"], state["fn"], state["name"]
+
+
+def swapped_function(x):
+    state = (x, jnp.tanh)
+    if x > 0:
+        state = (x, jnp.sin)
+    return state[0]
+
+
+def test_functions_and_strings_in_loop_and_branch_state_stay_the_same_objects():
+    for x in (jnp.array([1.0, 2.0]), jnp.array([3.0, 0.5])):
+        expected = scaled_until(x, 20.0)
+        actual = transpiler.convert(scaled_until)(x, 20.0)
+        assert actual[1] is jnp.tanh and actual[2] == "tanh"
+        assert_tree_close(actual[0], expected[0])
+    compiled = jax.jit(lambda x: transpiler.convert(scaled_until)(x, 20.0)[0])
+    assert_tree_close(compiled(jnp.array([1.0, 2.0])), scaled_until(jnp.array([1.0, 2.0]), 20.0)[0])
+    batched = jax.vmap(lambda x: transpiler.convert(scaled_until)(x, 20.0)[0])
+    xs = jnp.array([[1.0, 2.0], [3.0, 0.5]])
+    assert_tree_close(batched(xs), jnp.stack([scaled_until(x, 20.0)[0] for x in xs]))
+    with pytest.raises(StagingError, match=r"the very same Python object"):
+        jax.jit(transpiler.convert(swapped_function))(1.0)

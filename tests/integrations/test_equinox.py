@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import transpiler
+from runtime import StagingError
 from tests.end_to_end.checks import assert_tree_close
 
 eqx = pytest.importorskip("equinox", reason="needs equinox (pip install -e '.[test]')")
@@ -241,3 +242,67 @@ def test_bound_methods_filter_jit_wrappers_and_library_modules():
     fast_call = eqx.filter_jit(transpiler.convert(call))
     assert transpiler.convert(fast_call) is fast_call
     assert_tree_close(fast_call(model, INPUTS[0]), model(INPUTS[0]))
+
+
+# -- Models with leaves that are not arrays (eqx.nn.MLP's activation) as loop and branch state -----
+
+
+def mse(model, x, y):
+    return jnp.mean((jax.vmap(model)(x) - y) ** 2)
+
+
+def fit(model, x, y, lr=0.05, tol=1e-3, max_steps=20):
+    loss = mse(model, x, y)
+    step = 0
+    while loss > tol and step < max_steps:
+        grads = eqx.filter_grad(mse)(model, x, y)
+        model = eqx.apply_updates(model, jax.tree.map(lambda g: -lr * g, grads))
+        loss = mse(model, x, y)
+        step += 1
+    return model, loss, step
+
+
+def doubled_if_positive(model, x):
+    if jnp.sum(x) > 0:
+        model = eqx.apply_updates(model, eqx.filter(model, eqx.is_array))
+    return model(x)
+
+
+def relu_or_tanh(model, x):
+    if jnp.sum(x) > 0:
+        model = eqx.tree_at(lambda m: m.activation, model, jnp.tanh)
+    return model(x)
+
+
+@functools.cache
+def make_mlp():
+    return eqx.nn.MLP(2, 1, 4, 1, key=jax.random.PRNGKey(2))
+
+
+def test_a_model_with_a_function_leaf_is_while_loop_state():
+    mlp = make_mlp()
+    x = jax.random.normal(jax.random.PRNGKey(3), (8, 2))
+    y = jnp.sum(x, axis=1, keepdims=True)
+    expected_model, expected_loss, expected_steps = fit(mlp, x, y)
+    model, loss, steps = eqx.filter_jit(transpiler.convert(fit))(mlp, x, y)
+    assert int(steps) == expected_steps and model.activation is mlp.activation
+    assert_tree_close(loss, expected_loss)
+    assert_tree_close(eqx.filter(model, eqx.is_array), eqx.filter(expected_model, eqx.is_array))
+
+
+def test_a_model_with_a_function_leaf_is_branch_state_and_keeps_its_objects():
+    mlp = make_mlp()
+    for x in (jnp.array([1.0, 2.0]), jnp.array([-1.0, -2.0])):
+        assert_tree_close(
+            eqx.filter_jit(transpiler.convert(doubled_if_positive))(mlp, x),
+            doubled_if_positive(mlp, x),
+        )
+    batch = jnp.array([[1.0, 2.0], [-1.0, -2.0]])
+    batched = jax.vmap(transpiler.convert(doubled_if_positive), in_axes=(None, 0))(mlp, batch)
+    assert_tree_close(batched, jnp.stack([doubled_if_positive(mlp, x) for x in batch]))
+    with pytest.raises(
+        StagingError,
+        match=r"'model\.activation' is <.*relu.*> in the true branch"
+        r" but <.*tanh.*> in the false branch|very same Python object",
+    ):
+        eqx.filter_jit(transpiler.convert(relu_or_tanh))(mlp, jnp.array([1.0, 2.0]))
