@@ -4,7 +4,10 @@ The `for` over a Python range becomes one `lax.scan` and the `if` on a traced no
 `lax.cond` inside it, so the whole sequence compiles to one graph and `jax.grad` goes through both.
 """
 
+import jax
 import jax.numpy as jnp
+
+from samples.common import run
 
 
 def clipped_rnn(w, xs, max_norm=2.0):
@@ -18,3 +21,16 @@ def clipped_rnn(w, xs, max_norm=2.0):
         else:
             h = h * 1.5
     return jnp.mean(h)
+
+
+def main():
+    key_w, key_x = jax.random.split(jax.random.PRNGKey(0))
+    w = jax.random.normal(key_w, (4, 4))
+    xs = jax.random.normal(key_x, (50, 4))
+    print(f"tanh RNN with hidden size {w.shape[0]} over {xs.shape[0]} steps, norm clipped at 2:")
+    _, mean_h = run(clipped_rnn, w, xs)
+    print(f"  mean of the final hidden state: {float(mean_h):.6f}")
+
+
+if __name__ == "__main__":
+    main()
