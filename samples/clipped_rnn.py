@@ -4,10 +4,7 @@ The `for` over a Python range becomes one `lax.scan` and the `if` on a traced no
 `lax.cond` inside it, so the whole sequence compiles to one graph and `jax.grad` goes through both.
 """
 
-import jax
 import jax.numpy as jnp
-
-from samples.common import run
 
 
 def clipped_rnn(w, xs, max_norm=2.0):
@@ -24,6 +21,10 @@ def clipped_rnn(w, xs, max_norm=2.0):
 
 
 def main():
+    import jax
+
+    from samples.common import run
+
     key_w, key_x = jax.random.split(jax.random.PRNGKey(0))
     w = jax.random.normal(key_w, (4, 4))
     xs = jax.random.normal(key_x, (50, 4))

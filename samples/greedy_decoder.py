@@ -10,7 +10,6 @@ import jax
 import jax.numpy as jnp
 
 import transpiler
-from samples.common import run
 
 END = 0
 
@@ -52,6 +51,8 @@ class TinyDecoder:
 
 
 def main():
+    from samples.common import run
+
     decoder = TinyDecoder(seed=1)
     h0 = jnp.ones(8) * 0.1
     print(f"greedy decoding from token 4 until the end token {END}, at most 8 tokens:")

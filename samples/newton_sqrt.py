@@ -2,8 +2,6 @@
 
 import jax.numpy as jnp
 
-from samples.common import run
-
 
 def newton_sqrt(a, tol=1e-6):
     """sqrt(a) by Newton's method; the number of iterations depends on `a`."""
@@ -19,6 +17,8 @@ def newton_sqrt(a, tol=1e-6):
 
 
 def main():
+    from samples.common import run
+
     print("Newton's method for sqrt(10), until a step changes x by less than tol * x:")
     (x, steps), _ = run(newton_sqrt, 10.0)
     print(f"  sqrt(10) = {float(x):.6f} after {int(steps)} steps (10 ** 0.5 = {10**0.5:.6f})")

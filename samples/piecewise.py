@@ -2,9 +2,6 @@
 
 import jax.numpy as jnp
 
-import transpiler
-from samples.common import run
-
 
 def smooth_l1(x, beta=1.0):
     """Huber-style loss of a scalar: quadratic near zero, linear outside."""
@@ -30,6 +27,9 @@ def band_count(xs, lo, hi):
 
 
 def main():
+    import transpiler
+    from samples.common import run
+
     print("smooth_l1: quadratic below 1, linear below 10, steeper beyond:")
     run(smooth_l1, 4.0)
     compiled = transpiler.jit(smooth_l1)
