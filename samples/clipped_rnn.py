@@ -18,3 +18,20 @@ def clipped_rnn(w, xs, max_norm=2.0):
         else:
             h = h * 1.5
     return jnp.mean(h)
+
+
+def main():
+    import jax
+
+    from samples.common import run
+
+    key_w, key_x = jax.random.split(jax.random.PRNGKey(0))
+    w = jax.random.normal(key_w, (4, 4))
+    xs = jax.random.normal(key_x, (50, 4))
+    print(f"tanh RNN with hidden size {w.shape[0]} over {xs.shape[0]} steps, norm clipped at 2:")
+    _, mean_h = run(clipped_rnn, w, xs)
+    print(f"  mean of the final hidden state: {float(mean_h):.6f}")
+
+
+if __name__ == "__main__":
+    main()

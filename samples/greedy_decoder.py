@@ -48,3 +48,23 @@ class TinyDecoder:
             steps += 1
         buffer, count = transpiler.padded(tokens)
         return buffer, count, score
+
+
+def main():
+    from samples.common import run
+
+    decoder = TinyDecoder(seed=1)
+    h0 = jnp.ones(8) * 0.1
+    print(f"greedy decoding from token 4 until the end token {END}, at most 8 tokens:")
+    eager, compiled = run(decoder.decode, h0, 4, check=None)
+    (tokens, n, score), (buffer, n_c, score_c) = eager, compiled
+    if tokens[: int(n)].tolist() != buffer[: int(n_c)].tolist():
+        raise AssertionError(f"tokens differ: eager {tokens}, compiled {buffer[: int(n_c)]}")
+    if abs(float(score) - float(score_c)) > 1e-4:
+        raise AssertionError(f"scores differ: eager {score}, compiled {score_c}")
+    tokens_c = buffer[: int(n_c)].tolist()
+    print(f"  tokens {tokens_c} ({len(tokens_c)} of them), log-probability {float(score_c):.4f}")
+
+
+if __name__ == "__main__":
+    main()

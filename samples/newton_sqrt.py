@@ -14,3 +14,15 @@ def newton_sqrt(a, tol=1e-6):
         x = x_next
         steps += 1
     return x, steps
+
+
+def main():
+    from samples.common import run
+
+    print("Newton's method for sqrt(10), until a step changes x by less than tol * x:")
+    (x, steps), _ = run(newton_sqrt, 10.0)
+    print(f"  sqrt(10) = {float(x):.6f} after {int(steps)} steps (10 ** 0.5 = {10**0.5:.6f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -80,7 +80,16 @@ def test_demo_runs_and_matches_eager_results():
     assert abs(float(eager[0]) - float(staged[0])) < 1e-5 and eager[1] == staged[1]
     assert values["d sqrt(a)/da at 2, eager (jacfwd)"] == values["exact 1/(2 sqrt 2)"]
     assert values["d sqrt(a)/da at 2, converted + jit"] == values["exact 1/(2 sqrt 2)"]
-    assert "graph: cond x1, scan x1 (50 time steps)" in result.stdout
+    for name, flow in [
+        ("newton_sqrt", "while x1"),
+        ("clipped_rnn", "cond x1, scan x1"),
+        ("smooth_l1", "no control flow"),  # under vmap a cond of cheap branches is a select
+        ("band_count", "scan x1"),
+        ("decode", "cond x2, scan x1"),
+    ]:
+        summary = rf"\n  graph of {name}: \d+ ops \({flow}\), \d+ fusions after XLA, .* FLOPs, peak memory "
+        assert re.search(summary, result.stdout), (name, result.stdout)
+    assert "compiling" not in result.stdout  # the progress line is for terminals only
     assert float(values["max |difference| of the gradients"]) < 1e-4
     assert values["band_count eager (NumPy input)"] == values["band_count converted, NumPy input"]
     assert values["eager Python: tokens, score"] == values["converted + jit: tokens, score"]
