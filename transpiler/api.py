@@ -234,6 +234,14 @@ def convert(
                 "jax.jit(transpiler.convert(f)), or use @transpiler.jit."
             ),
         )
+    wrapped = getattr(fn, "__wrapped__", None)
+    if (
+        isinstance(wrapped, types.FunctionType)
+        and libraries.is_library(fn)
+        and not libraries.is_library(wrapped)
+    ):
+        # `jax.grad(f)`, `jax.vmap(f)`: JAX calls `f` unconverted; convert it first.
+        return objects.wrapper(fn, wrapped, kind="wrapper library code made (jax.grad, jax.vmap)")
     conversions = _Conversions.of(fn)
     converted = conversions.get(options)
     if converted is None:

@@ -77,7 +77,7 @@ def convert_object(obj, convert: Callable[[Callable], Callable]):
         return None
     wrapped = getattr(obj, "__wrapped__", None)
     if isinstance(wrapped, types.FunctionType):
-        return _wrapper(obj, wrapped)
+        return wrapper(obj, wrapped)
     cls = type(obj)
     call = _own_call(cls)
     if not isinstance(call, types.FunctionType):
@@ -123,7 +123,7 @@ def _library_bound_method(obj, convert):
     return _view(obj, _view_class(type(obj), call))
 
 
-def _wrapper(obj, wrapped: types.FunctionType):
+def wrapper(obj, wrapped: types.FunctionType, kind: str | None = None):
     """A wrapper of a function (`eqx.filter_jit(f)`, `nnx.jit(f)`): as it is if `f` is converted.
 
     Converting the wrapper's `__call__` would not reach `f`: the wrapper hands it to JAX, which
@@ -131,7 +131,7 @@ def _wrapper(obj, wrapped: types.FunctionType):
     """
     if getattr(wrapped, _CONVERTED, False) or getattr(wrapped, _DO_NOT_CONVERT, False):
         return obj
-    kind = type(obj).__name__
+    kind = kind or type(obj).__name__
     raise ConversionError(
         f"cannot convert {_describe(obj)}: it is a {kind} wrapping the function "
         f"{wrapped.__qualname__}, which converting the wrapper would leave unconverted",

@@ -106,14 +106,13 @@ def _doubling(x):
     return x
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core gap: transpiler.jit(jax.grad(f)) does not convert f (TracerBoolConversionError)",
-)
-def test_gap_jit_of_grad_of_user_function():
-    # transpiler.jit(lambda x: jax.grad(f)(x)) converts f and gives 8.0; jax.grad(f) handed to
-    # transpiler.jit directly is called as library code, so f's traced `while` is Python's.
-    assert float(transpiler.jit(jax.grad(_doubling))(1.5)) == 8.0
+def test_jit_of_grad_of_a_user_function_asks_for_the_function_converted_first():
+    # JAX calls the function it wraps unconverted: converting the wrapper cannot reach it.
+    with pytest.raises(transpiler.ConversionError, match=r"wrap transpiler.convert\(_doubling\)"):
+        transpiler.jit(jax.grad(_doubling))
+    with pytest.raises(transpiler.ConversionError, match="wrapping the function _doubling"):
+        transpiler.convert(jax.vmap(_doubling))
+    assert float(jax.jit(jax.grad(transpiler.convert(_doubling)))(1.5)) == 8.0
 
 
 def test_adaptive_ode_main(capsys):
