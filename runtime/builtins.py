@@ -64,10 +64,20 @@ def _extreme(python_fn, args, key, default):
     NaN counts only where it comes first."""
     if len(args) == 1 and isinstance(args[0], (list, tuple)) and type(args[0]) not in (list, tuple):
         args = (list(args[0]),)  # a list subclass (the list a staged loop is sizing): its items
-    if default is not _NO_DEFAULT or not has_staged(args):
-        kwargs = {} if default is _NO_DEFAULT else {"default": default}
-        return python_fn(*args, key=key, **kwargs)
     beats = jnp.greater if python_fn is builtins.max else jnp.less
+    kwargs = {} if default is _NO_DEFAULT else {"default": default}
+    if key is not None and not has_staged(args):
+        # Python items, keys maybe traced (`min(range(k), key=lambda j: dist(p, c[j]))`): each
+        # key computed once, as Python does; the item whose key wins.
+        items = list(args[0]) if len(args) == 1 else list(args)
+        if not items:
+            return python_fn(items, key=key, **kwargs)  # the default, or Python's ValueError
+        keys = [key(item) for item in items]
+        if not has_staged(keys):
+            return items[python_fn(range(len(items)), key=keys.__getitem__)]
+        return _best_by_key(items, keys, beats)
+    if default is not _NO_DEFAULT or not has_staged(args):
+        return python_fn(*args, key=key, **kwargs)
     if len(args) == 1:
         (items,) = args
         if isinstance(items, lists.StagedList) and items.known_length() is None:
@@ -93,17 +103,17 @@ def _extreme(python_fn, args, key, default):
                 )
             return _first_best(items, beats)
         args = tuple(items)
-    best, best_key = args[0], _key(key, args[0])
-    for value in args[1:]:
-        value_key = _key(key, value)
+    return _best_by_key(args, [value if key is None else key(value) for value in args], beats)
+
+
+def _best_by_key(items, keys, beats):
+    """The first item whose key no later one beats, staged."""
+    best, best_key = items[0], keys[0]
+    for value, value_key in zip(items[1:], keys[1:]):
         wins = beats(value_key, best_key)
         best = jax.tree_util.tree_map(lambda v, b, wins=wins: jnp.where(wins, v, b), value, best)
         best_key = jnp.where(wins, value_key, best_key)
     return best
-
-
-def _key(key, value):
-    return value if key is None else key(value)
 
 
 def _first_best(items, beats):

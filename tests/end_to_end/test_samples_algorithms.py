@@ -178,16 +178,14 @@ def _nearest(p, centroids):
     return min(range(centroids.shape[0]), key=lambda j: jnp.sum((p - centroids[j]) ** 2))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core gap: min(..., key=f) with traced keys runs Python's min on tracers "
-    "(TracerBoolConversionError); min(a, b) stages",
-)
-def test_gap_min_with_traced_key():
-    centroids = jnp.array([[0.0, 0.0], [2.0, 0.0], [1.0, 1.7]])
-    point = jnp.array([1.9, 0.2])
-    assert _nearest(point, centroids) == 1
-    assert int(transpiler.jit(_nearest)(point, centroids)) == 1
+def test_min_with_traced_keys_picks_the_first_item_with_the_best_key():
+    centroids = jnp.array([[0.0, 0.0], [2.0, 0.0], [1.0, 1.7], [2.0, 0.0]])
+    points = jnp.array([[1.9, 0.2], [0.1, 0.1], [1.0, 2.0], [5.0, -5.0]])
+    nearest = transpiler.jit(_nearest)
+    for point in points:  # the last one ties between 1 and 3: the first wins, as in Python
+        assert int(nearest(point, centroids)) == _nearest(point, centroids)
+    batched = jax.vmap(transpiler.convert(_nearest), in_axes=(0, None))(points, centroids)
+    assert batched.tolist() == [_nearest(p, centroids) for p in points] == [1, 0, 2, 1]
 
 
 def test_kmeans_main(capsys):
