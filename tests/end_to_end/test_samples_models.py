@@ -1,0 +1,46 @@
+"""The model samples (`samples/loss_scaling.py`, `samples/mlp_early_stopping.py`), converted and
+compiled, against their eager runs."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import transpiler
+from samples import loss_scaling
+from samples.common import agree
+
+# -- loss_scaling ----------------------------------------------------------------------------------
+
+
+@functools.cache
+def _scaling_inputs():
+    return loss_scaling.init_params(jax.random.PRNGKey(0)), *loss_scaling.data(
+        jax.random.PRNGKey(1), n=16
+    )
+
+
+@pytest.mark.parametrize("dtype", [jnp.float16, jnp.bfloat16])
+def test_loss_scaling_skips_the_steps_eager_python_skips(dtype):
+    params, x, y = _scaling_inputs()
+    expected = loss_scaling.train(params, x, y, 14, dtype)
+    compiled = transpiler.jit(loss_scaling.train, static_argnums=(4,))(params, x, y, 14, dtype)
+    agree(expected, compiled, rtol=2e-2, atol=2e-3)
+    assert int(compiled[2]) == expected[2]
+    assert (expected[2] > 0) == (dtype == jnp.float16)  # float16 overflows first, bfloat16 never
+    jaxpr = str(
+        jax.make_jaxpr(transpiler.convert(loss_scaling.train), static_argnums=(4,))(
+            params, x, y, 14, dtype
+        )
+    )
+    assert jaxpr.count("while[") == 1
+
+
+def test_loss_scaling_main(capsys):
+    loss_scaling.main()
+    out = capsys.readouterr().out
+    assert "float16 compute:" in out and "bfloat16 compute:" in out
+    assert "11 of 40 steps skipped (eager 11), final scale 2**15" in out
+    assert "0 of 40 steps skipped (eager 0), final scale 2**24" in out
+    assert out.count("graph of train:") == 2
