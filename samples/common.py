@@ -63,16 +63,22 @@ def run(
     *args,
     check: Callable | None = agree,
     jit_kwargs: dict | None = None,
+    compile: Callable | None = None,
+    graph_of: tuple | None = None,
     out=None,
 ):
     """Run `fn(*args)` eagerly and converted + compiled; print both times and the graph's summary.
 
     Returns `(eager_result, compiled_result)`. `check(eager, compiled)` (by default `agree`)
     raises when they differ; pass `check=None` where the sample compares them itself.
+    `compile(converted_fn)` compiles (default: `jax.jit(..., **jit_kwargs)`; `eqx.filter_jit`
+    for arguments that hold functions); `graph_of=(g, g_args)` is what the summary line
+    describes (default: `fn` on `args`, which `jax.jit` must be able to trace).
     """
     out = out or sys.stdout
     jit_kwargs = jit_kwargs or {}
-    compiled_fn = transpiler.jit(fn, **jit_kwargs)
+    converted = transpiler.convert(fn)
+    compiled_fn = compile(converted) if compile else jax.jit(converted, **jit_kwargs)
     name = getattr(fn, "__name__", type(fn).__name__)
 
     progress = f"  compiling {name} ..."
@@ -98,6 +104,7 @@ def run(
         f"{_duration(steady_s)} per call ({eager_s / steady_s:.0f}x faster than eager)",
         file=out,
     )
-    summary = transpiler.graph(fn, **jit_kwargs)(*args).summary()
+    graph_fn, graph_args = graph_of or (fn, args)
+    summary = transpiler.graph(graph_fn, **jit_kwargs)(*graph_args).summary()
     print(f"  {summary.line()}", file=out)
     return eager, compiled

@@ -44,3 +44,36 @@ def test_loss_scaling_main(capsys):
     assert "11 of 40 steps skipped (eager 11), final scale 2**15" in out
     assert "0 of 40 steps skipped (eager 0), final scale 2**24" in out
     assert out.count("graph of train:") == 2
+
+
+# -- mlp_early_stopping ----------------------------------------------------------------------------
+
+eqx = pytest.importorskip("equinox", reason="needs equinox (pip install -e '.[test]')")
+
+
+def test_mlp_training_stops_where_eager_python_stops():
+    from samples import mlp_early_stopping as sample
+
+    model = sample.make_model(jax.random.PRNGKey(0), width=4)
+    x, y = sample.data(jax.random.PRNGKey(1), n=8)
+    for patience in (3, 50):  # stopped early by `break`; by the step count
+        fit = functools.partial(sample.fit, max_steps=40, patience=patience, lr=0.2)
+        best, loss, steps = fit(model, x, y)
+        fast_best, fast_loss, fast_steps = eqx.filter_jit(transpiler.convert(fit))(model, x, y)
+        assert int(fast_steps) == steps and fast_best.activation is model.activation
+        agree(
+            eqx.filter((best, loss), eqx.is_array),
+            eqx.filter((fast_best, fast_loss), eqx.is_array),
+            rtol=1e-3,
+            atol=1e-4,
+        )
+        assert (steps < 40) == (patience == 3)
+
+
+def test_mlp_early_stopping_main(capsys):
+    from samples import mlp_early_stopping
+
+    mlp_early_stopping.main()
+    out = capsys.readouterr().out
+    assert "best loss 0.00395 after 85 steps (eager: 0.00395 after 85 steps)" in out
+    assert "graph of fit_params:" in out and "while x1" in out
