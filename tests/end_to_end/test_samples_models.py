@@ -77,3 +77,36 @@ def test_mlp_early_stopping_main(capsys):
     out = capsys.readouterr().out
     assert "best loss 0.00395 after 85 steps (eager: 0.00395 after 85 steps)" in out
     assert "graph of fit_params:" in out and "while x1" in out
+
+
+# -- beam_search -----------------------------------------------------------------------------------
+
+
+def test_beam_search_stops_where_eager_python_stops():
+    from samples import beam_search as sample
+
+    search = transpiler.jit(sample.beam_search, static_argnames=("beam", "max_len"))
+    for seed, bias, steps in ((0, 2.0, 8), (5, 2.0, 4), (3, 0.5, 10)):  # early stops, and none
+        emb, w_out = sample.make_model(jax.random.PRNGKey(seed), eos_bias=bias)
+        expected = sample.beam_search(emb, w_out)
+        assert expected[2] == steps
+        compiled = search(emb, w_out)
+        agree(expected, compiled)
+        assert compiled[0].dtype == expected[0].dtype
+    batched = jax.vmap(transpiler.convert(sample.beam_search))(
+        *jax.vmap(sample.make_model)(jax.random.split(jax.random.PRNGKey(0), 3))
+    )
+    for i in range(3):
+        emb, w_out = sample.make_model(jax.random.split(jax.random.PRNGKey(0), 3)[i])
+        agree(sample.beam_search(emb, w_out), jax.tree.map(lambda b, i=i: b[i], batched))
+
+
+def test_beam_search_main(capsys):
+    from samples import beam_search
+
+    beam_search.main()
+    out = capsys.readouterr().out
+    assert (
+        "best sequence [0, 7, 9, 1, 1, 1, 1, 1, 1, 1]" in out and "after 8 steps of at most" in out
+    )
+    assert "graph of beam_search:" in out and "while x1" in out
