@@ -110,3 +110,17 @@ def test_beam_search_main(capsys):
         "best sequence [0, 7, 9, 1, 1, 1, 1, 1, 1, 1]" in out and "after 8 steps of at most" in out
     )
     assert "graph of beam_search:" in out and "while x1" in out
+
+
+# -- nnx_layers --------------------------------------------------------------------------------------
+
+
+def test_nnx_layers_loss_and_gradients_under_nnx_jit_equal_eager(capsys):
+    pytest.importorskip("flax", reason="needs flax (pip install -e '.[integrations]')")
+    from samples import nnx_layers
+
+    nnx_layers.main()  # raises if the converted model's loss or gradients differ from eager
+    out = capsys.readouterr().out
+    assert out.count("gradients equal") == 3 and "DIFFERENT" not in out
+    assert "loss 1.00831 (eager 1.00831)" in out  # the input whose loop breaks after one layer
+    assert "graph of forward:" in out and "cond x" in out
