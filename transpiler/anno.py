@@ -35,6 +35,9 @@ class Static(enum.Enum):
     EXTRA_TEST = (
         "an expression on a For node: the loop also stops once it is false (set by the break pass)"
     )
+    RETURN_BREAK = (
+        "the return flag (str) on a Break the return pass adds: the flag is True when it runs"
+    )
     LOOP_OPTIONS = "a dict on a loop node: option name -> expression, from transpiler.loop_options"
     AS_WRITTEN = (
         "True on a nested function the passes leave as written (a generator: it runs as Python)"

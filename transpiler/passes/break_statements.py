@@ -37,6 +37,16 @@ class _BreakStatements(Transformer):
         # The flag is named before inner loops take theirs: names follow source order.
         if not any(structure.jumps_out(node.body, (gast.Break,))):
             return self.generic_visit(node)
+        returns = {
+            anno.getanno(b, anno.Static.RETURN_BREAK)
+            if anno.hasanno(b, anno.Static.RETURN_BREAK)
+            else None
+            for b in structure.jumps_out(node.body, (gast.Break,))
+        }
+        if len(returns) == 1 and None not in returns:
+            # Every break leaves because of a return: the return flag is the loop's flag (it
+            # is False when the loop starts, True once a break would run). One flag, not two.
+            return self._leave_on_return(node, returns.pop())
         flag = self.namer.new("did_break")
         node = self.generic_visit(node)  # inner loops first: their breaks are theirs
         body, _ = guards.replace_jumps(
@@ -59,9 +69,51 @@ class _BreakStatements(Transformer):
         )
         return templates.replace("flag = False", flag=flag) + [node] + after
 
+    def _leave_on_return(self, node, flag: str):
+        node = self.generic_visit(node)
+        node.body = _drop_return_breaks(node.body)
+        assert not any(structure.jumps_out(node.body, (gast.Break,))), "a return break survived"
+        node.body = guards.guard_block(node.body, flag, into_loops=False)
+        if isinstance(node, gast.While):
+            node.test = templates.replace_as_expression(
+                "not flag and test", flag=flag, test=node.test
+            )
+        else:
+            anno.setanno(
+                node, anno.Static.EXTRA_TEST, templates.replace_as_expression("not f", f=flag)
+            )
+        orelse, node.orelse = node.orelse, []
+        after = templates.replace("if not f:\n    orelse", f=flag, orelse=orelse) if orelse else []
+        return [node] + after
+
     visit_While = _visit_loop
     visit_For = _visit_loop
 
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     return _BreakStatements(ctx.namer).visit(fn_node)
+
+
+def _drop_return_breaks(stmts: list[gast.stmt]) -> list[gast.stmt]:
+    """`stmts` without the loop's return breaks: each follows `do_return = True` in its block,
+    or is the body of an `if do_return:` after an inner loop, which goes with it."""
+    out = []
+    for stmt in stmts:
+        if _is_return_break(stmt):
+            continue
+        if (
+            isinstance(stmt, gast.If)
+            and not stmt.orelse
+            and len(stmt.body) == 1
+            and _is_return_break(stmt.body[0])
+        ):
+            continue
+        for block in structure.blocks(stmt):
+            if block.role is not structure.Role.LOOP_BODY:
+                block.stmts = _drop_return_breaks(block.stmts)
+        out.append(stmt)
+    return out
+
+
+def _is_return_break(stmt) -> bool:
+    return isinstance(stmt, gast.Break) and anno.hasanno(stmt, anno.Static.RETURN_BREAK)

@@ -101,7 +101,7 @@ class _ReturnStatements(Transformer):
                     value=value,
                 )
                 if in_loop:
-                    new += [gast.Break()]
+                    new += [_return_break(do_return)]
                 if anno.hasanno(stmt, anno.Static.ORIGIN):
                     for n in new:
                         origins.fill_missing(n, anno.getanno(stmt, anno.Static.ORIGIN))
@@ -115,8 +115,18 @@ class _ReturnStatements(Transformer):
             out.append(stmt)
             if had_return and in_loop and is_loop:
                 # The inner loop stopped on the return; leave this loop too.
-                out += templates.replace("if do_return:\n    break", do_return=do_return)
+                leave = templates.replace("if do_return:\n    break", do_return=do_return)
+                leave[0].body = [_return_break(do_return)]
+                out += leave
         return out
+
+
+def _return_break(do_return: str) -> gast.Break:
+    """A `break` that leaves a loop because `do_return` is set (the break pass may then use
+    `do_return` as the loop's own flag)."""
+    node = gast.Break()
+    anno.setanno(node, anno.Static.RETURN_BREAK, do_return)
+    return node
 
 
 def _own_returns(stmts):
