@@ -431,3 +431,20 @@ def test_a_list_appended_to_before_a_break_has_the_length_python_gives():
     for x in (1, 3):
         check_jit(append_then_break, x, 7)
     check_vmap(append_then_break, jnp.array([1, 3]), jnp.array([7, 7]))
+
+
+def first_pair_summing_to(x, target):
+    for i in range(x.shape[0]):
+        for j in range(i + 1, x.shape[0]):
+            if x[i] + x[j] == target:
+                return i * 10 + j
+    return -1
+
+
+def test_loops_left_only_by_a_return_carry_the_return_flag_alone():
+    source = transpiler.to_source(first_pair_summing_to)
+    assert "did_break" not in source and "do_return" in source
+    x = jnp.array([1.0, 4.0, 2.0, 7.0])
+    for target in (6.0, 9.0, 100.0):  # found in the first row, in a later one, never
+        expected = first_pair_summing_to(x, target)
+        assert int(jax.jit(transpiler.convert(first_pair_summing_to))(x, target)) == expected

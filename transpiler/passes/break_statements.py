@@ -35,30 +35,35 @@ class _BreakStatements(Transformer):
 
     def _visit_loop(self, node):
         # The flag is named before inner loops take theirs: names follow source order.
-        if not any(structure.jumps_out(node.body, (gast.Break,))):
+        breaks = list(structure.jumps_out(node.body, (gast.Break,)))
+        if not breaks:
             return self.generic_visit(node)
         returns = {
-            anno.getanno(b, anno.Static.RETURN_BREAK)
-            if anno.hasanno(b, anno.Static.RETURN_BREAK)
-            else None
-            for b in structure.jumps_out(node.body, (gast.Break,))
+            anno.getanno(b, anno.Static.RETURN_BREAK) if _is_return_break(b) else None
+            for b in breaks
         }
         if len(returns) == 1 and None not in returns:
             # Every break leaves because of a return: the return flag is the loop's flag (it
             # is False when the loop starts, True once a break would run). One flag, not two.
-            return self._leave_on_return(node, returns.pop())
-        flag = self.namer.new("did_break")
-        node = self.generic_visit(node)  # inner loops first: their breaks are theirs
-        body, _ = guards.replace_jumps(
-            node.body, gast.Break, lambda _: templates.replace("flag = True", flag=flag)
-        )
-        node.body = guards.guard_block(body, flag, into_loops=False)
-        not_broken = templates.replace_as_expression("not flag", flag=flag)
+            flag = returns.pop()
+            node = self.generic_visit(node)
+            node.body = _drop_return_breaks(node.body)
+            assert not any(structure.jumps_out(node.body, (gast.Break,))), "a break survived"
+            init = []
+        else:
+            flag = self.namer.new("did_break")
+            node = self.generic_visit(node)  # inner loops first: their breaks are theirs
+            node.body, _ = guards.replace_jumps(
+                node.body, gast.Break, lambda _: templates.replace("flag = True", flag=flag)
+            )
+            init = templates.replace("flag = False", flag=flag)
+        node.body = guards.guard_block(node.body, flag, into_loops=False)
         if isinstance(node, gast.While):
             node.test = templates.replace_as_expression(
                 "not flag and test", flag=flag, test=node.test
             )
         else:
+            not_broken = templates.replace_as_expression("not flag", flag=flag)
             anno.setanno(node, anno.Static.EXTRA_TEST, not_broken)
         orelse = node.orelse
         node.orelse = []
@@ -67,24 +72,7 @@ class _BreakStatements(Transformer):
             if orelse
             else []
         )
-        return templates.replace("flag = False", flag=flag) + [node] + after
-
-    def _leave_on_return(self, node, flag: str):
-        node = self.generic_visit(node)
-        node.body = _drop_return_breaks(node.body)
-        assert not any(structure.jumps_out(node.body, (gast.Break,))), "a return break survived"
-        node.body = guards.guard_block(node.body, flag, into_loops=False)
-        if isinstance(node, gast.While):
-            node.test = templates.replace_as_expression(
-                "not flag and test", flag=flag, test=node.test
-            )
-        else:
-            anno.setanno(
-                node, anno.Static.EXTRA_TEST, templates.replace_as_expression("not f", f=flag)
-            )
-        orelse, node.orelse = node.orelse, []
-        after = templates.replace("if not f:\n    orelse", f=flag, orelse=orelse) if orelse else []
-        return [node] + after
+        return init + [node] + after
 
     visit_While = _visit_loop
     visit_For = _visit_loop
