@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import gast
 
+from transpiler import structure
+
 EARLY_RETURN = "early return"
 
 
@@ -60,7 +62,7 @@ def _returns_early(body: list[gast.stmt]) -> bool:
         if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
             continue
         if isinstance(node, gast.stmt):
-            stack.extend(gast.iter_child_nodes(node))
+            stack.extend(structure.children(node))
         elif isinstance(node, (gast.excepthandler, gast.match_case)):
             stack.extend(node.body)
     return False

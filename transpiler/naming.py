@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gast
 
+from transpiler import structure
+
 RUNTIME = "rt__"
 """The one name through which generated code reaches the runtime; reserved as a prefix."""
 
@@ -17,7 +19,7 @@ class Namer:
     @classmethod
     def for_tree(cls, tree: gast.AST) -> Namer:
         taken = set()
-        for node in gast.walk(tree):
+        for node in structure.walk_nodes(tree):
             if isinstance(node, gast.Name):
                 taken.add(node.id)
             elif isinstance(node, (gast.FunctionDef, gast.ClassDef)):

@@ -42,7 +42,7 @@ def stamp(tree: gast.AST, filename: str, line_offset: int, source_lines: list[st
       line_offset: what to add to a parsed line number to get the line in `filename`.
       source_lines: the lines of `filename`, for quoting in error messages.
     """
-    for node in gast.walk(tree):
+    for node in structure.walk_nodes(tree):
         lineno = getattr(node, "lineno", None)
         if lineno is None:
             continue
@@ -66,7 +66,7 @@ def fill_missing(node: gast.AST, origin: Location, seen: set[int] | None = None)
         seen.add(id(child))
         if not anno.hasanno(child, anno.Static.ORIGIN):
             anno.setanno(child, anno.Static.ORIGIN, origin)
-        todo.extend(gast.iter_child_nodes(child))
+        todo.extend(structure.children(child))
 
 
 def line_map(tree: gast.AST, generated_source: str) -> dict[int, Location]:

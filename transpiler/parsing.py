@@ -14,7 +14,7 @@ import types
 
 import gast
 
-from transpiler import loading, origins, templates
+from transpiler import loading, origins, structure, templates
 from transpiler.errors import ConversionError
 
 LAMBDA_NAME = "lambda_"
@@ -114,7 +114,7 @@ def _lambda_as_function(module, code, lineno, where) -> gast.FunctionDef:
     arg_names = code.co_varnames[:n_args]
     candidates = [
         node
-        for node in gast.walk(module)
+        for node in structure.walk_nodes(module)
         if isinstance(node, gast.Lambda)
         and node.lineno == lineno
         and _arg_names(node.args) == sorted(arg_names)
@@ -169,6 +169,8 @@ def _check_unchanged(
         parsed = None
     # pytest compiles test modules from rewritten asserts: there, only names can be compared.
     rewriter = fn.__globals__.get("@pytest_ar")
+    if parsed is not None and _same_code(parsed, code):
+        return  # the common case, told without disassembling
     if parsed is None or _fingerprint(parsed, rewriter) != _fingerprint(code, rewriter):
         raise ConversionError(
             f"the source of {fn.__qualname__!r} in {origins.display_path(code.co_filename)} "
@@ -180,6 +182,26 @@ def _check_unchanged(
 
 
 _FUTURES = tuple(getattr(__future__, name) for name in __future__.all_feature_names)
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    """Whether `a` and `b` are the same code: bytes, names and constants, recursively (their
+    positions aside). Where this says no, `_fingerprint` still may say they compile alike."""
+    if (
+        a.co_code != b.co_code
+        or a.co_names != b.co_names
+        or a.co_varnames != b.co_varnames
+        or a.co_freevars != b.co_freevars
+        or len(a.co_consts) != len(b.co_consts)
+    ):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if isinstance(x, types.CodeType):
+            if not (isinstance(y, types.CodeType) and _same_code(x, y)):
+                return False
+        elif _constant(x) != _constant(y):  # typed: the constant 1 is not True
+            return False
+    return True
 
 
 def _fingerprint(code: types.CodeType, rewriter=None) -> tuple:

@@ -92,6 +92,31 @@ def scope_blocks(stmt: gast.AST) -> Iterator[Block]:
         yield from blocks(stmt)
 
 
+def children(node: gast.AST) -> list[gast.AST]:
+    """The nodes directly under `node`, in field order: `gast.iter_child_nodes` as a list, in
+    less than half its time (a generator per node is most of a walk's cost)."""
+    found = []
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if type(value) is list:
+            found.extend(v for v in value if isinstance(v, gast.AST))
+        elif isinstance(value, gast.AST):
+            found.append(value)
+    return found
+
+
+def walk_nodes(node: gast.AST) -> Iterator[gast.AST]:
+    """Every node under `node` (itself first), depth first in field order; `gast.walk`
+    (breadth first) where the order does not matter, at half its cost."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        below = children(node)
+        below.reverse()
+        stack.extend(below)
+
+
 def walk(stmts: list[gast.stmt]) -> Iterator[gast.stmt]:
     """Every statement of this scope in source order, nested blocks included, nested scopes' not
     (the `def` or `class` statement itself is yielded)."""

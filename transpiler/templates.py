@@ -25,7 +25,7 @@ from typing import Any
 
 import gast
 
-from transpiler import anno
+from transpiler import anno, structure
 
 
 def replace(template: str, **replacements: Any) -> list[gast.stmt]:
@@ -192,7 +192,7 @@ def _fix_ctx(tree: gast.AST, skip: set[int]) -> None:
         node = todo.pop()
         if id(node) in skip:
             continue
-        todo.extend(gast.iter_child_nodes(node))
+        todo.extend(structure.children(node))
         targets = []
         if isinstance(node, gast.Assign):
             targets = node.targets

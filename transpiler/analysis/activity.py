@@ -52,6 +52,7 @@ class Scope:
     globals: frozenset[str]  # declared global here
     closure_reads: frozenset[str]  # names its nested functions and lambdas read from it
     locals: frozenset[str]  # its parameters and the names it binds, less the declared ones
+    nested: tuple[gast.FunctionDef, ...] = ()  # the functions defined in it (not in those)
 
     @property
     def own(self) -> frozenset[str]:
@@ -100,14 +101,17 @@ def _annotate_function(fn_node: gast.FunctionDef) -> None:
     declared: set[str] = set()
     globals_: set[str] = set()
     closure_reads: set[str] = set()
-    for node in walk_scope(fn_node.body):
+    nested = []
+    for node in walk_scope(fn_node.body):  # once: what the scope declares and defines
         if isinstance(node, (gast.Global, gast.Nonlocal)):
             declared.update(node.names)
             if isinstance(node, gast.Global):
                 globals_.update(node.names)
         elif isinstance(node, (gast.FunctionDef, gast.Lambda)):
             closure_reads |= _free_reads(node)
-    writers = _nonlocal_writers(fn_node)
+            if isinstance(node, gast.FunctionDef):
+                nested.append(node)
+    writers = _nonlocal_writers(nested)
     # Innermost statements first: each statement's activity joins those of the statements it
     # holds, computed once (not once per enclosing statement: linear in the nesting depth).
     whole = _annotate_block(fn_node.body, writers, {})
@@ -121,11 +125,11 @@ def _annotate_function(fn_node: gast.FunctionDef) -> None:
             frozenset(globals_),
             frozenset(closure_reads),
             (params | whole.bound) - declared,  # `local_names`
+            tuple(nested),
         ),
     )
-    for node in walk_scope(fn_node.body):
-        if isinstance(node, gast.FunctionDef):
-            _annotate_function(node)
+    for node in nested:
+        _annotate_function(node)
 
 
 def _annotate_block(stmts: list[gast.stmt], writers: dict, known: dict[int, Activity]) -> Activity:
@@ -157,20 +161,21 @@ def of_block(stmts: list[gast.stmt], writers: dict | None = None) -> Activity:
     return result
 
 
-def _nonlocal_writers(fn_node: gast.FunctionDef) -> dict[str, frozenset[str]]:
-    """Nested functions of `fn_node` -> the names of `fn_node` they assign through `nonlocal`."""
+def _nonlocal_writers(nested: list[gast.FunctionDef]) -> dict[str, frozenset[str]]:
+    """The functions `nested` in a scope -> the names of that scope they assign through
+    `nonlocal`."""
     writers = {}
-    for node in walk_scope(fn_node.body):
-        if isinstance(node, gast.FunctionDef):
-            declared = {
-                name
-                for inner in walk_scope(node.body)
-                if isinstance(inner, gast.Nonlocal)
-                for name in inner.names
-            }
-            assigned = of_block(node.body).bound
-            if declared & assigned:
-                writers[node.name] = frozenset(declared & assigned)
+    for node in nested:
+        declared = {
+            name
+            for inner in walk_scope(node.body)
+            if isinstance(inner, gast.Nonlocal)
+            for name in inner.names
+        }
+        if declared:
+            assigned = of_block(node.body).bound & declared
+            if assigned:
+                writers[node.name] = frozenset(assigned)
     return writers
 
 
@@ -190,7 +195,7 @@ def walk_scope(stmts):
         yield node
         if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
             continue
-        stack.extend(reversed(list(gast.iter_child_nodes(node))))
+        stack.extend(reversed(structure.children(node)))
 
 
 def _free_reads(node: gast.FunctionDef | gast.Lambda) -> frozenset[str]:
@@ -336,7 +341,7 @@ class _Collector(gast.NodeVisitor):
         # `:=` in a comprehension binds in the enclosing function (PEP 572).
         self.bound |= {
             n.target.id
-            for n in gast.walk(node)
+            for n in structure.walk_nodes(node)
             if isinstance(n, gast.NamedExpr) and isinstance(n.target, gast.Name)
         }
 

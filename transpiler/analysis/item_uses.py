@@ -67,7 +67,7 @@ def uses_items_as_python(loop: gast.For, live_after: frozenset[str] = frozenset(
         tainted = grown
     for stmt in statements:
         if isinstance(stmt, structure.SCOPES) and any(
-            isinstance(n, gast.Name) and n.id in tainted for n in gast.walk(stmt)
+            isinstance(n, gast.Name) and n.id in tainted for n in structure.walk_nodes(stmt)
         ):
             return True  # a nested function reads an item: it may do anything with it
         reads = [
@@ -103,7 +103,7 @@ def _nonnegative_range(iterable: gast.expr) -> bool:
 
 
 def _names(target: gast.AST) -> set[str]:
-    return {n.id for n in gast.walk(target) if isinstance(n, gast.Name)}
+    return {n.id for n in structure.walk_nodes(target) if isinstance(n, gast.Name)}
 
 
 def _derived(value: gast.AST, names: set[str]) -> bool:
@@ -117,7 +117,7 @@ def _derived(value: gast.AST, names: set[str]) -> bool:
     if isinstance(value, gast.IfExp):
         return _derived(value.body, names) or _derived(value.orelse, names)
     if isinstance(value, _VALUE_PASSING):
-        return any(_derived(c, names) for c in gast.iter_child_nodes(value))
+        return any(_derived(c, names) for c in structure.children(value))
     return False
 
 
@@ -155,7 +155,7 @@ _BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 def _parents(stmt: gast.stmt) -> dict[int, gast.AST]:
     parents = {}
     for node in _own_nodes(stmt):
-        for child in gast.iter_child_nodes(node):
+        for child in structure.children(node):
             parents[id(child)] = node
     return parents
 

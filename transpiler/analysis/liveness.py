@@ -31,9 +31,8 @@ def analyze(fn_node: gast.FunctionDef) -> None:
     scope = anno.getanno(fn_node, _A.SCOPE)
     # Global and nonlocal names outlive the call, like the names closures read.
     _Liveness(scope.closure_reads | scope.declared).block(fn_node.body, frozenset())
-    for node in activity.walk_scope(fn_node.body):
-        if isinstance(node, gast.FunctionDef):
-            analyze(node)
+    for node in scope.nested:
+        analyze(node)
 
 
 class _Liveness:

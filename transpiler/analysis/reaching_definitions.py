@@ -57,9 +57,8 @@ def analyze(fn_node: gast.FunctionDef) -> None:
     """Annotates `fn_node` and its nested functions; needs the activity analysis."""
     scope = anno.getanno(fn_node, _A.SCOPE)
     _Definitions().block(fn_node.body, _Bound(scope.params, scope.params))
-    for node in activity.walk_scope(fn_node.body):
-        if isinstance(node, gast.FunctionDef):
-            analyze(node)
+    for node in scope.nested:
+        analyze(node)
 
 
 class _Definitions:

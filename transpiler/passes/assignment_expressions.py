@@ -39,7 +39,7 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
 
 def _binds(node: gast.AST) -> bool:
     """Whether `node` holds a `:=` (lambdas included: the pass refuses those)."""
-    return any(isinstance(n, gast.NamedExpr) for n in gast.walk(node))
+    return any(isinstance(n, gast.NamedExpr) for n in structure.walk_nodes(node))
 
 
 def _lazy_parts(node: gast.AST) -> list[gast.expr]:
@@ -124,7 +124,7 @@ class _AssignmentExpressions(Transformer):
     def _statement(self, node: gast.stmt):
         for field in _EAGER_FIELDS.get(type(node), ()):
             value = getattr(node, field)
-            if value is not None and any(_is_lazy_binding(n) for n in gast.walk(value)):
+            if value is not None and any(_is_lazy_binding(n) for n in structure.walk_nodes(value)):
                 if isinstance(node, gast.AugAssign) and _rebinds_target(node):
                     self._refuse(node, f"that rebinds {node.target.id!r} in its own += value")
                 before, value = self._linearize(value)
@@ -135,7 +135,7 @@ class _AssignmentExpressions(Transformer):
         if isinstance(node, gast.Assert) and node.msg is not None and _binds(node.msg):
             self._refuse(node, "in an assert message")
         for expr in _own_expressions(node):
-            if any(_is_lazy_binding(n) for n in gast.walk(expr)):
+            if any(_is_lazy_binding(n) for n in structure.walk_nodes(expr)):
                 self._refuse(node, "inside and/or/if-else here")
         return node
 
@@ -155,14 +155,14 @@ class _AssignmentExpressions(Transformer):
         if isinstance(
             node, (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
         ):
-            if any(_is_lazy_binding(n) for n in gast.walk(node)):
+            if any(_is_lazy_binding(n) for n in structure.walk_nodes(node)):
                 self._refuse(node, "inside and/or/if-else in a lambda or a comprehension")
             return [], node
         if _is_lazy_binding(node):
             return self._desugar(node)
         parts = _evaluation_order(node)
         for i, part in enumerate(parts):
-            if any(_is_lazy_binding(n) for n in gast.walk(part)):
+            if any(_is_lazy_binding(n) for n in structure.walk_nodes(part)):
                 before = []
                 for earlier in parts[:i]:  # evaluated first, into temporaries
                     if not isinstance(earlier, gast.Constant):
@@ -248,7 +248,7 @@ def _own_expressions(node: gast.stmt):
 def _rebinds_target(node: gast.AugAssign) -> bool:
     return isinstance(node.target, gast.Name) and any(
         isinstance(n, gast.NamedExpr) and n.target.id == node.target.id
-        for n in gast.walk(node.value)
+        for n in structure.walk_nodes(node.value)
     )
 
 

@@ -34,7 +34,7 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
         if node is not fn_node and isinstance(node, gast.FunctionDef) and _is_generator(node):
             anno.setanno(node, anno.Static.AS_WRITTEN, True)
             continue  # Python, as written: what it holds is not checked
-        stack.extend(reversed(list(gast.iter_child_nodes(node))))  # source order
+        stack.extend(reversed(structure.children(node)))  # source order
         known = fence.decision(node)
         if known is None:
             raise ConversionError(

@@ -23,7 +23,7 @@ def sets_flag(node: gast.AST, flag: str) -> bool:
     """Whether `node` assigns `flag` anywhere (outside nested function definitions)."""
     return any(
         isinstance(n, gast.Name) and n.id == flag and isinstance(n.ctx, gast.Store)
-        for n in gast.walk(node)
+        for n in structure.walk_nodes(node)
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import templates
+from transpiler import structure, templates
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
@@ -82,7 +82,7 @@ class _LogicalExpressions(Transformer):
 def _may_have_effects(node: gast.expr) -> bool:
     """Whether evaluating `node` may do more than compute a value: it calls user code
     (`rt__.call(...)`, or a plain function name). Library calls (`jnp.any(x)`) do not."""
-    for child in gast.walk(node):
+    for child in structure.walk_nodes(node):
         if isinstance(child, gast.Call):
             func = child.func
             if isinstance(func, gast.Name):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import templates
+from transpiler import structure, templates
 from transpiler.context import PassContext
 from transpiler.transformer import Transformer
 
@@ -46,7 +46,7 @@ def _simple(pattern: gast.pattern) -> bool:
 
 
 def _binds(pattern: gast.pattern) -> bool:
-    return any(isinstance(p, gast.MatchAs) and p.name for p in gast.walk(pattern))
+    return any(isinstance(p, gast.MatchAs) and p.name for p in structure.walk_nodes(pattern))
 
 
 class _MatchStatements(Transformer):

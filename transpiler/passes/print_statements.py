@@ -16,7 +16,7 @@ import builtins
 
 import gast
 
-from transpiler import templates
+from transpiler import structure, templates
 from transpiler.analysis import activity
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
@@ -123,7 +123,7 @@ class _Text(gast.NodeTransformer):
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     shadowed = set(ctx.freevars) | activity.params_of(fn_node.args)
-    for node in gast.walk(fn_node):
+    for node in structure.walk_nodes(fn_node):
         if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
             shadowed.add(node.id)
     return _PrintStatements(ctx.globals, frozenset(shadowed)).visit(fn_node)

@@ -77,4 +77,4 @@ def _mark(node: gast.AST, bound: frozenset[str]) -> None:
             continue
         if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and node.id in bound:
             anno.setanno(node, _A.BOUND_IN_SOURCE, True)
-        stack.extend(gast.iter_child_nodes(node))
+        stack.extend(structure.children(node))
