@@ -146,3 +146,48 @@ def test_keys_are_never_selected():
     f = jax.jit(transpiler.convert(pick))
     np.testing.assert_array_equal(f(1.0, *keys), jax.random.key_data(keys[0]))
     np.testing.assert_array_equal(f(-1.0, *keys), jax.random.key_data(keys[1]))
+
+
+def _bool_pick(on_true: str, on_false: str) -> str:
+    """The source of `if p > 0: flag = <on_true> else: flag = <on_false>`."""
+    return (
+        "def pick(p, a, b):\n"
+        "    if p > 0:\n"
+        f"        flag = {on_true}\n"
+        "    else:\n"
+        f"        flag = {on_false}\n"
+        "    return flag\n"
+    )
+
+
+@pytest.mark.parametrize("on_true", ["True", "False", "a", "not a"])
+@pytest.mark.parametrize("on_false", ["True", "False", "b"])
+def test_boolean_selects_are_and_or_with_the_select_values(tmp_path, on_true, on_false):
+    # XLA's CPU backend runs a select of booleans in a loop at about half the speed of and/or,
+    # so a selected boolean is written as and/or: every combination of constant and traced
+    # values must still pick the branch's value.
+    path = tmp_path / f"pick_{on_true.replace(' ', '_')}_{on_false}.py"
+    path.write_text(_bool_pick(on_true, on_false))
+    namespace = {}
+    exec(compile(path.read_text(), str(path), "exec"), namespace)
+    pick = namespace["pick"]
+    converted = jax.jit(transpiler.convert(pick))
+    for p in (-1.0, 1.0):
+        for a in (False, True):
+            for b in (False, True):
+                expected = pick(p, a, b)
+                assert bool(converted(p, jnp.bool_(a), jnp.bool_(b))) == expected
+    ps = jnp.array([-1.0, 1.0, 1.0, -1.0])
+    as_ = jnp.array([False, True, False, True])
+    bs = jnp.array([True, True, False, False])
+    batched = jax.vmap(transpiler.convert(pick))(ps, as_, bs)
+    expected = [pick(float(p), bool(a), bool(b)) for p, a, b in zip(ps, as_, bs)]
+    assert [bool(v) for v in batched] == expected
+    graph = primitives(pick, 1.0, jnp.bool_(True), jnp.bool_(False))
+    assert "cond[" not in graph
+    bool_selects = [
+        line
+        for line in graph.splitlines()
+        if "select_n" in line and ":bool[]" in line.split("=")[0]
+    ]
+    assert not bool_selects
