@@ -18,6 +18,10 @@ FIELD = "_astgraph_anno"
 class Static(enum.Enum):
     """Facts computed by `transpiler.analysis` before a pass runs."""
 
+    # Members are singletons: hashed by identity, not by `Enum.__hash__` (a Python-level call
+    # per annotation read, a few percent of a conversion).
+    __hash__ = object.__hash__
+
     ORIGIN = "the user's source location (an `origins.Location`) this node comes from"
     ACTIVITY = (
         "an `activity.Activity`: names a statement reads, binds and mutates, sub-blocks included"
