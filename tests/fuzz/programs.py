@@ -4,8 +4,9 @@ Each program is a function `f(x, y)` of two ints: nested `if`/`elif`/`else`, `fo
 ranges, `while` loops (each bounded by its own counter, incremented first so `continue` cannot
 skip it, some also by `loop_options(max_iterations=...)`), `break`, `continue`, `return` under
 conditions, ternaries, `and`/`or`/`not`, chained comparisons, calls of a helper with early
-returns, and `append`s to a list inside loops whose length is part of the result. Values stay
-small (`% 97`), so int32 under `jax.jit` equals Python's ints.
+returns, `append`s to a list inside loops whose length is part of the result, and a boolean
+flag `c` (set from conditions, read in them, part of the result). Values stay small (`% 97`),
+so int32 under `jax.jit` equals Python's ints.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class _Generator:
         r = self.rng.random()
         cmp = self.rng.choice(["<", ">", "<=", ">=", "==", "!="])
         simple = f"{self.expr(depth + 1)} {cmp} {self.expr(depth + 1)}"
+        if self.rng.random() < 0.12:
+            return self.rng.choice(["c", "not c", f"(c or {simple})", f"(c and {simple})"])
         if depth > 1 or r < 0.5:
             return simple
         if r < 0.65:
@@ -56,6 +59,8 @@ class _Generator:
         r = self.rng.random()
         if can_append and self.rng.random() < 0.15:
             self.emit(indent, f"acc.append({self.expr()})")
+        if self.rng.random() < 0.1:
+            self.emit(indent, self.rng.choice([f"c = {self.cond()}", "c = not c", "c = True"]))
         if depth >= 3 or r < 0.35:
             self.emit(indent, f"{self.rng.choice('ab')} = {self.expr()}")
         elif r < 0.55:
@@ -109,9 +114,10 @@ class _Generator:
             "    a = x % 97",
             "    b = y % 97",
             "    acc = []",
+            "    c = False",
         ]
         self.block(1, 0, False)
-        self.emit(1, "return (a + b + len(acc)) % 97")
+        self.emit(1, "return (a + b + len(acc) + (1 if c else 0)) % 97")
         return "\n".join(self.lines) + "\n"
 
 
