@@ -168,17 +168,36 @@ def _cond_or_select(pred, true_fn, false_fn, log_site=None) -> list:
     run_true = jax_core.jaxpr_as_fun(true_jaxpr)
     run_false = jax_core.jaxpr_as_fun(false_jaxpr)
     leaves, treedef = jax.tree_util.tree_flatten(shapes)
-    if selects.selectable((true_jaxpr, false_jaxpr)) and all(
-        selects.selects(leaf.dtype) for leaf in leaves
-    ):
-        outs = [_select(pred, a, b) for a, b in zip(run_true(), run_false())]
-        lowering = "lax.select (cheap branches)"
+    kinds = None
+    if all(selects.selects(leaf.dtype) for leaf in leaves):
+        kinds = selects.lowering((true_jaxpr, false_jaxpr))
+    if kinds is not None:
+        guarded = [kind == "guarded select" for kind in kinds]
+        on_true = _run_masked(true_jaxpr, pred, True) if guarded[0] else run_true()
+        on_false = _run_masked(false_jaxpr, pred, False) if guarded[1] else run_false()
+        outs = [_select(pred, a, b) for a, b in zip(on_true, on_false)]
+        lowering = "lax.select (cheap branches" + (", inputs masked)" if any(guarded) else ")")
     else:
         outs = lax.cond(pred, run_true, run_false)
         lowering = "lax.cond"
     if log_site:
         log.staged(log_site, lowering)
     return jax.tree_util.tree_unflatten(treedef, outs)
+
+
+def _run_masked(closed, pred, taken_when: bool) -> list:
+    """The branch `closed` (a closed jaxpr of no arguments) computed on its traced
+    floating-point inputs where it is taken (`pred` is `taken_when`), on ones elsewhere: its
+    derivatives reach those inputs only through this mask (see `runtime.selects`)."""
+
+    def mask(value):
+        if not (isinstance(value, jax.core.Tracer) and selects.masked_input(value.dtype)):
+            return value
+        ones = lax.full_like(value, 1)  # the same dtype and weak type
+        return lax.select(pred, value, ones) if taken_when else lax.select(pred, ones, value)
+
+    masked = jax_core.ClosedJaxpr(closed.jaxpr, [mask(c) for c in closed.consts])
+    return jax_core.jaxpr_as_fun(masked)()
 
 
 def _select(pred, on_true, on_false):

@@ -22,6 +22,16 @@ gives exactly what the cond gives when the branches, traced (`jax.make_jaxpr`), 
    outputs are all integers or booleans carry no derivative: any cheap primitive is fine there.
    (Forward mode selects the tangent too: nothing is multiplied.)
 
+Branches that pass (1) and (2) but not (3) — `x * x`, `jnp.sqrt(x)`, `jnp.log(x)`, `1 / x`,
+`jnp.tanh(x)`, with the elementwise functions of `_GUARDED` allowed too — are a *guarded*
+select: each branch computes on its floating-point inputs masked by the condition,
+`where(p, x, 1)` in the true branch and `where(p, 1, x)` in the false one, and the outputs are
+selected. The branch not taken then computes at the constant 1 (its value is discarded), and
+every derivative path from an input into it passes through the mask, a select, which gives an
+exact zero whatever the branch's derivative is there (a NaN included): values and derivatives
+of every order are the cond's. Inputs that are not floating point carry no derivative and are
+not masked.
+
 Anything else stays a `lax.cond`.
 """
 
@@ -109,31 +119,87 @@ _CHEAP = _ZERO_SAFE | frozenset(
     }
 )
 
+# Elementwise functions whose derivative depends on their input, unbounded or undefined at
+# some inputs: cheap to compute, selected only with the inputs masked (a guarded select).
+_GUARDED = frozenset(
+    {
+        "square",
+        "sqrt",
+        "rsqrt",
+        "cbrt",
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log1p",
+        "tanh",
+        "logistic",
+        "sin",
+        "cos",
+        "tan",
+        "sinh",
+        "cosh",
+        "asin",
+        "acos",
+        "atan",
+        "atan2",
+        "asinh",
+        "acosh",
+        "atanh",
+        "pow",
+        "erf",
+        "erfc",
+    }
+)
+
 _CALLS = frozenset({"jit", "pjit"})  # jnp functions wrapped in jit: judged by their jaxprs
 
 
 def selectable(jaxprs) -> bool:
-    """Whether the branches (closed jaxprs) may be computed both and selected between."""
-    return all(not closed.effects and _cheap(closed.jaxpr, [0, 0]) for closed in jaxprs)
+    """Whether the branches (closed jaxprs) may be computed both and selected between, as
+    they are: rules 1-3."""
+    kinds = lowering(jaxprs)
+    return kinds is not None and all(kind == "select" for kind in kinds)
 
 
-def _cheap(jaxpr, spent: list[int]) -> bool:
-    """`spent`: [equations, elements] so far, updated."""
+def lowering(jaxprs) -> tuple[str, ...] | None:
+    """None: the branches stay a cond. Else, per branch, `"select"` (computed as it is: rules
+    1-3) or `"guarded select"` (computed on masked inputs: rules 1-2)."""
+    kinds = []
+    for closed in jaxprs:
+        kind = None if closed.effects else _cheap(closed.jaxpr, [0, 0])
+        if kind is None:
+            return None
+        kinds.append(kind)
+    return tuple(kinds)
+
+
+def _cheap(jaxpr, spent: list[int]) -> str | None:
+    """How the equations of `jaxpr` may be selected (see `lowering`). `spent`: [equations,
+    elements] so far, updated."""
+    found = "select"
     for eqn in jaxpr.eqns:
         name = eqn.primitive.name
         if name in _CALLS:
-            if not _cheap(eqn.params["jaxpr"].jaxpr, spent):
-                return False
+            inner = _cheap(eqn.params["jaxpr"].jaxpr, spent)
+            if inner is None:
+                return None
+            found = "guarded select" if inner == "guarded select" else found
             continue
-        if name not in _CHEAP:
-            return False
+        if name not in _CHEAP and name not in _GUARDED:
+            return None
         spent[0] += 1
         spent[1] += sum(math.prod(v.aval.shape) for v in eqn.outvars)
         if spent[0] > MAX_EQUATIONS or spent[1] > MAX_ELEMENTS:
-            return False
+            return None
         if _differentiable(eqn) and name not in _ZERO_SAFE and not _scaled_by_literal(eqn):
-            return False
-    return True
+            found = "guarded select"
+    return found
+
+
+def masked_input(dtype) -> bool:
+    """Whether a guarded select masks a branch input of `dtype`: those with derivatives."""
+    return isinstance(dtype, np.dtype) and _inexact(dtype)
 
 
 def _differentiable(eqn) -> bool:

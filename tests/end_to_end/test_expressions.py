@@ -27,11 +27,14 @@ def log_or_zero(x):
 def test_ternary_under_vmap_is_a_select_or_a_cond():
     check_vmap(abs_ternary, jnp.array([-2.0, 3.0, 0.0]))
     check_vmap(log_or_zero, jnp.array([-2.0, 3.0, 0.0]))
-    # Negation is cheap, and its derivative is the cond's: a select. log's is infinite at 0.
+    # Negation is cheap, and its derivative is the cond's: a select. log's is infinite at 0:
+    # a select of log on its input masked by the condition (the branch not taken sees 1).
     assert "select_n" in primitives(abs_ternary, 1.0) and "cond[" not in primitives(
         abs_ternary, 1.0
     )
-    assert "cond[" in primitives(log_or_zero, 1.0)
+    graph = primitives(log_or_zero, 1.0)
+    assert "cond[" not in graph and "select_n b 1.0:f32[] a" in graph
+    assert float(jax.jit(jax.grad(transpiler.convert(log_or_zero)))(0.0)) == 0.0
 
 
 def test_ternary_is_lazy_for_python_values():

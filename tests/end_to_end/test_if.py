@@ -30,8 +30,21 @@ def test_if_elif_else_under_vmap_batches_the_predicate():
     check_vmap(piecewise, jnp.array([-3.0, -0.5, 0.0, 0.7, 4.0]))
 
 
-def test_traced_if_becomes_cond():
-    assert "cond[" in primitives(piecewise, 1.0)
+def project_or_shift(x, w):
+    if jnp.sum(x) > 0:
+        x = w @ x
+    else:
+        x = x - 1.0
+    return x
+
+
+def test_traced_if_becomes_select_of_cheap_branches_and_cond_of_others():
+    # Elementwise branches (x * x on a masked input) are a select; a matrix product is a cond.
+    assert "cond[" not in primitives(piecewise, 1.0)
+    w, x = jnp.eye(3) * 2.0, jnp.arange(3.0)
+    assert "cond[" in primitives(project_or_shift, x, w)
+    check_jit(project_or_shift, x, w)
+    check_jit(project_or_shift, -x, w)
 
 
 def array_branches(x):

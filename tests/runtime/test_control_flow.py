@@ -28,13 +28,14 @@ def test_if_stmt_python_path_calls_exactly_one_branch():
 
 
 def test_if_stmt_staged_matches_lax_cond():
+    # A sort is not cheap elementwise work: the branches stay a cond.
     def converted(p, x):
         return rt.if_stmt(
-            p > 0, lambda x: (jnp.log(x),), lambda x: (x - 1,), (x,), symbol_names=("x",)
+            p > 0, lambda x: (jnp.sort(x),), lambda x: (x - 1,), (x,), symbol_names=("x",)
         )
 
     def reference(p, x):
-        return (lax.cond(p > 0, lambda: jnp.log(x), lambda: x - 1),)
+        return (lax.cond(p > 0, lambda: jnp.sort(x), lambda: x - 1),)
 
     for p in (1.0, -1.0):
         args = (jnp.float32(p), jnp.arange(3.0))
@@ -42,6 +43,32 @@ def test_if_stmt_staged_matches_lax_cond():
     assert str(jax.make_jaxpr(converted)(1.0, jnp.ones(2))) == str(
         jax.make_jaxpr(reference)(1.0, jnp.ones(2))
     )
+
+
+def test_cheap_branches_with_unbounded_derivatives_are_a_select_of_masked_inputs():
+    def converted(p, x):
+        return rt.if_stmt(
+            p > 0, lambda x: (jnp.log(x),), lambda x: (x - 1,), (x,), symbol_names=("x",)
+        )
+
+    def reference(p, x):  # the double-where form: log sees 1 where it is not taken
+        pred = p > 0
+        return (lax.select(pred, jnp.log(lax.select(pred, x, jnp.ones_like(x))), x - 1),)
+
+    def with_cond(p, x):
+        return (lax.cond(p > 0, lambda: jnp.log(x), lambda: x - 1),)
+
+    assert str(jax.make_jaxpr(converted)(1.0, 2.0)) == str(jax.make_jaxpr(reference)(1.0, 2.0))
+    for p in (1.0, -1.0):
+        for x in (0.0, 2.0, -1.0, jnp.inf):
+            args = (jnp.float32(p), jnp.float32(x))
+            got, want = jax.jit(converted)(*args)[0], jax.jit(with_cond)(*args)[0]
+            np.testing.assert_array_equal(got, want)
+            grads = [
+                jax.jit(jax.grad(lambda x, f=f, p=args[0]: f(p, x)[0]))(args[1])
+                for f in (converted, with_cond)
+            ]
+            np.testing.assert_array_equal(*grads)
 
 
 def test_cheap_safe_branches_are_a_select():

@@ -106,14 +106,69 @@ def test_selected_branches_give_the_eager_values_and_gradients():
     assert "cond[" not in primitives(relu_or_leak, 1.0)
 
 
-def test_a_branch_with_an_unbounded_derivative_stays_a_cond():
-    # At 0 the untaken sqrt branch has an infinite derivative: a select would give NaN.
+def test_a_branch_with_an_unbounded_derivative_is_a_select_of_masked_inputs():
+    # At 0 the untaken sqrt branch has an infinite derivative: selected as it is, the gradient
+    # would be 0 * inf = NaN. Computed on where(x > 0, x, 1), it is the cond's 0.
     grad = jax.jit(jax.grad(transpiler.convert(sqrt_or_zero)))
     assert float(grad(0.0)) == 0.0 == float(jax.grad(sqrt_or_zero)(0.0))
     assert float(grad(4.0)) == 0.25
-    assert "cond[" in primitives(sqrt_or_zero, 1.0)
+    graph = primitives(sqrt_or_zero, 1.0)
+    assert "cond[" not in graph and "select_n b 1.0:f32[] a" in graph
     # x * x at inf: the derivative of the untaken branch is inf, times a zero cotangent.
     assert float(jax.jit(jax.grad(transpiler.convert(square_or_zero)))(jnp.inf)) == 0.0
+
+
+def _guarded_cases():
+    """(name, if-branch) pairs: `y = <branch>` if x > 0 else `y = x - 1`."""
+    return [
+        ("sqrt", lambda x: jnp.sqrt(x)),
+        ("log", lambda x: jnp.log(x)),
+        ("inverse", lambda x: 1.0 / x),
+        ("square", lambda x: x * x),
+        ("tanh", lambda x: jnp.tanh(x)),
+        ("power", lambda x: x**1.5),
+        ("log1p of square", lambda x: jnp.log1p(x * x) / x),
+    ]
+
+
+@pytest.mark.parametrize("name, branch", _guarded_cases())
+def test_guarded_selects_have_the_conds_values_and_derivatives(name, branch):
+    def with_cond(x):
+        return jax.lax.cond(x > 0, branch, lambda x: x - 1.0, x)
+
+    def piecewise(x):
+        if x > 0:
+            y = branch(x)
+        else:
+            y = x - 1.0
+        return y
+
+    converted = transpiler.convert(piecewise)
+    assert "cond[" not in primitives(piecewise, 1.0)
+    xs = jnp.array([-1.0, 0.0, 1e-30, 0.5, 4.0, jnp.inf, -jnp.inf, jnp.nan], jnp.float32)
+    f, g = converted, with_cond
+    for order in range(3):  # the value, its derivative and its second derivative, batched
+        np.testing.assert_array_equal(
+            jax.jit(jax.vmap(f))(xs), jax.jit(jax.vmap(g))(xs), err_msg=f"{name} {order}"
+        )
+        f, g = jax.grad(f), jax.grad(g)
+    for x in (xs[1], xs[5]):  # unbatched, where the untaken branch's derivative is not finite
+        np.testing.assert_array_equal(jax.jit(jax.grad(converted))(x), jax.grad(with_cond)(x))
+        one = jnp.float32(1.0)
+        tangent = jax.jvp(jax.jit(converted), (x,), (one,))[1]
+        np.testing.assert_array_equal(tangent, jax.jvp(with_cond, (x,), (one,))[1])
+
+
+def test_only_the_branch_that_needs_it_is_masked():
+    def branches(x, y):
+        if x > 0:
+            z = jnp.sqrt(x)
+        else:
+            z = y + 1.0
+        return z
+
+    graph = primitives(branches, 1.0, 2.0)
+    assert graph.count("select_n") == 2  # the mask of sqrt's input, and the choice
 
 
 def flagged(x, threshold):

@@ -26,7 +26,7 @@ def squaring(x, n):
     i = 0
     while jnp.sum(x) < 100 and i < n:  # WHILE
         if x[0] > 0:  # IF
-            x = x * x  # SQUARE
+            x = x * (x @ x)  # SQUARE
         else:
             x = x - 1  # DECREMENT
         i += 1  # COUNT
@@ -46,7 +46,7 @@ def nested(x, n):
         j = 0
         while j < i:  # INNER
             if x[0] > 0:  # NESTED IF
-                total = total + jnp.sum(jnp.sin(x)) * j
+                total = total + (x @ jnp.sin(x)) * j
             j += 1
         i += 1
     for row in x:  # SCAN
@@ -102,7 +102,10 @@ def test_dot_parses_with_a_cluster_per_branch_and_per_loop_test_and_body(sample)
     assert _label(false_branch) == f"cond ({line('IF')}): branch 0"
     assert _label(true_branch) == f"cond ({line('IF')}): branch 1"
     assert [_label(n) for n in false_branch.get_nodes()] == [f"sub\nf32[3]\n{line('DECREMENT')}"]
-    assert [_label(n) for n in true_branch.get_nodes()] == [f"mul\nf32[3]\n{line('SQUARE')}"]
+    assert [_label(n) for n in true_branch.get_nodes()] == [
+        f"dot_general\nf32[]\n{line('SQUARE')}",
+        f"mul\nf32[3]\n{line('SQUARE')}",
+    ]
     body_ops = [_label(n).split("\n")[0] for n in body.get_nodes()]
     # The branch, the count, then the loop's test for the next iteration.
     assert body_ops[:6] == ["slice", "squeeze", "gt", "convert_element_type", "cond", "add"]
@@ -214,7 +217,7 @@ def test_to_source_with_source_map_names_each_statement_s_line():
         f"x, = rt__.if_stmt(x[0] > 0, if_true, if_false, (x,), symbol_names=('x',))  # {line('IF')}"
         in source
     )
-    assert f"    x = x * x  # {line('SQUARE')}" in source
+    assert f"    x = x * (x @ x)  # {line('SQUARE')}" in source
     assert (
         f"i, x = rt__.while_stmt(loop_test, loop_body, (i, x), symbol_names=('i', 'x'))  # {line('WHILE')}"
         in source
@@ -229,7 +232,7 @@ class Scaler:
 
     def step(self, x):
         if jnp.sum(x) > 0:  # METHOD IF
-            x = jnp.tanh(x) * self.k
+            x = jnp.tanh(x) * (x @ x) * self.k
         return x
 
 
