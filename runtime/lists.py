@@ -319,6 +319,10 @@ class ProbeList(list):
             self.unbounded = True
         else:
             self.count += math.prod(trips)
+        if any(staging.loops_stopping_early()[self.depth :]):
+            # In a nested loop that may stop early (a `break`): how many appends happen is
+            # known only when the program runs.
+            self.conditional = True
         self.appended.append(item)
         super().append(item)
 

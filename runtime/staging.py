@@ -39,8 +39,8 @@ try another way, or to raise later."""
 
 # What the code being traced now is inside of. Context variables: every thread (and every
 # asyncio task) traces with its own.
-_loop_trip_counts: contextvars.ContextVar[tuple[int | None, ...]] = contextvars.ContextVar(
-    "loop_trip_counts", default=()
+_loop_trip_counts: contextvars.ContextVar[tuple[tuple[int | None, bool], ...]] = (
+    contextvars.ContextVar("loop_trip_counts", default=())
 )
 _branch_predicates: contextvars.ContextVar[tuple] = contextvars.ContextVar(
     "branch_predicates", default=()
@@ -192,14 +192,21 @@ def in_staged_program() -> bool:
 
 
 def loop_trip_counts() -> tuple[int | None, ...]:
-    """Trip counts (None: unknown) of the staged loops whose bodies are being traced now."""
-    return _loop_trip_counts.get()
+    """Trip counts (None: unknown) of the staged loops whose bodies are being traced now,
+    outermost first; a loop that may stop early counts its most iterations."""
+    return tuple(count for count, _ in _loop_trip_counts.get())
+
+
+def loops_stopping_early() -> tuple[bool, ...]:
+    """For each loop of `loop_trip_counts`, whether it may run fewer iterations (a while)."""
+    return tuple(early for _, early in _loop_trip_counts.get())
 
 
 @contextlib.contextmanager
-def tracing_loop(trip_count: int | None):
-    """Marks the code inside as running in the body of a staged loop being traced."""
-    token = _loop_trip_counts.set((*_loop_trip_counts.get(), trip_count))
+def tracing_loop(trip_count: int | None, *, stops_early: bool = False):
+    """Marks the code inside as running in the body of a staged loop being traced, of
+    `trip_count` iterations (at most, if it `stops_early`)."""
+    token = _loop_trip_counts.set((*_loop_trip_counts.get(), (trip_count, stops_early)))
     try:
         yield
     finally:
@@ -223,7 +230,7 @@ def tracing_loop_body(test, trip_count: int | None = None):
     iterations, if known), which runs while `test()` (a traced bool, computed only if an effect
     asks) holds: under `jax.vmap` the loop goes on while any element's test holds, and the
     body's effects are made only for those."""
-    with tracing_loop(trip_count), tracing_branch(test):
+    with tracing_loop(trip_count, stops_early=True), tracing_branch(test):
         yield
 
 

@@ -433,6 +433,42 @@ def test_a_list_appended_to_before_a_break_has_the_length_python_gives():
     check_vmap(append_then_break, jnp.array([1, 3]), jnp.array([7, 7]))
 
 
+def append_then_break_inside_a_loop(x, y):
+    acc = []
+    for _ in range(2):
+        for _ in range(3):
+            acc.append(y)
+            if x > 9:
+                break
+        y = y + 1
+    return len(acc), sum(acc)
+
+
+def append_then_break_inside_a_while(x):
+    acc = []
+    i = 0
+    while i < 2:
+        for j in range(3):
+            acc.append(x + j)
+            if x + j > 4:
+                break
+        i += 1
+    return transpiler.padded(acc)
+
+
+def test_a_list_appended_to_before_a_break_in_a_nested_loop_has_the_length_python_gives():
+    # Found by the fuzzer: the outer loop's list was sized as if the inner loop never stopped
+    # early (4 where Python gives 2).
+    for x in (0, 10):
+        check_jit(append_then_break_inside_a_loop, x, 7)
+    check_vmap(append_then_break_inside_a_loop, jnp.array([0, 10, 0]), jnp.array([7, 7, 1]))
+    for x in (0, 3, 5):
+        stacked, n = jax.jit(transpiler.convert(append_then_break_inside_a_while))(x)
+        expected, expected_n = append_then_break_inside_a_while(x)
+        assert int(n) == expected_n
+        np.testing.assert_array_equal(stacked[:expected_n], expected)
+
+
 def first_pair_summing_to(x, target):
     for i in range(x.shape[0]):
         for j in range(i + 1, x.shape[0]):
