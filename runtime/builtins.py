@@ -139,7 +139,7 @@ def max_(*args, key=None, default=_NO_DEFAULT):
 
 def next_(iterator, *default):
     """`next(iterator, *default)`; refused for an iterator a staged block would advance."""
-    if staging.trackers():
+    if staging.trackers() or staging.watches():
         effects.check_consumed(iterator, "next()")
     return builtins.next(iterator, *default)
 

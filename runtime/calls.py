@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import types
 import warnings
 import weakref
@@ -40,12 +41,17 @@ class ConversionRefused(Exception):
     """Raised by a converter for a function it cannot convert: it is called as written."""
 
 
-def caller(converter: Callable, is_library: Callable[[object], bool]) -> Callable:
+def caller(
+    converter: Callable,
+    is_library: Callable[[object], bool],
+    makes_effects: Callable[[object], bool] = lambda fn: False,
+) -> Callable:
     """The `call` operator of generated code, converting user functions with `converter`.
 
     `converter(fn)` returns the function to call (the converted one, or `fn` itself for library
     code), or raises `ConversionRefused` to leave `fn` unconverted (with one warning).
-    `is_library(fn)` tells library callables, whose function arguments are converted.
+    `is_library(fn)` tells library callables, whose function arguments are converted;
+    `makes_effects(fn)` those that make effects of the program when it runs (`jax.debug.print`).
     """
     unconvertible: weakref.WeakSet = weakref.WeakSet()  # functions that failed to convert
     custom_rules = _CustomRules()
@@ -133,8 +139,11 @@ def caller(converter: Callable, is_library: Callable[[object], bool]) -> Callabl
             resolved = fn
         else:
             resolved = resolve(fn)
-            if staging.trackers():  # a staged block is being traced: watch what fn reaches
+            if staging.trackers() or staging.watches():
+                # A staged block is being traced, or Python code watched: what fn reaches too.
                 effects.called(resolved)
+        if resolved is fn and staging.watches():
+            effects.called_as_is(_jax_or_standard(fn) or _user_class(fn), makes_effects(fn))
         if resolved is fn and is_library(fn):
             resolved = _REVERSIBLE.get(fn, fn)
             args = tuple(resolve_argument(arg) for arg in args)
@@ -142,6 +151,28 @@ def caller(converter: Callable, is_library: Callable[[object], bool]) -> Callabl
         return resolved(*args, **kwargs)
 
     return call
+
+
+_JAX_AND_NUMPY = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "opt_einsum", "runtime"})
+
+
+def _jax_or_standard(fn) -> bool:
+    """Whether `fn` is JAX's, NumPy's or the standard library's (whose effects
+    `runtime.effects.called_as_is` knows), not another installed package's or the user's."""
+    module = getattr(fn, "__module__", None)
+    if not isinstance(module, str):  # a builtin method: its object's type tells
+        owner = getattr(fn, "__self__", None)
+        module = type(fn if owner is None else owner).__module__
+    root = module.split(".")[0]
+    return root in _JAX_AND_NUMPY or root in sys.stdlib_module_names or root == "builtins"
+
+
+def _user_class(fn) -> bool:
+    """Whether `fn` is a class of the user's (not of an installed package)."""
+    if not isinstance(fn, type):
+        return False
+    file = getattr(sys.modules.get(fn.__module__), "__file__", None) or ""
+    return not ("site-packages" in file or "dist-packages" in file)
 
 
 # `lax` loops whose reverse-mode derivative JAX does not have: converted code calls this

@@ -469,11 +469,64 @@ class Effects:
                     change.restore()
             known = {c.key for c in carried}
             new = [c for c in changes if c.key not in known]
+            if not returns_state:
+                changed = [c for c, v, a in zip(carried, values, args[n:]) if v is not a]
+                self._check_unchanged(new, changed)
             if new:
                 raise NewEffects(new)
             return (*out, *values) if returns_state else out
 
         return wrapped
+
+    def _check_unchanged(self, new: list[Change], changed: list[Change]) -> None:
+        """Raises StagingError if a function that gives no state back (a loop's test) changed
+        Python state: the staged loop evaluates it where the change cannot be made."""
+        if not new and not changed:
+            return
+        label = new[0].describe() if new else f"{changed[0].label} is changed"
+        raise StagingError(
+            f"{label} by the test of the {self.site.construct} ({self.site}), which is staged: "
+            "the staged loop evaluates its test where Python state cannot change (once more "
+            "than the body runs, and not in step with it). Make the change in the loop body "
+            "and let the test only read values."
+        )
+
+
+class Watch:
+    """What Python code did, run once as Python, that staging it from before would do again.
+
+    A loop whose first iteration, run as Python, makes its state traced can start staged from
+    before that iteration (see `runtime.peeling`), leaving the Python run dead; that is exact
+    only if the run changed no Python state (it would stay changed, and the staged loop would
+    change it again), made no effect of the program (a print or a check, which dead code still
+    makes), called no library code that may make one unseen, and advanced no iterator. The
+    watch records the state the code can reach before it runs (the roots, the functions' cells
+    and globals, and those of every user function it calls) and, while it runs (under
+    `staging.watching`), whether anything else happened.
+    """
+
+    def __init__(self, functions, roots):
+        self.snapshot = Snapshot()
+        self.effects = False  # set by staging.made_effect
+        for function in functions:
+            if isinstance(function, types.FunctionType):
+                self.snapshot.add_function(function)
+        for label, value in roots:
+            self.snapshot.add(label, value)
+
+    def clean(self) -> bool:
+        """Whether the code did nothing that running it again, staged, would repeat."""
+        return not self.effects and not self.snapshot.changes()
+
+
+def called_as_is(known: bool, makes_effects: bool) -> None:
+    """Converted code calls a function as it is (not converted) while code is watched: one that
+    `makes_effects` of the program (`jax.debug.print`, `io_callback`, checkify's checks), or one
+    whose effects are not `known` (not JAX's, NumPy's, the standard library's or a user class:
+    an installed package's, a user function left unconverted), makes the watched code unfit to
+    run again (see `Watch`)."""
+    if makes_effects or not known:
+        staging.made_effect()
 
 
 def check_consumed(iterator, what: str) -> None:
@@ -481,6 +534,9 @@ def check_consumed(iterator, what: str) -> None:
     is advanced in it: tracing would advance it once, for every run and any branch."""
     if iter(iterator) is not iterator:
         return  # a list, a range...: iterating it changes nothing
+    for watch in staging.watches():
+        if watch.snapshot.reaches(iterator):
+            watch.effects = True  # running the code again would advance it again
     for snapshot in staging.trackers():
         if snapshot.reaches(iterator):
             raise StagingError(
@@ -493,8 +549,9 @@ def check_consumed(iterator, what: str) -> None:
 
 def called(fn) -> None:
     """Converted code calls `fn` (a user function or method): the blocks being traced now must
-    also watch what it can reach, before it runs."""
-    for snapshot in staging.trackers():
+    also watch what it can reach, before it runs (and so must the code run as Python under a
+    `Watch`)."""
+    for snapshot in (*staging.trackers(), *(watch.snapshot for watch in staging.watches())):
         target = fn
         if isinstance(target, functools.partial):
             snapshot.add("a partial's arguments", target)

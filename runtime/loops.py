@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from runtime import carry as carry_
-from runtime import checkpointed, errors, log, sequences, staging
+from runtime import checkpointed, errors, log, peeling, sequences, staging
 from runtime import effects as effects_
 from runtime import lists as lists_
 from runtime.carry import Carry
@@ -43,7 +43,9 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
 
     The test is evaluated in Python while it gives Python values. As soon as it gives a traced
     value, the rest of the loop lowers to `jax.lax.while_loop`, starting from the state as it is
-    then; every state variable must keep its shape and dtype across iterations. With
+    then, or, when the first iteration made it traced, from before that iteration where that is
+    exact (see `runtime.peeling`); every state variable must keep its shape and dtype across
+    iterations. With
     `max_iterations` (from `transpiler.loop_options`) it lowers to a `lax.scan` of that many
     iterations, each masked by the test. Either way reverse-mode differentiation goes through
     it: the unbounded loop recomputes what its derivative needs from `checkpoints` stored states
@@ -73,16 +75,47 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
         log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
         return out
 
+    if max_iterations == 0:
+        return state
+    pred, first = _first_test(test, state, symbol_names)
+    if is_staged(pred):
+        return staged(state, 0, first)
     iterations = 0
-    while max_iterations is None or iterations < max_iterations:
-        pred = staging.condition(test(*state))
+    while pred:
+        if iterations == 0 and max_iterations != 1:
+            # Python runs it, and tells whether the loop is staged after it: if so, staged
+            # from before it where that is exact (see runtime.peeling).
+            def iteration(state):
+                after = body(*state)
+                return after, staging.condition(test(*after))
+
+            state, pred, start = peeling.first_iteration(
+                iteration, state, symbol_names, (test, body)
+            )
+            if is_staged(pred) and start is not None:
+                return staged(start, 0, True)  # True: the test Python evaluated before it
+        else:
+            state = body(*state)
+            if max_iterations is not None and iterations + 1 >= max_iterations:
+                break
+            pred = staging.condition(test(*state))
+        iterations += 1
         if is_staged(pred):
             return staged(state, iterations, pred)
-        if not pred:
-            break
-        state = body(*state)
-        iterations += 1
     return state
+
+
+def _first_test(test, state, names):
+    """(the test's value on `state`, what the staged loop is given as its first test): None
+    where the loop's condition can evaluate it again, as a hand-written loop does (evaluating
+    it changed no Python state and made no print or check, so this evaluation is dead code,
+    which JAX drops), else the value itself, carried into the loop."""
+    if staging.eager():
+        return staging.condition(test(*state)), None
+    watch = effects_.Watch((test,), zip(names, state))
+    with staging.watching(watch):
+        pred = staging.condition(test(*state))
+    return pred, (None if is_staged(pred) and watch.clean() else pred)
 
 
 def _check_count(value, option: str, least: int, site: Site) -> int | None:
@@ -311,7 +344,7 @@ def for_stmt(
     checkpoints = _check_count(checkpoints, "checkpoints", 2, site)
     effects = Effects((body, extra_test), site)
 
-    def staged(stage):
+    def staged(stage, state):
         def run(state, names, wrap):
             test = extra_test and wrap(extra_test, returns_state=False)
             return stage(wrap(body, leading=1), test, state, names)
@@ -323,7 +356,8 @@ def for_stmt(
         return staged(
             lambda body, test, state, names: _staged_range_while(
                 iterable, body, state, names, site, test, max_iterations, checkpoints
-            )
+            ),
+            state,
         )
     if isinstance(iterable, lists_.StagedList) and iterable.known_length() is None:
         # A list of traced length: a while loop over its items, however many there are.
@@ -339,11 +373,12 @@ def for_stmt(
                 test,
                 max_iterations,
                 checkpoints,
-            )
+            ),
+            state,
         )
     seq = sequences.as_sequence(iterable)
     if seq is None:
-        if staging.trackers():
+        if staging.trackers() or staging.watches():
             effects_.check_consumed(iterable, "a for loop")
         items = iterable if max_iterations is None else itertools.islice(iterable, max_iterations)
         return _python_for(items, body, state, symbol_names, site, extra_test, effects)
@@ -353,29 +388,53 @@ def for_stmt(
     # Python items the body uses as Python values stay Python: no scan hands it tracers.
     may_scan = seq.staged() or (not items_as_python and seq.exact_as_arrays())
 
+    def scan_from(k, state):
+        out = staged(
+            lambda body, test, state, names: _scan(
+                seq, k, n, body, test, state, names, site, max_iterations is None
+            ),
+            state,
+        )
+        log.staged(site, "lax.scan" if max_iterations or not extra_test else "lax.while_loop")
+        return out
+
+    go = None  # the extra test on the state, once evaluated
     while k < n:
-        go = extra_test(*state) if extra_test is not None else True
+        if go is None:
+            go = extra_test(*state) if extra_test is not None else True
         if not is_staged(go) and not go:
             return state
         if is_staged(go) and not may_scan:
             break  # the rest, as Python, each iteration masked by the traced test
         if may_scan and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state))):
             try:
-                out = staged(
-                    lambda body, test, state, names, k=k: _scan(
-                        seq, k, n, body, test, state, names, site, max_iterations is None
-                    )
-                )
-                lowering = "lax.scan" if max_iterations or not extra_test else "lax.while_loop"
-                log.staged(site, lowering)
-                return out
+                return scan_from(k, state)
             except carry_.Unsized:
                 pass  # this iteration, as Python, binds what the body binds first
             except _SCAN_REFUSED as e:
                 _log_unrolled(site, e, n - k)
                 break
+        if k == 0 and may_scan and n >= 2:
+            # Python runs it, and tells whether the loop is staged after it: if so, staged
+            # from before it where that is exact (see runtime.peeling).
+            def iteration(state):
+                after = body(seq[0], *state)
+                return after, (extra_test(*after) if extra_test is not None else True)
+
+            state, go, start = peeling.first_iteration(
+                iteration, state, symbol_names, (body, extra_test)
+            )
+            k = 1
+            if start is not None and (is_staged(go) or _should_scan(seq, state)):
+                try:
+                    return scan_from(0, start)
+                except _SCAN_REFUSED as e:  # as it would from the state after: the rest unrolled
+                    _log_unrolled(site, e, n - k)
+                    break
+            continue
         state = body(seq[k], *state)
         k += 1
+        go = None
     rest = (seq[i] for i in range(k, n))
     return _python_for(rest, body, state, symbol_names, site, extra_test, effects)
 

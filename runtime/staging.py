@@ -46,6 +46,7 @@ _branch_predicates: contextvars.ContextVar[tuple] = contextvars.ContextVar(
     "branch_predicates", default=()
 )
 _trackers: contextvars.ContextVar[tuple] = contextvars.ContextVar("trackers", default=())
+_watches: contextvars.ContextVar[tuple] = contextvars.ContextVar("watches", default=())
 _staged_program: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "staged_program", default=False
 )
@@ -177,6 +178,7 @@ def host_callback(fn, *args, ordered: bool = False, kind: str = "check") -> None
     """
     if _quiet.get():
         return
+    made_effect()
     effects = _host_effects.get()
     if effects is not None:
         dropped = kind in effects.drop
@@ -264,6 +266,29 @@ def tracking(tracker):
 def trackers() -> tuple:
     """The effect trackers of the staged blocks being traced now, outermost first."""
     return _trackers.get()
+
+
+@contextlib.contextmanager
+def watching(watch):
+    """Marks the code inside as run as Python under `watch` (a `runtime.effects.Watch`): what
+    it does that running it again, staged, would do again is recorded there."""
+    token = _watches.set((*_watches.get(), watch))
+    try:
+        yield
+    finally:
+        _watches.reset(token)
+
+
+def watches() -> tuple:
+    """The watches of the code running now (see `watching`), outermost first."""
+    return _watches.get()
+
+
+def made_effect() -> None:
+    """Records, in every watch of the code running now, that it made an effect of the program
+    (a host callback: a print, a check) or may have made one unseen (library code)."""
+    for watch in _watches.get():
+        watch.effects = True
 
 
 def condition(value):

@@ -46,7 +46,9 @@ def namespace(converter: Callable) -> runtime_calls.Runtime:
     """What generated code sees as `rt__`: the runtime's operators, with a `call` that converts
     the user functions it reaches through `converter`."""
     operators = {name: getattr(runtime, name) for name in runtime.__all__}
-    operators["call"] = runtime_calls.caller(converter, libraries.is_library)
+    operators["call"] = runtime_calls.caller(
+        converter, libraries.is_library, libraries.makes_effects
+    )
     return runtime_calls.Runtime(**operators)
 
 

@@ -76,7 +76,8 @@ class Graph:
 
     Attributes:
       name: the function's name.
-      jaxpr: the traced `jax.extend.core.ClosedJaxpr`.
+      jaxpr: the traced `jax.extend.core.ClosedJaxpr`, without the equations whose results
+        nothing uses (JAX drops them when it lowers the program; see `jaxprs.live`).
       lowered: `jax.stages.Lowered` (StableHLO), made on first use.
       compiled: `jax.stages.Compiled` (XLA's executable), made on first use.
     """
@@ -84,7 +85,7 @@ class Graph:
     def __init__(self, traced, *, name: str):
         self._traced = traced
         self.name = name
-        self.jaxpr = traced.jaxpr
+        self.jaxpr = jaxprs.live(traced.jaxpr)
 
     def __repr__(self) -> str:
         count = sum(1 for _ in jaxprs.walk(self.jaxpr.jaxpr))

@@ -81,6 +81,45 @@ def nested(eqn) -> list[tuple[str, object]]:
     return found
 
 
+def live(closed):
+    """`closed` (a `ClosedJaxpr`) without the equations whose results nothing uses and that
+    make no effect, in the jaxprs nested in it too: the program JAX lowers (it drops them).
+
+    Converted code leaves such equations where it evaluated something to decide how to stage a
+    statement and then staged it from before (a loop's first iteration run as Python, a loop
+    test evaluated again in the loop's condition: see `runtime.peeling`)."""
+    return closed.replace(jaxpr=_live(closed.jaxpr))
+
+
+def _live(jaxpr):
+    from jax.extend import core
+
+    used = {v for v in jaxpr.outvars if isinstance(v, core.Var)}
+    kept = []
+    for eqn in reversed(jaxpr.eqns):
+        if not eqn.effects and not any(v in used for v in eqn.outvars):
+            continue
+        if nested(eqn):
+            eqn = eqn.replace(params={k: _live_param(v) for k, v in eqn.params.items()})
+        kept.append(eqn)
+        used.update(v for v in eqn.invars if isinstance(v, core.Var))
+    return jaxpr.replace(eqns=kept[::-1])
+
+
+def _live_param(value):
+    from jax.extend import core
+
+    if isinstance(value, core.ClosedJaxpr):
+        return live(value)
+    if isinstance(value, core.Jaxpr):
+        return _live(value)
+    if isinstance(value, tuple) and any(
+        isinstance(v, (core.Jaxpr, core.ClosedJaxpr)) for v in value
+    ):
+        return tuple(_live_param(v) for v in value)
+    return value
+
+
 def is_call(eqn) -> bool:
     """Whether `eqn` wraps one jaxpr whose inputs and outputs are the equation's own."""
     subs = nested(eqn)

@@ -7,6 +7,7 @@ import functools
 import importlib.util
 import inspect
 import os
+import sys
 import sysconfig
 import types
 
@@ -56,6 +57,29 @@ def _package_directories() -> tuple[str, ...]:
         for location in (spec.submodule_search_locations or []) if spec else []:
             found.append(os.path.realpath(location) + os.sep)
     return tuple(found)
+
+
+# JAX's functions that make effects of the program when it runs (a print, a callback, a check),
+# by their public names.
+EFFECT_FUNCTIONS = (
+    "jax.debug.print",
+    "jax.debug.callback",
+    "jax.debug.breakpoint",
+    "jax.experimental.io_callback",
+    "jax.experimental.checkify.check",
+    "jax.experimental.checkify.debug_check",
+)
+
+
+def makes_effects(value) -> bool:
+    """Whether `value` is one of JAX's functions that make effects of the program when it runs
+    (`EFFECT_FUNCTIONS`). Looks only in modules already imported: this imports nothing."""
+    for path in EFFECT_FUNCTIONS:
+        module_name, _, name = path.rpartition(".")
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, name, None) is value:
+            return True
+    return False
 
 
 # Parameter names that, by the convention of JAX, NumPy and Python itself, receive functions.

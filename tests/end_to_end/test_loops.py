@@ -140,8 +140,8 @@ def test_for_range_python_bound_with_traced_body_is_one_scan():
     check_grad(running_sum, x, 8, static_argnums=(1,))
     jaxpr = primitives(running_sum, x, 8, static_argnums=1)
     # `total` starts as a Python float the first iteration makes traced: that iteration runs as
-    # Python (traced once, outside the loop), the other 7 are the scan's.
-    assert jaxpr.count("scan[") == 1 and "length=7" in jaxpr
+    # Python, then the scan runs all 8 from `total = 0.0` (the Python run is dead code).
+    assert jaxpr.count("scan[") == 1 and "length=8" in jaxpr
 
 
 def test_for_range_traced_bound_becomes_while():

@@ -14,7 +14,8 @@ code that may be given a user function, which `rt__.call` converts before passin
     g = jax.grad(loss_fn)              ->   g = rt__.call(jax.grad, loss_fn)
     ys = list(map(lambda v: v * 2, xs))  ->   ys = list(rt__.call(map, lambda v: v * 2, xs))
 
-A library call goes through `rt__.call` when its target declares a parameter for functions
+A library call goes through `rt__.call` when it makes an effect of the program (`jax.debug.print`:
+the runtime must know, see `runtime.peeling`), when its target declares a parameter for functions
 (`libraries.takes_functions`), or, for targets without a signature (`map`, `functools.reduce`),
 when an argument may be a function: a lambda, a nested `def`, a global user function, or a
 parameter of the function given first (the function-first convention of `map` and `reduce`).
@@ -122,7 +123,11 @@ class _CallTrees(Transformer):
         if not self.convert_calls or _root_name(func) == RUNTIME:
             return node
         library = self._library_value(func)
-        if library is not _UNKNOWN and not self._given_functions(library, node):
+        if (
+            library is not _UNKNOWN
+            and not self._given_functions(library, node)
+            and not libraries.makes_effects(library)  # the runtime watches those
+        ):
             return node
         call = templates.replace_as_expression(f"{RUNTIME}.call(func)", func=func)
         call.args += node.args

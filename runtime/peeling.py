@@ -1,0 +1,128 @@
+"""A loop whose first iteration, run as Python, makes its state traced is staged from before it.
+
+A loop's state often starts as Python values and becomes traced in its first iteration::
+
+    converged = False                  # Python
+    while not converged:               # True: the first iteration runs as Python...
+        x = 0.5 * (x + a / x)
+        converged = abs(...) < tol     # ...and makes the test traced
+
+The loop is Python until then, so that iteration runs as Python: whether the loop is staged at
+all is known only after it. Staging the rest from the state after it would put a copy of the
+body before the loop (XLA compiles both: about twice the compile time of a small loop), where a
+hand-written `lax.while_loop` starts from `converged = False`. So when the iteration did nothing
+that running it again would repeat (see `effects.Watch`: no Python state changed, no print or
+check, no library code that may make one, no iterator advanced), and the state before it
+promotes to the types it has after it, the staged loop starts from the state before it instead:
+the Python run is dead code, which JAX drops when it lowers the program. The test Python
+evaluated before the iteration (true) is the staged loop's first.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from runtime import effects, staging
+from runtime import lists as lists_
+from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
+
+
+def first_iteration(iteration, state, names, functions):
+    """Runs `iteration(state)` -> (state after it, what decides the loop goes on) as Python.
+
+    Returns (state after, decides, start): `start` is the state to stage the loop from instead
+    of the state after (the state before, promoted to the types it has after), or None where
+    the loop must go on from the state after: it stays Python, or the iteration did something
+    that staging it again would repeat, or the state's types do not promote. `functions` are
+    the loop's functions (body, test), whose cells and globals the iteration can change.
+    """
+    if staging.eager():  # every value is concrete: the loop is Python throughout
+        after, decides = iteration(state)
+        return after, decides, None
+    watch = effects.Watch(functions, zip(names, state))
+    with staging.watching(watch):
+        after, decides = iteration(state)
+    if not (staging.is_staged(decides) or staging.has_staged(after)):
+        return after, decides, None
+    if not watch.clean():
+        return after, decides, None
+    return after, decides, start_state(state, after)
+
+
+def start_state(before, after) -> tuple | None:
+    """`before` with each variable given the type it has in `after` (the state one iteration
+    later), where that is exact; None where it is not.
+
+    A Python number takes the dtype JAX promotes it to there (`total = 0` before, float32 after:
+    a float32 0); an array keeps its value with the weak type it has after; a variable that
+    has no value yet (or a return value not set) starts as zeros, never read (the iteration
+    Python ran bound it before reading it); any other object must be the very same object.
+    Lists, and variables bound on some paths only, are not promoted: None.
+    """
+    start = []
+    for b, a in zip(before, after):
+        if _container_of_own(b) or _container_of_own(a):
+            return None
+        if isinstance(b, (Undefined, UndefinedReturnValue)):
+            if not _plain_arrays(a):
+                return None
+            start.append(staging.zeros_like(staging.shapes_of(staging.as_arrays(a))))
+        elif staging.is_array_tree(b):
+            if not staging.is_array_tree(a):
+                return None
+            promoted = _promoted(staging.as_arrays(b), staging.as_arrays(a))
+            if promoted is _NO:
+                return None
+            start.append(staging.released(promoted))
+        elif a is not b:
+            return None
+        else:
+            start.append(b)
+    return tuple(start)
+
+
+def _container_of_own(value) -> bool:
+    """A list (a loop sizes those from its body), or a tree holding the runtime's own
+    variables (MaybeUnbound, a staged list)."""
+    if type(value) is list or isinstance(value, lists_.StagedList):
+        return True
+    nodes = jax.tree_util.tree_leaves(
+        value, is_leaf=lambda x: isinstance(x, (MaybeUnbound, lists_.StagedList, list))
+    )
+    return any(isinstance(x, (MaybeUnbound, lists_.StagedList, list)) for x in nodes)
+
+
+def _plain_arrays(value) -> bool:
+    return staging.is_array_tree(value) and all(
+        staging.is_array_leaf(leaf) for leaf in jax.tree_util.tree_leaves(value)
+    )
+
+
+_NO = object()  # what `_promoted` gives where `before` does not promote
+
+
+def _promoted(before, after):
+    """The array tree `before` cast leaf by leaf to the types of `after`, or `_NO`: the trees
+    differ (a held object too), a shape differs, or a dtype differs where `before` is not a
+    weakly typed number that promotes to it."""
+    if jax.tree_util.tree_structure(before) != jax.tree_util.tree_structure(after):
+        return _NO
+    leaves_b, treedef = jax.tree_util.tree_flatten(before)
+    out = []
+    for b, a in zip(leaves_b, jax.tree_util.tree_leaves(after)):
+        if jnp.shape(b) != jnp.shape(a):
+            return _NO
+        weak_b, weak_a = jax.typeof(b).weak_type, jax.typeof(a).weak_type
+        if b.dtype != a.dtype and not (
+            weak_b and jnp.result_type(staging.dtype_like(b), a.dtype) == a.dtype
+        ):
+            return _NO
+        if b.dtype == a.dtype and weak_b == weak_a:
+            out.append(b)
+        elif weak_a:
+            out.append(staging.cast(b, staging.WeakDtype(a.dtype)))
+        else:
+            out.append(lax.convert_element_type(b, a.dtype))
+    return jax.tree_util.tree_unflatten(treedef, out)
