@@ -42,15 +42,15 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOIN
     Effects of the body (prints, checks) happen once per step: the states a derivative needs
     again are recomputed with a quiet version of the body, traced without them. `site` (where
     the loop is, for errors) names the loop in the error that second derivatives raise."""
-    body = _Traced(body_fun, init)
+    body = Traced(body_fun, init)
     quiet = body
     if body.effects:
         with staging.quiet():
             # A new function object: `jax.make_jaxpr` caches traces by function, and would
             # not see that this one is to be quiet.
-            quiet = _Traced(lambda x: body_fun(x), init)
-    cond = _Traced(cond_fun, init)
-    if not _has_inexact((init, body.consts, cond.consts)):
+            quiet = Traced(lambda x: body_fun(x), init)
+    cond = Traced(cond_fun, init)
+    if not has_inexact((init, body.consts, cond.consts)):
         # Integers and booleans only (indices, counters, flags): nothing to differentiate, and
         # no custom derivative around the loop in the graph.
         return lax.while_loop(lambda x: cond(x, cond.consts), lambda x: body(x, body.consts), init)
@@ -58,7 +58,7 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOIN
     return loop(body.consts, quiet.consts, cond.consts, init)
 
 
-def _has_inexact(tree) -> bool:
+def has_inexact(tree) -> bool:
     return any(
         jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)
         for leaf in jax.tree_util.tree_leaves(tree)
@@ -89,7 +89,7 @@ def lax_fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
     return final
 
 
-class _Traced:
+class Traced:
     """A function of the loop state, traced once: its jaxpr, and the values it closes over (made
     explicit arguments, so that derivatives by them, say parameters, are taken)."""
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from runtime import carry as carry_
-from runtime import checkpointed, errors, log, peeling, sequences, staging
+from runtime import bounded, checkpointed, errors, log, peeling, sequences, staging
 from runtime import effects as effects_
 from runtime import lists as lists_
 from runtime.carry import Carry
@@ -152,7 +152,7 @@ def _staged_while(
     early); lists the body appends to get room for that many. `first`: the test's value on
     `state`, if it was evaluated already (it is not evaluated again)."""
     if max_iterations is not None:
-        return _bounded_while(test, body, state, names, site, max_iterations)
+        return _bounded_while(test, body, state, names, site, max_iterations, first)
     try:
         return _while_loop(test, body, state, names, site, checkpoints, trip_count, first)
     except staging.CANNOT_STAGE:
@@ -222,34 +222,32 @@ def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, fi
     return carry.finish(final)
 
 
-def _bounded_while(test, body, state, names, site, max_iterations):
-    """A while loop run as a scan of `max_iterations` iterations that do nothing once the test
-    is false (and the state stops changing, so it stays false)."""
-
+def _bounded_while(test, body, state, names, site, max_iterations, first=None):
+    """A while loop of at most `max_iterations` iterations: a `lax.while_loop`, differentiated
+    as a scan of that many masked steps (see `runtime.bounded`). `first`: as for
+    `_staged_while`."""
     return carry_.staged_with(
-        lambda state: _bounded_while_once(test, body, state, names, site, max_iterations),
+        lambda state: _bounded_while_once(test, body, state, names, site, max_iterations, first),
         state,
         names,
     )
 
 
-def _bounded_while_once(test, body, state, names, site, max_iterations):
-    def step(s):
-        return _masked(test(*s), body, s, names, site)
-
-    carry = Carry(state, names, site, probe=step, trip_count=max_iterations)
-
-    # Saving everything: no recomputation. Under `jax.checkpoint` the values the body closes
-    # over (parameters) stay loop-invariant; saved through the mask's `lax.cond`, they would be
-    # stored once per iteration (a 64x64 matrix, 1000 iterations: 16 MB instead of 0.8 MB).
-    @functools.partial(jax.checkpoint, policy=jax.checkpoint_policies.everything_saveable)
-    def masked_step(dynamic):
-        with staging.tracing_loop(max_iterations):
-            return carry.check(step(carry.merge(staging.fresh(dynamic))), dynamic)
-
-    final, _ = lax.scan(
-        lambda dynamic, _: (masked_step(dynamic), None), carry.init, None, length=max_iterations
+def _bounded_while_once(test, body, state, names, site, max_iterations, first):
+    carry = Carry(
+        state, names, site, probe=lambda s: body(*s), trip_count=max_iterations, stops_early=True
     )
+
+    def evaluate(dynamic):
+        return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
+
+    def iteration(dynamic):
+        # Under vmap an element's effects (prints, checks) happen only while it loops.
+        with staging.tracing_loop_body(lambda: evaluate(dynamic), max_iterations):
+            return carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
+
+    going = None if first is None else staging.scalar_predicate(first, site, "loop condition")
+    final = bounded.while_loop(evaluate, iteration, carry.init, max_iterations, going)
     return carry.finish(final)
 
 

@@ -363,3 +363,54 @@ def test_second_derivatives_through_a_bounded_while_are_right():
         staged = jax.jit(jax.hessian(transpiler.convert(bounded_tanh_steps)))(x, 4)
         eager = jax.hessian(tanh_steps)(x, 4)
         np.testing.assert_allclose(staged, eager, rtol=1e-9)
+
+
+def bounded_newton(a):
+    x = a
+    steps = 0
+    while jnp.abs(x * x - a) > 1e-5 * a:
+        transpiler.loop_options(max_iterations=20)
+        x = 0.5 * (x + a / x)
+        steps += 1
+    return x, steps
+
+
+def test_a_bounded_while_runs_as_a_while_loop_that_stops_early():
+    # Run, it is a while loop (as fast and as quick to compile as one written by hand); its
+    # derivative is the masked scan's, which reverse mode goes through.
+    converted = transpiler.convert(bounded_newton)
+    assert "while[" in str(jax.make_jaxpr(converted)(2.0))
+    x, steps = jax.jit(converted)(2.0)
+    assert (float(x), int(steps)) == pytest.approx(tuple(map(float, bounded_newton(2.0))))
+    grad = jax.jit(jax.grad(lambda a: converted(a)[0]))(2.0)
+    np.testing.assert_allclose(grad, 0.5 / 2.0**0.5, rtol=1e-4)
+    np.testing.assert_allclose(
+        jax.jit(jax.vmap(lambda a: converted(a)[0]))(jnp.array([2.0, 9.0])),
+        [2.0**0.5, 3.0],
+        rtol=1e-5,
+    )
+
+
+def capped_noisy_test(x):
+    def more(x):
+        print("test", x)
+        return x < 100.0
+
+    while more(x):
+        transpiler.loop_options(max_iterations=3)
+        x = x * 2.0
+    return x
+
+
+def test_a_bounded_loop_evaluates_its_test_as_often_as_python(capsys):
+    # Three iterations, then the bound: Python evaluates the test three times, not four (the
+    # converted function bounds the loop when it runs as Python too).
+    expected_value = transpiler.convert(capped_noisy_test)(1.0)
+    assert expected_value == 8.0
+    expected = capsys.readouterr().out.splitlines()
+    assert float(jax.jit(transpiler.convert(capped_noisy_test))(1.0)) == expected_value
+    jax.effects_barrier()
+    assert capsys.readouterr().out.splitlines() == expected
+    grad = jax.jit(jax.grad(transpiler.convert(capped_noisy_test)))(1.0)
+    jax.effects_barrier()
+    assert float(grad) == 8.0 and capsys.readouterr().out.splitlines() == expected

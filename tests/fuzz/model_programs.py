@@ -39,6 +39,7 @@ CLASS_NAMES = {
     11: "and/or with a static Python bool operand",
     12: "reversed(range), range alias, `in` containers",
     13: "nested if/while/for/break/continue/return",
+    14: "loops on Python values that the first iteration makes traced",
 }
 
 
@@ -491,6 +492,59 @@ class _Generator:
             self.block(indent + 1, self.loop_ctx(ctx, None, bounded))
         else:
             self.exit_statement(indent, ctx)
+
+    # -- 14: loops on Python values that their first iteration makes traced ---------------------
+
+    def c14(self, indent: int, ctx: _Ctx) -> None:
+        """`s = 0; while k < 3 and s <= 60: ...` or `done = False; while not done:` or `for i in
+        range(n): s = s + ...`: Python at first, traced after one iteration (under jit), with
+        now and then an effect in the first iteration only, or an exit at the top of the body."""
+        s, k = self.fresh("s"), self.fresh("k")
+        self.emit(indent, f"{s} = {self.rng.choice(['0', '1', '5'])}")
+        r = self.rng.random()
+        if r < 0.6:
+            self.emit(indent, f"{k} = 0")
+            if r < 0.3:
+                done = self.fresh("dn")
+                self.emit(indent, f"{done} = False")
+                self.emit(indent, f"while not {done}:")
+            else:
+                self.emit(indent, f"while {k} < 3 and {s} <= 60:")
+            inner = self.loop_ctx(ctx, None, False)
+            if self.chance(0.3):
+                self.emit(indent + 1, f"if {self.cond(inner)}:")
+                self.emit(indent + 2, "break")
+            first = f"{k} == 0"
+        else:
+            i = self.fresh("i")
+            self.emit(indent, f"for {i} in range({self.rng.choice([1, 2, 3, 4])}):")
+            inner = self.loop_ctx(ctx, i, True)
+            if self.chance(0.3):
+                self.exit_statement(indent + 1, inner)
+            first = f"{i} == 0"
+        if self.chance(0.5):
+            self.emit(indent + 1, f"if {first}:")
+            self.first_iteration_effect(indent + 2, inner)
+        self.emit(indent + 1, f"{s} = (({s} + {self.expr(inner)}) % 97)")
+        if r < 0.6:
+            self.emit(indent + 1, f"{k} += 1")
+        if r < 0.3:
+            self.emit(indent + 1, f"{done} = {s} > {self.atom(inner)} or {k} >= 3")
+        self.emit(indent, f"a = ((a + {s}) % 97)")
+
+    def first_iteration_effect(self, indent: int, ctx: _Ctx) -> None:
+        options = [
+            'print("first", a)',
+            'print("first")',
+            'jax.debug.print("dbg {}", b, ordered=True)',
+        ]
+        if self.on(6):
+            options += ["record(a)", "b = ((b + note(a)) % 97)"]
+        if self.on(5):
+            options += ["obj.add(a)"]
+        if ctx.bounded:
+            options += ["acc.append(a)"]
+        self.emit(indent, self.rng.choice(options))
 
     # -- the module ---------------------------------------------------------------------------
 

@@ -85,7 +85,7 @@ def test_demo_runs_and_matches_eager_results():
         ("clipped_rnn", "scan x1"),  # its clipping is a select of masked inputs
         ("smooth_l1", "no control flow"),  # under vmap a cond of cheap branches is a select
         ("band_count", "scan x1"),
-        ("decode", "cond x2, scan x1"),
+        ("decode", "while x1"),  # bounded: a while loop, its max_len test in its condition
     ]:
         summary = rf"\n  graph of {name}: \d+ ops \({flow}\), \d+ fusions after XLA, .* FLOPs, peak memory "
         assert re.search(summary, result.stdout), (name, result.stdout)

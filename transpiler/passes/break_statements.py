@@ -9,7 +9,9 @@
                                        if not did_break:
                                            found = False
 
-A `for` loop gets the same flag; its test (`not did_break`) is attached as the EXTRA_TEST
+A `break` that is all a leading `if` of a `while` body does is folded into the loop's test
+(`while x < n: if x == t: break` is `while x < n and not x == t:`). A `for` loop gets the flag;
+its test (`not did_break`) is attached as the EXTRA_TEST
 annotation, which the control-flow pass hands to `rt__.for_stmt(..., extra_test=...)`: the loop
 stops fetching items once it is false, and a staged `scan` masks the remaining iterations.
 """
@@ -74,8 +76,41 @@ class _BreakStatements(Transformer):
         )
         return init + [node] + after
 
-    visit_While = _visit_loop
+    def visit_While(self, node):
+        return self._visit_loop(_fold_leading_exits(node))
+
     visit_For = _visit_loop
+
+
+def _fold_leading_exits(node: gast.While) -> gast.While:
+    """`while T: if C: break; B` as `while T and not C: B`, as written by hand: the same tests
+    in the same order, no flag, no branch around the body (with an `else:` clause the flag
+    tells how the loop ended, so that loop keeps it)."""
+    while not node.orelse and node.body and _is_exit_guard(node.body[0]):
+        guard = node.body[0]
+        test = templates.replace_as_expression(
+            "test and not exit_test", test=node.test, exit_test=guard.test
+        )
+        first = test.values[0]
+        if isinstance(first, gast.BoolOp) and isinstance(first.op, gast.And):
+            test.values[:1] = first.values  # `a and b and not c`, not `(a and b) and not c`
+        node.test = test
+        node.body = guard.orelse + node.body[1:] or [gast.Pass()]
+    return node
+
+
+def _is_exit_guard(stmt: gast.stmt) -> bool:
+    """`if C: break` (with or without an `else:`), the break a plain one (not a return's), and
+    C without a `:=`, which binds in the function's scope: in the loop's test (a function of
+    its own, once converted) it would bind there (the walrus pass turns `while (n := n - 1):`
+    into `while True: if not (n := n - 1): break` for that reason)."""
+    return (
+        isinstance(stmt, gast.If)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], gast.Break)
+        and not _is_return_break(stmt.body[0])
+        and not any(isinstance(n, gast.NamedExpr) for n in structure.walk_nodes(stmt.test))
+    )
 
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:

@@ -92,6 +92,53 @@ def test_break_in_while_with_else():
         assert new(*args) == old(*args)
 
 
+def test_a_leading_break_of_a_while_is_folded_into_its_test():
+    generated, new, old = apply(
+        """
+        def f(n, stop):
+            i = 0
+            while i < n:
+                if i == stop:
+                    break
+                elif i > 100:
+                    break
+                else:
+                    i += 2
+                i -= 1
+            return i
+        """,
+        break_statements,
+    )
+    assert generated == expect(
+        """
+        def f(n, stop):
+            i = 0
+            while i < n and (not i == stop) and (not i > 100):
+                i += 2
+                i -= 1
+            return i
+        """
+    )
+    for args in [(5, 2), (5, 9), (0, 0), (300, 400)]:
+        assert new(*args) == old(*args)
+
+
+def test_a_leading_break_that_empties_the_body():
+    generated, new, old = apply(
+        """
+        def f(xs):
+            i = 0
+            while True:
+                if xs[i] < 0:
+                    break
+            return i
+        """,
+        break_statements,
+    )
+    assert "while True and (not xs[i] < 0):\n        pass" in generated
+    assert new([-1]) == old([-1]) == 0
+
+
 def test_break_in_for_sets_the_extra_test():
     fn = gast.parse(
         textwrap.dedent(

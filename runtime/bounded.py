@@ -1,0 +1,91 @@
+"""A while loop of at most N iterations (`loop_options(max_iterations=N)`): run, a
+`lax.while_loop` that stops when its test does; differentiated, a `lax.scan` of N masked steps.
+
+`lax.while_loop` has no reverse-mode derivative, and a scan runs all its N steps. So the loop is
+a `jax.custom_jvp` function whose primal is the while loop (as fast as a hand-written one, and as
+quick to compile) and whose derivative is that of the scan, each step of which leaves the state
+as it is once the test has failed: the same final state, with the derivative of every step
+stored (no recomputation), so reverse mode and derivatives of any order go through it.
+
+    i = 0
+    while i < N and test(x):          # the test is not evaluated once N iterations have run
+        x = body(x)
+        i += 1
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from runtime import checkpointed
+
+
+def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None):
+    """`x = init; while i < max_iterations and cond_fun(x): x = body_fun(x)`; the final `x`.
+
+    `first`: the test's value on `init` (a traced bool), evaluated already where the test's
+    evaluations must not be repeated (its effects, see `runtime.loops`); then the loop carries
+    the test's value, evaluated after each iteration that may be followed by another.
+    """
+    body = checkpointed.Traced(body_fun, init)
+    cond = checkpointed.Traced(cond_fun, init)
+
+    def test_within(i, x, consts):
+        """`i < max_iterations and cond(x)`: a test with effects is evaluated only below it."""
+        more = i < max_iterations
+        if cond.effects:
+            return lax.cond(more, lambda: cond(x, consts), lambda: jnp.asarray(False))
+        return more & cond(x, consts)
+
+    def primal(body_consts, cond_consts, init, going):
+        if going is None:
+            _, final = lax.while_loop(
+                lambda c: test_within(c[0], c[1], cond_consts),
+                lambda c: (c[0] + 1, body(c[1], body_consts)),
+                (jnp.zeros((), jnp.int32), init),
+            )
+            return final
+
+        def carried(c):
+            i, _, x = c
+            x = body(x, body_consts)
+            return i + 1, test_within(i + 1, x, cond_consts), x
+
+        zero = jnp.zeros((), jnp.int32)
+        return lax.while_loop(lambda c: c[1], carried, (zero, going, init))[2]
+
+    if not checkpointed.has_inexact((init, body.consts, cond.consts)):
+        return primal(body.consts, cond.consts, init, first)  # nothing to differentiate
+
+    def scanned(body_consts, cond_consts, init, going):
+        if going is None:
+            going = test_within(0, init, cond_consts)
+
+        # Saving everything: no recomputation. Under `jax.checkpoint` the values the body
+        # closes over (parameters) stay loop-invariant; saved through the mask's `lax.cond`,
+        # they would be stored once per iteration (a 64x64 matrix, 1000 iterations: 16 MB
+        # instead of 0.8 MB).
+        @functools.partial(jax.checkpoint, policy=jax.checkpoint_policies.everything_saveable)
+        def step(c):
+            i, going, x = c
+
+            def run(x):
+                x = body(x, body_consts)
+                return test_within(i + 1, x, cond_consts), x
+
+            going, x = lax.cond(going, run, lambda x: (jnp.asarray(False), x), x)
+            return i + 1, going, x
+
+        zero = jnp.zeros((), jnp.int32)
+        final, _ = lax.scan(
+            lambda c, _: (step(c), None), (zero, going, init), None, length=max_iterations
+        )
+        return final[2]
+
+    loop = jax.custom_jvp(primal)
+    loop.defjvp(lambda primals, tangents: jax.jvp(scanned, primals, tangents))
+    return loop(body.consts, cond.consts, init, first)
