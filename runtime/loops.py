@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from runtime import carry as carry_
 from runtime import bounded, checkpointed, errors, log, peeling, sequences, staging
+from runtime import carry as carry_
 from runtime import effects as effects_
 from runtime import lists as lists_
 from runtime.carry import Carry
