@@ -19,7 +19,7 @@ from runtime.builtins import (
     zip_,
 )
 from runtime.control_flow import if_exp, if_stmt
-from runtime.debugging import assert_, print_
+from runtime.debugging import assert_, effect, print_
 from runtime.errors import StagingError
 from runtime.lists import list_append, list_pop, stack_list
 from runtime.logical import and_, in_, not_, not_in, or_
@@ -39,6 +39,7 @@ __all__ = [
     "assert_",
     "bool_",
     "deleted",
+    "effect",
     "enumerate_",
     "float_",
     "int_",

@@ -113,7 +113,7 @@ def caller(
         ):
             return value
         resolved = resolve(value)
-        if resolved is not value and staging.trackers():
+        if resolved is not value and (staging.trackers() or staging.watches()):
             effects.called(resolved)
         return resolved
 
@@ -143,7 +143,12 @@ def caller(
                 # A staged block is being traced, or Python code watched: what fn reaches too.
                 effects.called(resolved)
         if resolved is fn and staging.watches():
-            effects.called_as_is(_jax_or_standard(fn) or _user_class(fn), makes_effects(fn))
+            handed = [*args, *kwargs.values()]  # a partial of jax.debug.print given to lax.cond
+            handed += [x for a in handed if type(a) in (list, tuple) for x in a]
+            effects.called_as_is(
+                _jax_or_standard(fn) or _user_class(fn),
+                makes_effects(fn) or any(makes_effects(a) for a in handed if callable(a)),
+            )
         if resolved is fn and is_library(fn):
             resolved = _REVERSIBLE.get(fn, fn)
             args = tuple(resolve_argument(arg) for arg in args)
@@ -159,6 +164,8 @@ _JAX_AND_NUMPY = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "opt_einsum",
 def _jax_or_standard(fn) -> bool:
     """Whether `fn` is JAX's, NumPy's or the standard library's (whose effects
     `runtime.effects.called_as_is` knows), not another installed package's or the user's."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
     module = getattr(fn, "__module__", None)
     if not isinstance(module, str):  # a builtin method: its object's type tells
         owner = getattr(fn, "__self__", None)

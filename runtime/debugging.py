@@ -50,6 +50,14 @@ def print_(*args, sep=" ", end="\n", file=None, flush=False):
     staging.host_callback(host_print, staging.branch_taken(), *values, ordered=True, kind="print")
 
 
+def effect(fn, /, *args, **kwargs):
+    """`fn(*args, **kwargs)` for one of JAX's functions that make an effect of the program when
+    it runs (`jax.debug.print`, `jax.debug.callback`, `io_callback`, checkify): called as it is,
+    and recorded for code that must not be run again (see `runtime.peeling`)."""
+    staging.made_effect()
+    return fn(*args, **kwargs)
+
+
 def assert_(test, msg=None):
     """Functional form of `assert test, msg()`; a traced test is checked when the program runs
     (in a staged branch, when the branch is taken)."""

@@ -21,6 +21,8 @@ import collections
 import dataclasses
 import functools
 import os
+import random
+import sys
 import sysconfig
 import types
 
@@ -36,6 +38,26 @@ _LEAVES = (jax.Array, jax.core.Tracer, np.generic, types.ModuleType)
 _WATCHED_NUMPY_SIZE = 1 << 16  # larger NumPy arrays are not copied to watch them
 _ABSENT = object()  # a key or attribute that is not there
 _BUILTIN_CONTAINERS = (dict, list, set, tuple, type)
+_SIZED = (dict, list, set, tuple, collections.deque, bytearray)
+# A module's own globals, which Python keeps (`__warningregistry__` changes when a warning is
+# shown): not state of the user's. Other names with underscores (`__calls = [0]`) are.
+_MODULE_BOOKKEEPING = frozenset(
+    {
+        "__builtins__",
+        "__loader__",
+        "__spec__",
+        "__name__",
+        "__qualname__",
+        "__doc__",
+        "__file__",
+        "__cached__",
+        "__package__",
+        "__path__",
+        "__annotations__",
+        "__warningregistry__",
+    }
+)
+_WATCH_LIMIT = 10_000  # items of one container a `Watch` copies; a larger one is opaque
 
 
 class NewEffects(staging.Retrace):
@@ -123,7 +145,7 @@ class Change:
 def _restore_whole(container, before) -> None:
     if isinstance(container, np.ndarray):
         container[...] = before
-    elif isinstance(container, (list, collections.deque)):
+    elif isinstance(container, (list, collections.deque, bytearray)):
         container.clear()
         container.extend(before)
     else:  # a set
@@ -134,9 +156,19 @@ def _restore_whole(container, before) -> None:
 class Snapshot:
     """The Python state reachable from some roots, recorded shallowly, container by container."""
 
-    def __init__(self):
+    def __init__(self, limit: int | None = None, *, named_only: bool = False):
+        self.limit = limit  # containers with more items are not copied: opaque
+        # Follow only the globals a function's code names (and the attributes it names of the
+        # modules among them): what it can reach without `globals()` or `getattr`.
+        self.named_only = named_only
+        self._added: dict[int, set[str]] = {}  # namespace id -> the names followed in it
         self._seen: set[int] = set()
         self._records: list[tuple] = []  # (container, kind, copy, label)
+        # What it reaches but cannot record: objects whose state lives in C (an iterator, a
+        # random generator, a NumPy array too large to copy), with the state of those it can
+        # read (a generator's); `Watch` needs them, a staged block's check does not.
+        self.opaque: list[str] = []
+        self.generators: list[tuple] = []  # (random generator, its state)
 
     def add(self, label: str, value) -> None:
         """Records what `value` reaches (once per object), calling it `label` in messages."""
@@ -171,7 +203,8 @@ class Snapshot:
                 elif user and contents is not _ABSENT:
                     self.add(name, contents)
             if user:
-                self._add_namespace(fn.__globals__, "")
+                names = _names_used(fn.__code__) if self.named_only else None
+                self._add_namespace(fn.__globals__, "", names)
                 # Its defaults (`def f(memo={})`) and attributes (`f.calls += 1`) are state too.
                 defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
                 for value in defaults:
@@ -181,21 +214,29 @@ class Snapshot:
                 if isinstance(wrapped, types.FunctionType):
                     stack.append(wrapped)
 
-    def _add_namespace(self, namespace: dict, prefix: str) -> None:
-        """Records module globals (or another module's attributes, `prefix` its name)."""
-        if id(namespace) in self._seen:
-            return
-        self._seen.add(id(namespace))
-        self._records.append((namespace, "globals", dict(namespace), prefix))
-        for name, value in list(namespace.items()):
-            if name.startswith("__"):
+    def _add_namespace(self, namespace: dict, prefix: str, names=None) -> None:
+        """Records module globals (or another module's attributes, `prefix` its name): all of
+        them, and what those `names` (None: all) hold."""
+        key = id(namespace)
+        if key not in self._seen:
+            self._seen.add(key)
+            self._records.append((namespace, "globals", dict(namespace), prefix))
+            self._added[key] = set()
+        added = self._added[key]
+        if names is None:
+            items = list(namespace.items())
+        else:
+            items = [(name, namespace[name]) for name in names if name in namespace]
+        for name, value in items:
+            if name in added or name in _MODULE_BOOKKEEPING:
                 continue  # the module's own: `__builtins__`, `__loader__`, `__spec__`
+            added.add(name)
             if isinstance(value, types.FunctionType):
                 if _is_user(value):
                     self._add_function_attributes(value)
             elif isinstance(value, types.ModuleType):
                 if _is_user_module(value):
-                    self._add_namespace(vars(value), f"{prefix}{name}.")
+                    self._add_namespace(vars(value), f"{prefix}{name}.", names)
             elif not isinstance(value, type) or _is_user(value):
                 self.add(f"{prefix}{name}", value)
 
@@ -220,7 +261,25 @@ class Snapshot:
         if isinstance(obj, np.ndarray):
             if obj.size <= _WATCHED_NUMPY_SIZE and obj.dtype != object:
                 self._records.append((obj, "numpy", obj.copy(), label))
+            else:
+                self.opaque.append(label)
             return []
+        if isinstance(obj, bytearray):
+            self._records.append((obj, "list", list(obj), label))
+            return []
+        if self.limit is not None and isinstance(obj, _SIZED) and len(obj) > self.limit:
+            self.opaque.append(label)
+            return []
+        if type(obj) not in _BUILTIN_CONTAINERS:
+            state = _generator_state(obj)
+            if state is not None:
+                self.generators.append((obj, state))
+                return []
+            # Not `isinstance(obj, Iterator)`: the ABC hashes the class, which a metaclass with
+            # an `__eq__` of its own makes unhashable.
+            if hasattr(type(obj), "__next__") and _standard_type(type(obj)):
+                self.opaque.append(label)  # a generator, itertools.count(), a file
+                return []
         if type(obj) not in _BUILTIN_CONTAINERS and not _is_user(type(obj)):
             return []  # library objects, and the runtime's own (a list a loop is sizing)
         if isinstance(obj, dict):
@@ -243,12 +302,12 @@ class Snapshot:
             self._records.append((obj, "class", attributes, label))
             return [(f"{label}.{k}", v) for k, v in attributes.items()]
         children = []
-        own = getattr(obj, "__dict__", None)
+        own = _plain_attribute(obj, "__dict__", None)  # not through a user's __getattr__
         if isinstance(own, dict):
             self._records.append((own, "attributes", dict(own), label))
             children += [(f"{label}.{k}", v) for k, v in list(own.items())]
         for slot in _slots(type(obj)):
-            value = getattr(obj, slot, _ABSENT)
+            value = _plain_attribute(obj, slot, _ABSENT)
             self._records.append((obj, "slot", (slot, value), label))
             if value is not _ABSENT:
                 children.append((f"{label}.{slot}", value))
@@ -302,7 +361,7 @@ def _compare(container, kind, before, label) -> list[Change]:
         ]
     if kind == "slot":
         slot, value = before
-        now = getattr(container, slot, _ABSENT)
+        now = _plain_attribute(container, slot, _ABSENT)
         if _same(value, now):
             return []
         return [
@@ -328,7 +387,9 @@ def _compare(container, kind, before, label) -> list[Change]:
             Change((id(container), "reorder", None), label, before, dict(now), container, "reorder")
         ]
     for key in {*before, *now}:
-        if kind in ("globals", "attributes") and isinstance(key, str) and key.startswith("__"):
+        if kind == "globals" and key in _MODULE_BOOKKEEPING:
+            continue
+        if kind == "attributes" and isinstance(key, str) and key.startswith("__"):
             continue  # bookkeeping: `__warningregistry__`, a function's cached conversions
         b, a = before.get(key, _ABSENT), now.get(key, _ABSENT)
         if _same(b, a):
@@ -366,8 +427,79 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and isinstance(a, _ATOMS) and a == b
 
 
-@functools.lru_cache(maxsize=1024)
+# Builtins that reach globals or attributes by a computed name: code that calls them may reach
+# any global, not only those it names.
+_DYNAMIC_ACCESS = frozenset(
+    {"globals", "vars", "locals", "eval", "exec", "getattr", "setattr", "delattr", "__import__"}
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_used(code: types.CodeType) -> frozenset[str] | None:
+    """The global and attribute names `code` (and the code nested in it) refers to; None if it
+    calls a builtin that reaches names it computes (`globals()`, `getattr`)."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            nested = _names_used(const)
+            if nested is None:
+                return None
+            names |= nested
+    return None if names & _DYNAMIC_ACCESS else frozenset(names)
+
+
+def _standard_type(cls) -> bool:
+    """Whether `cls` is Python's own (builtins, the standard library) or a library's."""
+    root = (getattr(cls, "__module__", None) or "").split(".")[0]
+    return root in _LIBRARIES or root in sys.stdlib_module_names
+
+
+def _plain_attribute(obj, name: str, default):
+    """`getattr(obj, name, default)` without running a `__getattr__` of the user's (one that
+    raises KeyError for a missing name would escape)."""
+    try:
+        return object.__getattribute__(obj, name)
+    except AttributeError:
+        return default
+
+
+def _generator_state(obj):
+    """The state of a random number generator (Python's or NumPy's), or None for anything else:
+    drawing from one changes it, where no container shows a change."""
+    if isinstance(obj, random.Random):
+        return obj.getstate()
+    if isinstance(obj, np.random.Generator):
+        return obj.bit_generator.state
+    if isinstance(obj, np.random.RandomState):
+        return obj.get_state()
+    return None
+
+
+def _same_state(a, b) -> bool:
+    """`a == b` for generator states: tuples, dicts and NumPy arrays of numbers."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    if isinstance(a, (tuple, list)):
+        if type(a) is not type(b) or len(a) != len(b):
+            return False
+        nested = (np.ndarray, tuple, list, dict)
+        return all(_same_state(x, y) if isinstance(x, nested) else x == y for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return (
+            isinstance(b, dict) and a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
+        )
+    return a == b
+
+
 def _slots(cls) -> list[str]:
+    try:
+        return _cached_slots(cls)
+    except TypeError:  # a class a metaclass made unhashable (its own `__eq__`)
+        return _cached_slots.__wrapped__(cls)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_slots(cls) -> list[str]:
     names = []
     for klass in cls.__mro__:
         slots = vars(klass).get("__slots__", ())
@@ -506,17 +638,30 @@ class Watch:
     """
 
     def __init__(self, functions, roots):
-        self.snapshot = Snapshot()
+        self.snapshot = Snapshot(limit=_WATCH_LIMIT, named_only=True)
         self.effects = False  # set by staging.made_effect
         for function in functions:
             if isinstance(function, types.FunctionType):
                 self.snapshot.add_function(function)
         for label, value in roots:
             self.snapshot.add(label, value)
+        self._global_generators = _global_generator_states()
 
     def clean(self) -> bool:
         """Whether the code did nothing that running it again, staged, would repeat."""
-        return not self.effects and not self.snapshot.changes()
+        return (
+            not self.effects
+            and not self.snapshot.opaque  # it might have advanced one of those
+            and all(_same_state(_generator_state(g), s) for g, s in self.snapshot.generators)
+            and _same_state(_global_generator_states(), self._global_generators)
+            and not self.snapshot.changes()
+        )
+
+
+def _global_generator_states() -> tuple:
+    """The states of the random number generators behind `random.random()` and
+    `np.random.rand()` (Python's as a hash: a tuple of 625 ints)."""
+    return hash(random.getstate()), np.random.get_state()
 
 
 def called_as_is(known: bool, makes_effects: bool) -> None:

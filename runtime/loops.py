@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from runtime import bounded, checkpointed, errors, log, peeling, sequences, staging
+from runtime import bounded, checkpointed, errors, exits, log, peeling, sequences, staging
 from runtime import carry as carry_
 from runtime import effects as effects_
 from runtime import lists as lists_
@@ -33,7 +33,17 @@ UNROLL_WARNING_THRESHOLD = 100
 """A `for` loop that cannot be staged warns when it unrolls more iterations than this."""
 
 
-def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoints=None):
+def while_stmt(
+    test,
+    body,
+    state,
+    *,
+    symbol_names,
+    max_iterations=None,
+    checkpoints=None,
+    reads=(),
+    sums=(),
+):
     """Functional form of a while statement.
 
     Same semantics as::
@@ -77,7 +87,7 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
 
     if max_iterations == 0:
         return state
-    pred, first = _first_test(test, state, symbol_names)
+    pred, first = _first_test(test, state, symbol_names, sums)
     if is_staged(pred):
         return staged(state, 0, first)
     iterations = 0
@@ -90,7 +100,7 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
                 return after, staging.condition(test(*after))
 
             state, pred, start = peeling.first_iteration(
-                iteration, state, symbol_names, (test, body)
+                iteration, state, symbol_names, (test, body), reads, sums
             )
             if is_staged(pred) and start is not None:
                 return staged(start, 0, True)  # True: the test Python evaluated before it
@@ -105,17 +115,14 @@ def while_stmt(test, body, state, *, symbol_names, max_iterations=None, checkpoi
     return state
 
 
-def _first_test(test, state, names):
+def _first_test(test, state, names, sums):
     """(the test's value on `state`, what the staged loop is given as its first test): None
-    where the loop's condition can evaluate it again, as a hand-written loop does (evaluating
-    it changed no Python state and made no print or check, so this evaluation is dead code,
-    which JAX drops), else the value itself, carried into the loop."""
-    if staging.eager():
-        return staging.condition(test(*state)), None
-    watch = effects_.Watch((test,), zip(names, state))
-    with staging.watching(watch):
-        pred = staging.condition(test(*state))
-    return pred, (None if is_staged(pred) and watch.clean() else pred)
+    where the loop's condition can evaluate it again, as a hand-written loop does (see
+    `peeling.watched`, `peeling.tests_the_same`), else the value itself, carried into the
+    loop."""
+    pred, again = peeling.watched(lambda: staging.condition(test(*state)), state, names, (test,))
+    again = again and peeling.tests_the_same(state, names, sums)
+    return pred, (None if again else pred)
 
 
 def _check_count(value, option: str, least: int, site: Site) -> int | None:
@@ -311,9 +318,13 @@ def for_stmt(
     *,
     symbol_names,
     extra_test=None,
+    exit_test=None,
+    on_exit=None,
     max_iterations=None,
     checkpoints=None,
     items_as_python=False,
+    reads=(),
+    sums=(),
 ):
     """Functional form of a for statement.
 
@@ -322,47 +333,85 @@ def for_stmt(
         for item in iterable:
             if extra_test is not None and not extra_test(*state):
                 break
+            if exit_test is not None and exit_test(item, *state):
+                state = on_exit(item, *state)
+                break
             state = body(item, *state)
 
-    (`extra_test` comes from `break`; `max_iterations`, from `transpiler.loop_options`, stops the
-    loop after that many iterations.) Python containers (lists, tuples, dicts, generators) run as
-    Python. A `range`, a NumPy or JAX array, or `enumerate`/`zip`/`reversed` over them, runs as
-    Python until the state holds traced values (at once, for a traced array); the remaining
-    iterations then lower to one `jax.lax.scan`, so compile time does not grow with the trip
-    count. Once `extra_test` is traced, the remaining iterations still run, masked: the loop stays
-    a `scan`, which reverse-mode differentiation supports. A range with a traced bound lowers to
-    `jax.lax.while_loop`. A body that cannot be staged (it changes a variable's shape, or needs
-    the index as a Python int) runs as unrolled Python instead, and so does a loop whose body
-    uses its Python items as Python values (`items_as_python`: `f"layer{i}"`, a call of user
-    code with `i`), where a traced item would not be exact. Python state the loop changes is
-    carried too, or refused (see `runtime.effects`).
+    (`extra_test` comes from `break`; `exit_test` and `on_exit` from a `break` or `return` at the
+    top of the body, see `runtime.exits`; `max_iterations`, from `transpiler.loop_options`, stops
+    the loop after that many iterations.) Python containers (lists, tuples, dicts, generators)
+    run as Python. A `range`, a NumPy or JAX array, or `enumerate`/`zip`/`reversed` over them,
+    runs as Python until the state holds traced values (at once, for a traced array); the
+    remaining iterations then lower to one `jax.lax.scan`, so compile time does not grow with
+    the trip count (all of them, when the first iteration made the state traced: see
+    `runtime.peeling`). A loop that may stop early (a traced `extra_test` or `exit_test`) lowers
+    to a `jax.lax.while_loop` over the item index that tests them, with `max_iterations` a
+    bounded one (see `runtime.bounded`), or, with only an `extra_test` and `max_iterations`, to
+    a `scan` whose iterations after the `break` are masked. A range with a traced bound lowers
+    to `jax.lax.while_loop`. A body that cannot be staged (it changes a variable's shape, or
+    needs the index as a Python int) runs as unrolled Python instead, and so does a loop whose
+    body uses its Python items as Python values (`items_as_python`: `f"layer{i}"`, a call of
+    user code with `i`), where a traced item would not be exact. Python state the loop changes
+    is carried too, or refused (see `runtime.effects`).
     """
     site = Site("for loop")
     max_iterations = _check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = _check_count(checkpoints, "checkpoints", 2, site)
-    effects = Effects((body, extra_test), site)
+    effects = Effects((body, extra_test, exit_test, on_exit), site)
+    plain = (body, extra_test, symbol_names)
+    exit_ = None
+    if exit_test is not None:
+        # The Python paths run the loop as the break pass would write it: a flag in the state.
+        exit_ = exits.Exit(exit_test, on_exit)
+        body, extra_test, state, symbol_names = exit_.flagged(body, extra_test, state, symbol_names)
 
-    def staged(stage, state):
+    def finish(state):
+        return state if exit_ is None else state[:-1]
+
+    def staged(stage, state, unfired=False):
+        """`stage(body, extra_test, exit, state, names)` run by `effects`; `unfired`: the
+        exit's flag in `state` is known to be False, so the loop is staged with the exit test
+        itself (in the loop's condition), the flag left out."""
+        body_, extra_test_, names = plain if unfired else (body, extra_test, symbol_names)
+        if unfired:
+            state = state[:-1]
+
         def run(state, names, wrap):
-            test = extra_test and wrap(extra_test, returns_state=False)
-            return stage(wrap(body, leading=1), test, state, names)
+            test = extra_test_ and wrap(extra_test_, returns_state=False)
+            exit_wrapped = None
+            if unfired:
+                exit_wrapped = exits.Exit(
+                    wrap(exit_.test, leading=1, returns_state=False), wrap(exit_.on_exit, leading=1)
+                )
+            return stage(wrap(body_, leading=1), test, exit_wrapped, state, names)
 
-        return effects.run(state, symbol_names, run)
+        out = effects.run(state, names, run)
+        return (*out, False) if unfired else out
 
+    unfired = exit_ is not None  # the flag starts False: the staged loop may test the exit
     if isinstance(iterable, TracedRange):
         log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
-        return staged(
-            lambda body, test, state, names: _staged_range_while(
-                iterable, body, state, names, site, test, max_iterations, checkpoints
-            ),
-            state,
+        return finish(
+            staged(
+                lambda body, test, exit_, state, names: _staged_range_while(
+                    iterable, body, state, names, site, test, max_iterations, checkpoints, exit_
+                ),
+                state,
+                unfired,
+            )
         )
     if isinstance(iterable, lists_.StagedList) and iterable.known_length() is None:
         # A list of traced length: a while loop over its items, however many there are.
         items = iterable.buffer
-        log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
-        return staged(
-            lambda body, test, state, names: _staged_range_while(
+
+        def over_items(body, test, exit_, state, names):
+            if exit_ is not None:
+                exit_ = exits.Exit(
+                    lambda j, *s: exit_.test(items[j], *s),
+                    lambda j, *s: exit_.on_exit(items[j], *s),
+                )
+            return _staged_range_while(
                 TracedRange(0, iterable.length, 1),
                 lambda j, *s: body(items[j], *s),
                 state,
@@ -371,70 +420,99 @@ def for_stmt(
                 test,
                 max_iterations,
                 checkpoints,
-            ),
-            state,
-        )
+                exit_,
+            )
+
+        log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
+        return finish(staged(over_items, state, unfired))
     seq = sequences.as_sequence(iterable)
     if seq is None:
         if staging.trackers() or staging.watches():
             effects_.check_consumed(iterable, "a for loop")
         items = iterable if max_iterations is None else itertools.islice(iterable, max_iterations)
-        return _python_for(items, body, state, symbol_names, site, extra_test, effects)
+        return finish(_python_for(items, body, state, symbol_names, site, extra_test, effects))
     n, k = len(seq), 0
     if max_iterations is not None:
         n = min(n, max_iterations)
     # Python items the body uses as Python values stay Python: no scan hands it tracers.
     may_scan = seq.staged() or (not items_as_python and seq.exact_as_arrays())
 
-    def scan_from(k, state):
+    def scan_from(k, state, unfired=False):
         out = staged(
-            lambda body, test, state, names: _scan(
-                seq, k, n, body, test, state, names, site, max_iterations is None
+            lambda body, test, exit_, state, names: _scan(
+                seq, k, n, body, test, state, names, site, max_iterations is None, exit_
             ),
             state,
+            unfired,
         )
-        log.staged(site, "lax.scan" if max_iterations or not extra_test else "lax.while_loop")
-        return out
+        stops = extra_test is not None and (max_iterations is None or unfired)
+        log.staged(site, "lax.while_loop" if stops else "lax.scan")
+        return finish(out)
 
     go = None  # the extra test on the state, once evaluated
     while k < n:
         if go is None:
             go = extra_test(*state) if extra_test is not None else True
         if not is_staged(go) and not go:
-            return state
+            return finish(state)
         if is_staged(go) and not may_scan:
             break  # the rest, as Python, each iteration masked by the traced test
         if may_scan and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state))):
             try:
-                return scan_from(k, state)
+                return scan_from(k, state, exit_ is not None and state[-1] is False)
             except carry_.Unsized:
                 pass  # this iteration, as Python, binds what the body binds first
             except _SCAN_REFUSED as e:
                 _log_unrolled(site, e, n - k)
                 break
+        body_k = body
+        if exit_ is not None and state[-1] is False:
+            # The exit test on this item, as Python evaluates it (after the extra test): where
+            # it is traced, the staged loop evaluates it again in its condition if it can.
+            *plain_state, _ = state
+            stop, again = peeling.watched(
+                lambda item=seq[k], s=plain_state: staging.condition(exit_.test(item, *s)),
+                state,
+                symbol_names,
+                effects.functions,
+            )
+            again = again and peeling.restartable(state, symbol_names, reads, sums)
+            if again and may_scan:
+                try:
+                    return scan_from(k, state, True)
+                except _SCAN_REFUSED as e:  # the rest unrolled, this item with `stop`
+                    _log_unrolled(site, e, n - k)
+                    may_scan = False
+            if not is_staged(stop) and stop:
+                return finish((*exit_.on_exit(seq[k], *plain_state), True))
+
+            def body_k(item, *state, stop=stop):  # the exit test evaluated already
+                return exit_.step(stop, item, state[:-1], plain[0], plain[2])
+
         if k == 0 and may_scan and n >= 2:
             # Python runs it, and tells whether the loop is staged after it: if so, staged
             # from before it where that is exact (see runtime.peeling).
-            def iteration(state):
-                after = body(seq[0], *state)
+            def iteration(state, body_k=body_k):
+                after = body_k(seq[0], *state)
                 return after, (extra_test(*after) if extra_test is not None else True)
 
             state, go, start = peeling.first_iteration(
-                iteration, state, symbol_names, (body, extra_test)
+                iteration, state, symbol_names, effects.functions, reads, sums
             )
             k = 1
             if start is not None and (is_staged(go) or _should_scan(seq, state)):
                 try:
-                    return scan_from(0, start)
+                    # Before it, the exit's flag was False.
+                    return scan_from(0, start, exit_ is not None)
                 except _SCAN_REFUSED as e:  # as it would from the state after: the rest unrolled
                     _log_unrolled(site, e, n - k)
                     break
             continue
-        state = body(seq[k], *state)
+        state = body_k(seq[k], *state)
         k += 1
         go = None
     rest = (seq[i] for i in range(k, n))
-    return _python_for(rest, body, state, symbol_names, site, extra_test, effects)
+    return finish(_python_for(rest, body, state, symbol_names, site, extra_test, effects))
 
 
 def _python_for(items, body, state, names, site, extra_test, effects):
@@ -485,9 +563,9 @@ _SCAN_REFUSED = (
 )
 
 
-def _scan(seq, k, n, body, test, state, names, site, stop_early=True):
+def _scan(seq, k, n, body, test, state, names, site, stop_early=True, exit_=None):
     try:
-        return _staged_scan(seq, k, n, body, state, names, site, test, stop_early)
+        return _staged_scan(seq, k, n, body, state, names, site, test, stop_early, exit_)
     except TypeError as e:  # the index as a dict key, say: the loop runs as Python
         cannot_stage = errors.as_cannot_stage(e)
         if cannot_stage is None:
@@ -506,15 +584,19 @@ def _log_unrolled(site, error, count) -> None:
         warnings.warn(message + ", so compile time grows with the trip count.", stacklevel=4)
 
 
-def _staged_scan(seq, k, n, body, state, names, site, extra_test, stop_early=True):
+def _staged_scan(seq, k, n, body, state, names, site, extra_test, stop_early=True, exit_=None):
     """The rest of the loop, items k..n-1. With a traced `extra_test` (a `break`), it stops
     early where it can (`stop_early`): a while loop over the index; with
     `loop_options(max_iterations=N)` it stays a scan whose iterations after the `break` are
-    masked (every step stored by reverse mode: derivatives of any order)."""
+    masked (every step stored by reverse mode: derivatives of any order). With an `exit_`
+    test, it is a while loop over the index that tests it (bounded, given `max_iterations`)."""
     xs, to_item = seq.scan_inputs(k)
     xs = jax.tree_util.tree_map(lambda x: x[: n - k], xs)
-    if extra_test is not None and stop_early:
-        return _early_exit_loop(xs, to_item, n - k, body, state, names, site, extra_test)
+    if exit_ is not None or (extra_test is not None and stop_early):
+        bound = None if stop_early else n - k
+        return _early_exit_loop(
+            xs, to_item, n - k, body, state, names, site, extra_test, exit_, bound
+        )
     return carry_.staged_with(
         lambda state: _scan_once(xs, to_item, n - k, body, state, names, site, extra_test),
         state,
@@ -548,43 +630,87 @@ def _scan_once(xs, to_item, count, body, state, names, site, extra_test):
     return carry.finish(final[1], ran=count > 0)
 
 
-def _early_exit_loop(xs, to_item, count, body, state, names, site, extra_test):
+def _early_exit_loop(
+    xs, to_item, count, body, state, names, site, extra_test, exit_=None, max_iterations=None
+):
     """The rest of a `for` loop over `count` items `xs` that a traced `extra_test` (a `break`,
-    a `return`) may stop early: a while loop over the index, which stops there (a scan would
-    run every remaining iteration, masked). Reverse mode goes through it as through any staged
-    `while` (checkpointed)."""
+    a `return`) or `exit_` test may stop early: a while loop over the index, which stops there
+    (a scan would run every remaining iteration, masked). Reverse mode goes through it as
+    through any staged `while` (checkpointed, or a masked scan given `max_iterations`)."""
+
+    def item_at(j):
+        return to_item(jax.tree_util.tree_map(lambda x: x[j], xs), j)
+
+    return _indexed_while(
+        item_at, count, body, state, names, site, extra_test, exit_, max_iterations
+    )
+
+
+def _indexed_while(
+    item_at, count, body, state, names, site, extra_test, exit_, max_iterations, checkpoints=None
+):
+    """`for j in range(count)`: `body(item_at(j), *state)` while `extra_test` holds and
+    `exit_.test` does not; then, if the exit test stopped it, `exit_.on_exit` on that item."""
+
+    def more(j, s):
+        going = j < count
+        if extra_test is None:
+            return going
+        test = staging.scalar_predicate(extra_test(*s), site, "loop test")
+        return jnp.logical_and(going, test)
+
+    def last(j):  # an item in range where the loop has none left: what it computes is unused
+        return item_at(jnp.minimum(j, count - 1))
 
     def test(j, *s):
-        more = j < count
-        return jnp.logical_and(more, staging.scalar_predicate(extra_test(*s), site, "loop test"))
+        if exit_ is None:
+            return more(j, s)
+        return exit_.condition(more(j, s), last(j), s, site)
 
     def counted_body(j, *s):
-        item = to_item(jax.tree_util.tree_map(lambda x: x[j], xs), j)
-        return (j + 1, *body(item, *s))
+        return (j + 1, *body(item_at(j), *s))
 
-    names = ("<iteration>", *names)
-    final = _staged_while(test, counted_body, (0, *state), names, site, trip_count=count)
-    return final[1:]
+    final = _staged_while(
+        test,
+        counted_body,
+        (0, *state),
+        ("<iteration>", *names),
+        site,
+        max_iterations,
+        checkpoints,
+        trip_count=count if isinstance(count, int) else None,
+    )
+    j, state = final[0], final[1:]
+    if exit_ is None:
+        return state
+    return exit_.after(more(j, state), last(j), state, names, site)
 
 
 def _staged_range_while(
-    r: TracedRange, body, state, names, site, extra_test, max_iterations, checkpoints=None
+    r: TracedRange,
+    body,
+    state,
+    names,
+    site,
+    extra_test,
+    max_iterations,
+    checkpoints=None,
+    exit_=None,
 ):
-    trip_count = r.trip_count()
-
-    def test(j, *s):
-        more = j < trip_count
-        if extra_test is None:
-            return more
-        return jnp.logical_and(more, staging.scalar_predicate(extra_test(*s), site, "loop test"))
-
-    def counted_body(j, *s):
+    def item_at(j):
         if is_staged(r.start) or is_staged(r.step):
-            item = r.start + j * r.step
-        else:
-            item = sequences.counted(r.start, r.step, None, j)
-        return (j + 1, *body(item, *s))
+            return r.start + j * r.step
+        return sequences.counted(r.start, r.step, None, j)
 
-    names = ("<iteration>", *names)
-    final = _staged_while(test, counted_body, (0, *state), names, site, max_iterations, checkpoints)
-    return final[1:]
+    return _indexed_while(
+        item_at,
+        r.trip_count(),
+        body,
+        state,
+        names,
+        site,
+        extra_test,
+        exit_,
+        max_iterations,
+        checkpoints,
+    )

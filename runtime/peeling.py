@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from runtime import effects, staging
@@ -29,16 +30,17 @@ from runtime import lists as lists_
 from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
 
 
-def first_iteration(iteration, state, names, functions):
+def first_iteration(iteration, state, names, functions, reads=(), sums=()):
     """Runs `iteration(state)` -> (state after it, what decides the loop goes on) as Python.
 
     Returns (state after, decides, start): `start` is the state to stage the loop from instead
     of the state after (the state before, promoted to the types it has after), or None where
-    the loop must go on from the state after: it stays Python, or the iteration did something
+    the loop must go on from the state after: it stays Python, or staging it from before would
+    compute that iteration differently (see `restartable`), or the iteration did something
     that staging it again would repeat, or the state's types do not promote. `functions` are
     the loop's functions (body, test), whose cells and globals the iteration can change.
     """
-    if staging.eager():  # every value is concrete: the loop is Python throughout
+    if staging.eager() or not restartable(state, names, reads, sums):
         after, decides = iteration(state)
         return after, decides, None
     watch = effects.Watch(functions, zip(names, state))
@@ -49,6 +51,63 @@ def first_iteration(iteration, state, names, functions):
     if not watch.clean():
         return after, decides, None
     return after, decides, start_state(state, after)
+
+
+def restartable(state, names, reads=(), sums=()) -> bool:
+    """Whether the loop's first iteration computes the same staged from `state` promoted (each
+    Python number cast to the dtype it gets) as it does as Python: the iteration reads no
+    Python value (a Python int, float or bool, a NumPy value) from the state before writing
+    it, except adding to a zero (`steps = 0` ... `steps += 1`: `sums`), and the flags the passes
+    made. Python computes on Python values with Python's arithmetic (unbounded ints, float64,
+    `isinstance(v, int)`), the staged loop with JAX's: the first iteration must not see the
+    difference. `reads`, `sums`: names, from the conversion (the control-flow pass).
+    """
+    for name, value in zip(names, state):
+        if not _python_values(value):
+            continue
+        if name in reads:
+            return False
+        if name in sums and not (isinstance(value, (int, float)) and value == 0):
+            return False
+    return True
+
+
+def _python_values(value) -> bool:
+    """Whether `value` holds a Python number or a NumPy value (not only JAX arrays)."""
+    return any(
+        isinstance(leaf, (bool, int, float, complex, np.ndarray, np.generic))
+        for leaf in jax.tree_util.tree_leaves(value)
+    )
+
+
+def tests_the_same(state, names, sums=()) -> bool:
+    """Whether a loop test computes the same on `state` promoted (each Python number cast to
+    the dtype the staged loop gives it) as on `state`: the state holds no Python number but
+    bools (`not`, `and`, `or` agree) and zeros that the loop only adds to (`sums`: a counter,
+    `k < max_iter`), no NumPy value."""
+    for name, value in zip(names, state):
+        for leaf in jax.tree_util.tree_leaves(value):
+            if isinstance(leaf, bool) or not isinstance(leaf, _PYTHON_NUMBERS):
+                continue
+            if not (name in sums and isinstance(leaf, (int, float)) and leaf == 0):
+                return False
+    return True
+
+
+_PYTHON_NUMBERS = (int, float, complex, np.ndarray, np.generic)
+
+
+def watched(evaluate, state, names, functions):
+    """(`evaluate()`, whether staged code may evaluate it again instead): it gave a traced value
+    and did nothing that evaluating it again would repeat (see `effects.Watch`). A loop's test,
+    evaluated to tell whether the loop is staged, is then evaluated again in the staged loop's
+    condition, and this evaluation is dead code."""
+    if staging.eager():
+        return evaluate(), False
+    watch = effects.Watch(functions, zip(names, state))
+    with staging.watching(watch):
+        value = evaluate()
+    return value, staging.is_staged(value) and watch.clean()
 
 
 def start_state(before, after) -> tuple | None:
@@ -72,7 +131,10 @@ def start_state(before, after) -> tuple | None:
         elif staging.is_array_tree(b):
             if not staging.is_array_tree(a):
                 return None
-            promoted = _promoted(staging.as_arrays(b), staging.as_arrays(a))
+            try:
+                promoted = _promoted(staging.as_arrays(b), staging.as_arrays(a))
+            except OverflowError:  # a Python int no JAX integer holds
+                return None
             if promoted is _NO:
                 return None
             start.append(staging.released(promoted))

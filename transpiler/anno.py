@@ -39,6 +39,10 @@ class Static(enum.Enum):
     EXTRA_TEST = (
         "an expression on a For node: the loop also stops once it is false (set by the break pass)"
     )
+    EXIT_GUARD = (
+        "True on the `if C: ...; break` that starts a For body, which the break pass leaves for "
+        "the control-flow pass to hand to the runtime as the loop's exit test"
+    )
     RETURN_BREAK = (
         "the return flag (str) on a Break the return pass adds: the flag is True when it runs"
     )

@@ -73,7 +73,10 @@ EFFECT_FUNCTIONS = (
 
 def makes_effects(value) -> bool:
     """Whether `value` is one of JAX's functions that make effects of the program when it runs
-    (`EFFECT_FUNCTIONS`). Looks only in modules already imported: this imports nothing."""
+    (`EFFECT_FUNCTIONS`), or a `functools.partial` of one. Looks only in modules already
+    imported: this imports nothing."""
+    while isinstance(value, functools.partial):
+        value = value.func
     for path in EFFECT_FUNCTIONS:
         module_name, _, name = path.rpartition(".")
         module = sys.modules.get(module_name)

@@ -15,6 +15,7 @@ class Namer:
 
     def __init__(self, taken: set[str]):
         self._taken = set(taken)
+        self.generated: set[str] = set()  # the names `new` handed out
 
     @classmethod
     def for_tree(cls, tree: gast.AST) -> Namer:
@@ -35,4 +36,5 @@ class Namer:
             n += 1
             name = f"{base}_{n}"
         self._taken.add(name)
+        self.generated.add(name)
         return name

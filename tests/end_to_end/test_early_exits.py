@@ -407,10 +407,15 @@ def bounded_first_large_row_sum(m, t):
     return jnp.sum(total * total * total)
 
 
-def test_for_with_break_and_max_iterations_stays_a_masked_scan_with_second_derivatives():
+def test_for_with_break_and_max_iterations_has_second_derivatives():
+    # Run, a while loop that tests the break (see runtime/exits.py, runtime/bounded.py);
+    # differentiated, a masked scan, which second derivatives go through.
     m = jnp.array([[1.0, 2.0], [0.5, 0.5], [4.0, 4.0], [1.0, 1.0]])
     check_jit(bounded_first_large_row_sum, m, 2.0)
-    assert "scan[" in primitives(bounded_first_large_row_sum, m, 2.0)
+    assert "while[" in primitives(bounded_first_large_row_sum, m, 2.0)
+    assert "scan[" in str(
+        jax.make_jaxpr(jax.grad(transpiler.convert(bounded_first_large_row_sum)))(m, 2.0)
+    )
     staged = jax.jit(jax.hessian(transpiler.convert(bounded_first_large_row_sum)))(m, 2.0)
     eager = jax.hessian(bounded_first_large_row_sum)(m, 2.0)
     np.testing.assert_allclose(staged, eager, rtol=1e-5)

@@ -500,7 +500,9 @@ class _Generator:
         range(n): s = s + ...`: Python at first, traced after one iteration (under jit), with
         now and then an effect in the first iteration only, or an exit at the top of the body."""
         s, k = self.fresh("s"), self.fresh("k")
-        self.emit(indent, f"{s} = {self.rng.choice(['0', '1', '5'])}")
+        # `1 << 20`: Python's int arithmetic on it (below) differs from int32's.
+        start = self.rng.choice(["0", "1", "5", "1 << 20"])
+        self.emit(indent, f"{s} = {start}")
         r = self.rng.random()
         if r < 0.6:
             self.emit(indent, f"{k} = 0")
@@ -525,7 +527,10 @@ class _Generator:
         if self.chance(0.5):
             self.emit(indent + 1, f"if {first}:")
             self.first_iteration_effect(indent + 2, inner)
-        self.emit(indent + 1, f"{s} = (({s} + {self.expr(inner)}) % 97)")
+        if start == "1 << 20":
+            self.emit(indent + 1, f"{s} = ((({s} * 4096) % 1009 + {self.expr(inner)}) % 97)")
+        else:
+            self.emit(indent + 1, f"{s} = (({s} + {self.expr(inner)}) % 97)")
         if r < 0.6:
             self.emit(indent + 1, f"{k} += 1")
         if r < 0.3:

@@ -221,8 +221,8 @@ def test_to_source_with_source_map_names_each_statement_s_line():
     )
     assert f"    x = x * (x @ x)  # {line('SQUARE')}" in source
     assert (
-        f"i, x = rt__.while_stmt(loop_test, loop_body, (i, x), symbol_names=('i', 'x'))  # {line('WHILE')}"
-        in source
+        "i, x = rt__.while_stmt(loop_test, loop_body, (i, x), symbol_names=('i', 'x'), "
+        f"reads=('x',), sums=('i',))  # {line('WHILE')}" in source
     )
     plain = transpiler.to_source(squaring)
     assert re.sub(r"  # \S+:\d+$", "", source, flags=re.MULTILINE) == plain

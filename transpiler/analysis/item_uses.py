@@ -31,6 +31,7 @@ _ARRAY_SAFE_RUNTIME = frozenset(
         "max_",
         "sum_",
         "print_",
+        "effect",  # jax.debug.print(...) and the like: JAX functions, arrays welcome
         "fstring",
         "ld",
         "and_",

@@ -10,10 +10,12 @@
                                            found = False
 
 A `break` that is all a leading `if` of a `while` body does is folded into the loop's test
-(`while x < n: if x == t: break` is `while x < n and not x == t:`). A `for` loop gets the flag;
-its test (`not did_break`) is attached as the EXTRA_TEST
-annotation, which the control-flow pass hands to `rt__.for_stmt(..., extra_test=...)`: the loop
-stops fetching items once it is false, and a staged `scan` masks the remaining iterations.
+(`while x < n: if x == t: break` is `while x < n and not x == t:`). A leading `if C: ...; break`
+of a `for` body stays, marked EXIT_GUARD: the control-flow pass makes it the loop's exit test
+(see `runtime.exits`). Otherwise a `for` loop gets the flag; its test (`not did_break`) is
+attached as the EXTRA_TEST annotation, which the control-flow pass hands to
+`rt__.for_stmt(..., extra_test=...)`: the loop stops fetching items once it is false, and a
+staged loop tests it.
 """
 
 from __future__ import annotations
@@ -79,7 +81,17 @@ class _BreakStatements(Transformer):
     def visit_While(self, node):
         return self._visit_loop(_fold_leading_exits(node))
 
-    visit_For = _visit_loop
+    def visit_For(self, node):
+        guard = _exit_guard(node)
+        if guard is None:
+            return self._visit_loop(node)
+        # The guard stays first in the body, marked, for the control-flow pass (which makes it
+        # the loop's exit test); the loop's other breaks are rewritten as usual.
+        node.body = node.body[1:]
+        out = self._visit_loop(node)
+        anno.setanno(guard, anno.Static.EXIT_GUARD, True)
+        node.body = [guard, *node.body]
+        return out
 
 
 def _fold_leading_exits(node: gast.While) -> gast.While:
@@ -97,6 +109,28 @@ def _fold_leading_exits(node: gast.While) -> gast.While:
         node.test = test
         node.body = guard.orelse + node.body[1:] or [gast.Pass()]
     return node
+
+
+# What the exit of a `for` may do before it breaks: it runs once, after the loop.
+_EXIT_STATEMENTS = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Pass)
+
+
+def _exit_guard(node: gast.For) -> gast.If | None:
+    """The `if C: <assignments>; break` that starts a `for` body (a `return` there is one, after
+    the return pass), if there is one and the loop has no `else:` (which the flag tells)."""
+    if node.orelse or not node.body:
+        return None
+    guard = node.body[0]
+    if not (isinstance(guard, gast.If) and not guard.orelse and guard.body):
+        return None
+    *effects, last = guard.body
+    if not isinstance(last, gast.Break):
+        return None
+    if not all(isinstance(stmt, _EXIT_STATEMENTS) for stmt in effects):
+        return None
+    if any(isinstance(n, gast.NamedExpr) for n in structure.walk_nodes(guard)):
+        return None
+    return guard
 
 
 def _is_exit_guard(stmt: gast.stmt) -> bool:

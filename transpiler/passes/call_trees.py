@@ -14,8 +14,10 @@ code that may be given a user function, which `rt__.call` converts before passin
     g = jax.grad(loss_fn)              ->   g = rt__.call(jax.grad, loss_fn)
     ys = list(map(lambda v: v * 2, xs))  ->   ys = list(rt__.call(map, lambda v: v * 2, xs))
 
-A library call goes through `rt__.call` when it makes an effect of the program (`jax.debug.print`:
-the runtime must know, see `runtime.peeling`), when its target declares a parameter for functions
+A call of a JAX function that makes an effect of the program when it runs goes through
+`rt__.effect` (`jax.debug.print(...)` -> `rt__.effect(jax.debug.print, ...)`), which records it
+for the code running now (see `runtime.peeling`). A library call goes through `rt__.call` when
+its target declares a parameter for functions
 (`libraries.takes_functions`), or, for targets without a signature (`map`, `functools.reduce`),
 when an argument may be a function: a lambda, a nested `def`, a global user function, or a
 parameter of the function given first (the function-first convention of `map` and `reduce`).
@@ -123,13 +125,13 @@ class _CallTrees(Transformer):
         if not self.convert_calls or _root_name(func) == RUNTIME:
             return node
         library = self._library_value(func)
-        if (
-            library is not _UNKNOWN
-            and not self._given_functions(library, node)
-            and not libraries.makes_effects(library)  # the runtime watches those
-        ):
+        if library is not _UNKNOWN and libraries.makes_effects(library):
+            operator = "effect"  # the runtime records that the code running now makes one
+        elif library is not _UNKNOWN and not self._given_functions(library, node):
             return node
-        call = templates.replace_as_expression(f"{RUNTIME}.call(func)", func=func)
+        else:
+            operator = "call"
+        call = templates.replace_as_expression(f"{RUNTIME}.{operator}(func)", func=func)
         call.args += node.args
         call.keywords = node.keywords
         return call

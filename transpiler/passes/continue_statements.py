@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import structure, templates
+from transpiler import anno, structure, templates
 from transpiler.context import PassContext
 from transpiler.naming import Namer
 from transpiler.passes import guards
@@ -39,7 +39,9 @@ class _ContinueStatements(Transformer):
             node.body, gast.Continue, lambda _: templates.replace("flag = True", flag=flag)
         )
         reset = templates.replace("flag = False", flag=flag)
-        node.body = reset + guards.guard_block(body, flag, into_loops=False)
+        # A `for` loop's exit guard (break pass) stays first: it is the loop's exit test.
+        guard = body[:1] if body and anno.hasanno(body[0], anno.Static.EXIT_GUARD) else []
+        node.body = guard + reset + guards.guard_block(body[len(guard) :], flag, into_loops=False)
         return node
 
     visit_While = _visit_loop

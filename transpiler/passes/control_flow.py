@@ -43,10 +43,25 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
 
 
 def _has_early_exit(node: gast.stmt) -> bool:
-    """Whether `node` holds a return, or a break/continue that leaves `node` (not an inner loop)."""
+    """Whether `node` holds a return, or a break/continue that leaves `node` (not an inner loop);
+    a `for` loop's exit guard (see `_exit_guard`) aside."""
     return any(
-        any(structure.jumps_out(block.stmts, structure.EXITS)) for block in structure.blocks(node)
+        any(structure.jumps_out(_without_exit_guard(block.stmts), structure.EXITS))
+        for block in structure.blocks(node)
     )
+
+
+def _exit_guard(node: gast.stmt) -> gast.If | None:
+    """The `if C: ...; break` that starts a `for` body, left by the break pass for this pass."""
+    if isinstance(node, gast.For) and node.body and anno.hasanno(node.body[0], _A.EXIT_GUARD):
+        return node.body[0]
+    return None
+
+
+def _without_exit_guard(stmts: list[gast.stmt]) -> list[gast.stmt]:
+    if stmts and anno.hasanno(stmts[0], _A.EXIT_GUARD):
+        return stmts[1:]
+    return stmts
 
 
 def convertible(node: gast.stmt) -> bool:
@@ -121,6 +136,19 @@ _FOR = """
     state_out = rt__.for_stmt(iterable, loop_body, state_tuple, symbol_names=names, **options)
 """
 
+_FOR_EXIT = """
+    def loop_exit(item, state_args):
+        prologue
+        bind_item
+        return exit_test
+    def loop_exited(item, state_args):
+        prologue
+        bind_item
+        exit_body
+        return state_tuple
+"""
+"""The functions of a `for` loop's exit guard: its test, and what it does before it breaks."""
+
 _FOR_WITH_TEST = """
     def loop_test(state_args):
         prologue
@@ -177,6 +205,7 @@ class _ControlFlow(Transformer):
         if not convertible(node):
             return self.generic_visit(node)
         names, _, cells = self._state(node)
+        options = _loop_options(node) + self._restart_options(node, names)
         loop_test, loop_body = self.namer.new("loop_test"), self.namer.new("loop_body")
         self._visit_blocks(node)
         stmts = self._assign_state(
@@ -188,7 +217,7 @@ class _ControlFlow(Transformer):
             test=node.test,
             loop_test=loop_test,
             loop_body=loop_body,
-            options=_loop_options(node),
+            options=options,
         )
         return stmts + node.orelse
 
@@ -201,6 +230,7 @@ class _ControlFlow(Transformer):
             true = templates.constant(True)
             options.append(gast.keyword(arg="items_as_python", value=true))
         names, _, cells = self._state(node)
+        options += self._restart_options(node, names)
         target = node.target
         if isinstance(target, gast.Name) and target.id not in names:
             item, bind_item = target.id, []
@@ -215,10 +245,43 @@ class _ControlFlow(Transformer):
             replacements.update(
                 test=anno.getanno(node, _A.EXTRA_TEST), loop_test=self.namer.new("loop_test")
             )
+        guard = _exit_guard(node)
+        if guard is not None:
+            # From the break pass: `if C: ...; break` first in the body, the loop's exit.
+            template = _FOR_EXIT + template
+            loop_exit, loop_exited = self.namer.new("loop_exit"), self.namer.new("loop_exited")
+            replacements.update(
+                exit_test=guard.test,
+                exit_body=self.visit_block(guard.body[:-1]),
+                loop_exit=loop_exit,
+                loop_exited=loop_exited,
+            )
+            options += [
+                gast.keyword(arg="exit_test", value=templates.name(loop_exit)),
+                gast.keyword(arg="on_exit", value=templates.name(loop_exited)),
+            ]
+            node.body = node.body[1:]
         replacements["loop_body"] = self.namer.new("loop_body")
         self._visit_blocks(node)
         stmts = self._assign_state(template, names, names, cells, body=node.body, **replacements)
         return stmts + node.orelse
+
+    def _restart_options(self, node, names) -> list[gast.keyword]:
+        """`reads=(...)`, `sums=(...)`: the state variables whose values before the loop its
+        first iteration reads (the exit test of a `for` included), less those it only adds to
+        first (`steps += 1`: `sums`) and the flags the passes made. The runtime restarts a
+        loop that its first iteration made staged from before that iteration only where
+        Python would compute that iteration the same way (see `runtime.peeling`)."""
+        live = anno.getanno(node, _A.LOOP_LIVE_IN)
+        if isinstance(node, gast.For):  # the item, bound before each iteration
+            live = live - activity.of(node.target).bound
+        read = [n for n in names if n in live and n not in self.namer.generated]
+        sums = [n for n in read if _adds_to_first(node.body, n)]
+        keywords = []
+        for option, found in (("reads", [n for n in read if n not in sums]), ("sums", sums)):
+            if found:
+                keywords.append(gast.keyword(arg=option, value=templates.constant(tuple(found))))
+        return keywords
 
     def _cells(self, state):
         """The parameters for `state`, and the statements that open each generated function.
@@ -262,6 +325,60 @@ class _ControlFlow(Transformer):
             state_out=outputs,  # no outputs: no assignment, just the call
             **replacements,
         )
+
+
+def _adds_to_first(body: list[gast.stmt], name: str) -> bool:
+    """Whether, on every path through `body`, `name` is first added to (`name += e`, `name -= e`,
+    `name = name + e`, `name = name - e`, `e` not reading `name`), bound, or not used at all:
+    its value before the body is never read but to add to it."""
+    return _first_use(body, name) != "reads"
+
+
+def _first_use(stmts: list[gast.stmt], name: str) -> str | None:
+    """How the statements first use `name`, path by path through `if`s: "adds" (or binds),
+    "reads", or None (not at all)."""
+    for i, stmt in enumerate(stmts):
+        if _increments(stmt, name):
+            return "adds"
+        if (
+            isinstance(stmt, gast.If)
+            and name not in activity.of(stmt.test).modified | activity.of(stmt.test).reads
+        ):
+            uses = {_first_use(stmt.body, name), _first_use(stmt.orelse, name)}
+            if "reads" in uses:
+                return "reads"
+            if uses == {None}:
+                continue
+            if None in uses:  # a path that does not use it goes on after the `if`
+                return "reads" if _first_use(stmts[i + 1 :], name) == "reads" else "adds"
+            return "adds"
+        act = anno.getanno(stmt, _A.ACTIVITY)
+        if name in act.reads:
+            return "reads"
+        if name in act.bound:
+            return "adds"
+    return None
+
+
+def _increments(stmt: gast.stmt, name: str) -> bool:
+    if isinstance(stmt, gast.AugAssign):
+        target, op, value = stmt.target, stmt.op, stmt.value
+    elif (
+        isinstance(stmt, gast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.value, gast.BinOp)
+        and isinstance(stmt.value.left, gast.Name)
+        and stmt.value.left.id == name
+    ):
+        (target,), op, value = stmt.targets, stmt.value.op, stmt.value.right
+    else:
+        return False
+    return (
+        isinstance(target, gast.Name)
+        and target.id == name
+        and isinstance(op, (gast.Add, gast.Sub))
+        and name not in activity.of(value).reads
+    )
 
 
 def _placeholder(name: str) -> gast.expr:

@@ -96,7 +96,7 @@ def test_while_with_else():
                 total += i
                 i += 1
                 return (i, total)
-            i, total = rt__.while_stmt(loop_test, loop_body, (i, total), symbol_names=('i', 'total'))
+            i, total = rt__.while_stmt(loop_test, loop_body, (i, total), symbol_names=('i', 'total'), reads=('i',), sums=('total',))
             total = -total
             return total
         """
@@ -125,7 +125,7 @@ def test_for_over_range_with_target_used_after():
                 i = item
                 s = s + i
                 return (i, s)
-            i, s = rt__.for_stmt(range(n), loop_body, (i, s), symbol_names=('i', 's'), items_as_python=True)
+            i, s = rt__.for_stmt(range(n), loop_body, (i, s), symbol_names=('i', 's'), items_as_python=True, sums=('s',))
             return (s, rt__.ld(i))
         """
     )
@@ -225,7 +225,7 @@ def test_generated_names_follow_source_order():
                     return (x,)
                 x, = rt__.if_stmt(x > 0, if_true, if_false, (x,), symbol_names=('x',))
                 return (x,)
-            x, = rt__.while_stmt(loop_test, loop_body, (x,), symbol_names=('x',))
+            x, = rt__.while_stmt(loop_test, loop_body, (x,), symbol_names=('x',), reads=('x',))
             return x
         """
     )

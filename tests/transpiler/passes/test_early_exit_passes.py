@@ -145,6 +145,7 @@ def test_break_in_for_sets_the_extra_test():
             """
             def f(xs):
                 for x in xs:
+                    x = x - 1
                     if x:
                         break
             """
@@ -152,6 +153,31 @@ def test_break_in_for_sets_the_extra_test():
     ).body[0]
     fn = break_statements.transform(fn, context(fn))
     loop = fn.body[1]
+    assert loading.unparse(anno.getanno(loop, anno.Static.EXTRA_TEST)) == "not did_break"
+
+
+def test_a_leading_break_of_a_for_stays_as_its_exit_guard():
+    # The control-flow pass makes it the loop's exit test (runtime/exits.py): no flag.
+    fn = gast.parse(
+        textwrap.dedent(
+            """
+            def f(xs):
+                for x in xs:
+                    if x > 2:
+                        found = x
+                        break
+                    x = x - 1
+                    if x:
+                        break
+            """
+        )
+    ).body[0]
+    fn = break_statements.transform(fn, context(fn))
+    loop = fn.body[1]
+    guard = loop.body[0]
+    assert anno.hasanno(guard, anno.Static.EXIT_GUARD)
+    assert loading.unparse(guard).strip() == "if x > 2:\n    found = x\n    break"
+    # The other break is the loop's flag, as ever.
     assert loading.unparse(anno.getanno(loop, anno.Static.EXTRA_TEST)) == "not did_break"
 
 
@@ -249,6 +275,7 @@ def test_flags_are_named_in_source_order():
         def f(xs):
             for x in xs:
                 for y in xs:
+                    y = y + 1
                     if y:
                         break
                 if x:
