@@ -17,7 +17,17 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from runtime import bounded, checkpointed, errors, exits, log, peeling, sequences, staging
+from runtime import (
+    bounded,
+    checkpointed,
+    control_flow,
+    errors,
+    exits,
+    log,
+    peeling,
+    sequences,
+    staging,
+)
 from runtime import carry as carry_
 from runtime import effects as effects_
 from runtime import lists as lists_
@@ -89,7 +99,12 @@ def while_stmt(
         return state
     pred, first = _first_test(test, state, symbol_names, sums)
     if is_staged(pred):
-        return staged(state, 0, first)
+        if peeling.restartable(state, symbol_names, reads, sums) or _has_lists(state):
+            return staged(state, 0, first)
+        # Python would compute the first iteration on Python numbers of the state (a big int,
+        # a float64): it computes so, under a cond, and the loop is staged from after it.
+        state, pred = _first_under_cond(pred, test, body, state, symbol_names)
+        return state if max_iterations == 1 else staged(state, 1, pred)
     iterations = 0
     while pred:
         if iterations == 0 and max_iterations != 1:
@@ -113,6 +128,25 @@ def while_stmt(
         if is_staged(pred):
             return staged(state, iterations, pred)
     return state
+
+
+def _first_under_cond(pred, test, body, state, names):
+    """(the state after the loop's first iteration, the test's value then), both traced: the
+    iteration runs where the traced `pred` holds, on the state's Python values as Python
+    computes (a branch is traced with its Python values as they are)."""
+
+    def iteration(*state):
+        after = body(*state)
+        return (*after, staging.condition(test(*after)))
+
+    out = control_flow.if_stmt(
+        pred, iteration, lambda *s: (*s, False), state, symbol_names=(*names, "<test>")
+    )
+    return out[:-1], out[-1]
+
+
+def _has_lists(state) -> bool:
+    return any(isinstance(v, (list, lists_.StagedList)) for v in state)
 
 
 def _first_test(test, state, names, sums):
@@ -457,7 +491,13 @@ def for_stmt(
             return finish(state)
         if is_staged(go) and not may_scan:
             break  # the rest, as Python, each iteration masked by the traced test
-        if may_scan and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state))):
+        if (
+            may_scan
+            and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state)))
+            and (is_staged(go) or k > 0 or peeling.restartable(state, symbol_names, reads, sums))
+        ):
+            # (Not from the first item where it would read a Python number of the state, as
+            # Python computes it: that iteration runs as Python, the rest staged.)
             try:
                 return scan_from(k, state, exit_ is not None and state[-1] is False)
             except carry_.Unsized:

@@ -505,3 +505,56 @@ def python_loops_beside_odd_globals(x):
 
 def test_python_loops_in_a_module_of_odd_objects():
     assert float(jax.jit(transpiler.convert(python_loops_beside_odd_globals))(1.0)) == 7.0
+
+
+# A loop staged from its first iteration (its test traced at once, or its state) computes that
+# iteration on the state's Python numbers as Python does: it runs so (under a cond where the
+# test is traced), the rest staged. Found by the fuzzer, through a `while` whose leading
+# `if ...: break` made its test traced at once.
+
+
+def hash_while(x):
+    h = 1 << 20
+    k = 0
+    while x > 0 and k < 3:
+        h = (h * 4096) % 1009 + k
+        k += 1
+        x = x - 1
+    return h
+
+
+def hash_for(x):
+    h = 1 << 20
+    for i in range(3):
+        x = x * 2
+        h = (h * 4096) % 1009 + i
+    return x, h
+
+
+def hash_break(x, y):
+    s = 1 << 20
+    k = 0
+    done = False
+    while not done:
+        if (x + k) % 7 == y:
+            break
+        s = (s * 4096 % 1009 + x) % 97
+        k += 1
+        done = k >= 3
+    return s
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (hash_while, (2,)),
+        (hash_while, (0,)),
+        (hash_for, (1.0,)),
+        (hash_break, (0, 3)),
+        (hash_break, (0, 0)),
+        (hash_break, (5, 6)),
+    ],
+)
+def test_a_loop_staged_at_once_computes_its_first_iteration_as_python(fn, args):
+    out = jax.jit(transpiler.convert(fn))(*args)
+    assert_tree_close(out, fn(*args))
