@@ -14,7 +14,8 @@ one run:
   conversion of the helpers the program calls) and calls `jax.clear_caches()`. The last column is
   the conversion alone (`transpiler.convert`, part of the converted compile time).
 
-The programs are the ones below plus every function in `samples/`.
+The programs are the ones below plus every function in `samples/` that its `main()` compiles
+(hand-written here or, for most samples, in `samples_lax.py`).
 
     python benchmarks/programs_vs_lax.py
 """
@@ -38,6 +39,7 @@ import transpiler
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
+SAMPLES_LAX = ROOT / "benchmarks" / "samples_lax.py"  # the other samples, hand-written
 
 
 # Bisection root finding: a `while` on a traced test, an `if` on a traced value.
@@ -298,6 +300,158 @@ def _decoder_pair(module, lax_module):
     return decoder.decode, functools.partial(lax_module.greedy_decode_lax, decoder)
 
 
+def _sample(name: str, **bound) -> Callable:
+    """Picks `name` out of (a fresh import of) its sample and `name_lax` out of a fresh import of
+    samples_lax.py, both with the arguments `bound` (those `jax.jit` cannot trace)."""
+
+    def pick(module, _):
+        fn, ref = getattr(module, name), getattr(fresh_module(SAMPLES_LAX), f"{name}_lax")
+        if bound:
+            return functools.partial(fn, **bound), functools.partial(ref, **bound)
+        return fn, ref
+
+    return pick
+
+
+def _fit_pair(module, _):
+    """The Equinox `fit` and `fit_lax` as functions of the model's arrays."""
+    ref = fresh_module(SAMPLES_LAX)
+    model = module.make_model(jax.random.PRNGKey(0))
+    return ref.fit_on_arrays(module.fit, model), ref.fit_on_arrays(ref.fit_lax, model)
+
+
+def _nnx_pair(module, _):
+    """The NNX training step (loss and gradients) of the model and of `deep_net_lax`."""
+    ref = fresh_module(SAMPLES_LAX)
+    graphdef = ref.nnx.split(module.make_model())[0]
+    return ref.value_and_grads(module.loss, graphdef), ref.value_and_grads(ref.loss_lax, graphdef)
+
+
+def _installed(*names: str) -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in names)
+
+
+def sample_cases() -> list[tuple[str, pathlib.Path, Callable, tuple]]:
+    """The cases of the samples hand-written in samples_lax.py, with their `main()`'s inputs."""
+    from samples import beam_search, edit_distance, kmeans, loss_scaling, mandelbrot
+
+    y0, t_end, damping = jnp.array([1.0, 0.0]), jnp.float32(3.0), jnp.float32(0.5)
+    (a, len_a), (b, len_b) = edit_distance.encode("kitten"), edit_distance.encode("sitting")
+    pairs = [(edit_distance.encode(x), edit_distance.encode(y)) for x, y in edit_distance.WORDS]
+    batch = (
+        jnp.stack([x for (x, _), _ in pairs]),
+        jnp.stack([y for _, (y, _) in pairs]),
+        jnp.array([n for (_, n), _ in pairs]),
+        jnp.array([n for _, (_, n) in pairs]),
+    )
+    centers = jnp.array([[0.0, 0.0], [2.0, 0.0], [1.0, 1.7]])
+    starts = jnp.array([[1.5, 1.5], [1.6, 1.4], [20.0, 20.0], [1.4, 1.6]])
+    params = loss_scaling.init_params(jax.random.PRNGKey(0))
+    x, y = loss_scaling.data(jax.random.PRNGKey(1))
+    found = [
+        (
+            "samples integrate (adaptive ode)",
+            SAMPLES / "adaptive_ode.py",
+            _sample("integrate"),
+            (y0, t_end, damping),
+        ),
+        (
+            "samples position_gradient (ode)",
+            SAMPLES / "adaptive_ode.py",
+            _sample("position_gradient"),
+            (damping, y0, t_end),
+        ),
+        (
+            "samples beam_search (3 beams, 10)",
+            SAMPLES / "beam_search.py",
+            _sample("beam_search"),
+            beam_search.make_model(jax.random.PRNGKey(0)),
+        ),
+        (
+            "samples edit_distance (6x7 of 8)",
+            SAMPLES / "edit_distance.py",
+            _sample("edit_distance"),
+            (a, b, len_a, len_b),
+        ),
+        (
+            "samples edit_distance_rows (6x7)",
+            SAMPLES / "edit_distance.py",
+            _sample("edit_distance_rows"),
+            (a, b, len_a, len_b),
+        ),
+        (
+            "samples edit_distances (vmap, 4)",
+            SAMPLES / "edit_distance.py",
+            _sample("edit_distances"),
+            batch,
+        ),
+        (
+            "samples kmeans (30 points, k=4)",
+            SAMPLES / "kmeans.py",
+            _sample("kmeans"),
+            (kmeans.blobs(jax.random.PRNGKey(0), centers), starts),
+        ),
+        (
+            "samples train (loss scaling, f16)",
+            SAMPLES / "loss_scaling.py",
+            _sample("train", dtype=jnp.float16),
+            (params, x, y, 40),
+        ),
+        (
+            "samples train (loss scaling, bf16)",
+            SAMPLES / "loss_scaling.py",
+            _sample("train", dtype=jnp.bfloat16),
+            (params, x, y, 40),
+        ),
+        (
+            "samples escape_time",
+            SAMPLES / "mandelbrot.py",
+            _sample("escape_time"),
+            (jnp.complex64(-0.75 + 0.12j),),
+        ),
+        (
+            "samples escape_times (vmap, 12x40)",
+            SAMPLES / "mandelbrot.py",
+            _sample("escape_times"),
+            (mandelbrot.grid(),),
+        ),
+        (
+            "samples metropolis (n=500)",
+            SAMPLES / "metropolis.py",
+            _sample("metropolis", n=500),
+            (jax.random.key(0), jnp.zeros(2)),
+        ),
+    ]
+    if _installed("equinox", "optax"):
+        import equinox as eqx
+
+        from samples import mlp_early_stopping as mlp
+
+        model = mlp.make_model(jax.random.PRNGKey(0))
+        found.append(
+            (
+                "samples fit (equinox mlp, adam)",
+                SAMPLES / "mlp_early_stopping.py",
+                _fit_pair,
+                (eqx.filter(model, eqx.is_array), *mlp.data(jax.random.PRNGKey(1))),
+            )
+        )
+    if _installed("flax"):
+        from flax import nnx
+
+        from samples import nnx_layers
+
+        found.append(
+            (
+                "samples DeepNet loss, grads (nnx)",
+                SAMPLES / "nnx_layers.py",
+                _nnx_pair,
+                (nnx.split(nnx_layers.make_model())[1], -0.05 * jnp.ones(8)),
+            )
+        )
+    return found
+
+
 def cases() -> list[tuple[str, pathlib.Path, Callable, tuple]]:
     """(name, file of the user's function, (its module, this module) -> (user fn, lax fn), args).
 
@@ -362,6 +516,7 @@ def cases() -> list[tuple[str, pathlib.Path, Callable, tuple]]:
             lambda m, ref: (m.band_count, ref.band_count_lax),
             (jax.random.normal(key[5], (1024,)), -0.5, 1.5),
         ),
+        *sample_cases(),
     ]
 
 

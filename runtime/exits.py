@@ -21,10 +21,14 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 from jax.extend import core as jax_core
 
 from runtime import control_flow, logical, staging
+
+
+class ExitMakesEffects(staging.Retrace):
+    """Internal: the exit test makes an effect (a print, a check); stage the loop with a flag."""
+
 
 FLAG = "<exited>"
 """The name of the flag `flagged` adds to the state (error messages show it)."""
@@ -66,16 +70,17 @@ class Exit:
 
     def condition(self, more, item, state, site):
         """`more and not test(item, *state)`, traced; the test is evaluated where `more` is false
-        too (on an item clamped into range) unless it makes effects (a print, a check)."""
+        too (on an item clamped into range): `ExitMakesEffects` if it makes an effect."""
 
         def stops():
             return staging.scalar_predicate(self.test(item, *state), site, "exit test")
 
         closed = jax.make_jaxpr(stops)()
         if closed.effects:
-            stop = lax.cond(more, lambda: jax_core.jaxpr_as_fun(closed)()[0], lambda: False)
-        else:
-            (stop,) = jax_core.jaxpr_as_fun(closed)()
+            # In a loop's condition an effect is made for every element under `jax.vmap` and
+            # again by the derivative's loops: the loop keeps the test in its body instead.
+            raise ExitMakesEffects()
+        (stop,) = jax_core.jaxpr_as_fun(closed)()
         return jnp.logical_and(more, jnp.logical_not(stop))
 
     def after(self, stopped, item, state, names, site):

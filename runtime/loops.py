@@ -24,6 +24,7 @@ from runtime import (
     errors,
     exits,
     log,
+    logical,
     peeling,
     sequences,
     staging,
@@ -51,38 +52,52 @@ def while_stmt(
     symbol_names,
     max_iterations=None,
     checkpoints=None,
+    exit_test=None,
     reads=(),
     sums=(),
+    test_reads=(),
+    compared=(),
 ):
     """Functional form of a while statement.
 
     Same semantics as::
 
         while test(*state):          # and, given max_iterations, at most that many times
+            if exit_test is not None and exit_test(*state):
+                break
             state = body(*state)
 
-    The test is evaluated in Python while it gives Python values. As soon as it gives a traced
-    value, the rest of the loop lowers to `jax.lax.while_loop`, starting from the state as it is
-    then, or, when the first iteration made it traced, from before that iteration where that is
-    exact (see `runtime.peeling`); every state variable must keep its shape and dtype across
-    iterations. With
-    `max_iterations` (from `transpiler.loop_options`) it lowers to a `lax.scan` of that many
-    iterations, each masked by the test. Either way reverse-mode differentiation goes through
-    it: the unbounded loop recomputes what its derivative needs from `checkpoints` stored states
-    (see `runtime.checkpointed`). Python state the loop changes (an attribute, a global) is
-    carried too, or refused (see `runtime.effects`).
+    (`exit_test`: a leading `if C: break` of the body, see `runtime.exits`.) The test is
+    evaluated in Python while it gives Python values. As soon as it gives a traced value, the
+    rest of the loop lowers to `jax.lax.while_loop`, starting from the state as it is then, or,
+    when the first iteration made it traced, from before that iteration where that is exact
+    (see `runtime.peeling`); the exit test is part of its condition. Every state variable must
+    keep its shape and dtype across iterations. With `max_iterations` (from
+    `transpiler.loop_options`) the loop is bounded (see `runtime.bounded`). Either way
+    reverse-mode differentiation goes through it: the unbounded loop recomputes what its
+    derivative needs from `checkpoints` stored states (see `runtime.checkpointed`). Python
+    state the loop changes (an attribute, a global) is carried too, or refused (see
+    `runtime.effects`). `reads`, `sums`, `test_reads`, `compared`: what the conversion knows of
+    the state's uses, for `runtime.peeling`.
     """
     site = Site("while loop")
     max_iterations = _check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = _check_count(checkpoints, "checkpoints", 2, site)
+    loop_test = test
+    if exit_test is not None:
+
+        def loop_test(*state):  # `test and not exit_test`, as Python evaluates them
+            return logical.and_(test(*state), lambda: logical.not_(exit_test(*state)))
+
+    functions = (test, exit_test, body)
 
     def staged(state, iterations, first):
         left = None if max_iterations is None else max_iterations - iterations
-        out = Effects((test, body), site).run(
+        out = Effects(functions, site).run(
             state,
             symbol_names,
             lambda state, names, wrap: _staged_while(
-                wrap(test, returns_state=False),
+                wrap(loop_test, returns_state=False),
                 wrap(body),
                 state,
                 names,
@@ -97,14 +112,32 @@ def while_stmt(
 
     if max_iterations == 0:
         return state
-    pred, first = _first_test(test, state, symbol_names, sums)
-    if is_staged(pred):
-        if peeling.restartable(state, symbol_names, reads, sums) or _has_lists(state):
+    pred, first = _first_test(test, state, symbol_names, test_reads, compared, functions)
+    if exit_test is not None and (is_staged(pred) or pred):
+        # The exit test, as Python evaluates it after the test.
+        stop, clean = peeling.watched(
+            lambda: staging.condition(exit_test(*state)), state, symbol_names, functions
+        )
+        if is_staged(pred):  # staged at once: the loop's condition tests both
+            if first is None and (not clean or is_staged(stop)):
+                first = pred  # the exit test's evaluation is carried in too, with it
+            if first is not None:
+                first = logical.and_(first, lambda: logical.not_(stop))
             return staged(state, 0, first)
-        # Python would compute the first iteration on Python numbers of the state (a big int,
-        # a float64): it computes so, under a cond, and the loop is staged from after it.
-        state, pred = _first_under_cond(pred, test, body, state, symbol_names)
-        return state if max_iterations == 1 else staged(state, 1, pred)
+        if is_staged(stop):
+            if clean and peeling.restartable(state, symbol_names, reads, sums):
+                # Staged from here: as if the loop's test, `test and not exit`, were traced.
+                again = peeling.tests_the_same(state, symbol_names, test_reads, compared)
+                return staged(state, 0, None if again else logical.not_(stop))
+            # As Python runs it: this iteration with a flag, the loop after it.
+            return _with_exit_flag(
+                stop, loop_test, body, state, symbol_names, max_iterations, checkpoints
+            )
+        if stop:
+            return state
+        pred = True  # the test held and the exit did not: the body runs
+    elif is_staged(pred):
+        return staged(state, 0, first)
     iterations = 0
     while pred:
         if iterations == 0 and max_iterations != 1:
@@ -112,10 +145,10 @@ def while_stmt(
             # from before it where that is exact (see runtime.peeling).
             def iteration(state):
                 after = body(*state)
-                return after, staging.condition(test(*after))
+                return after, staging.condition(loop_test(*after))
 
             state, pred, start = peeling.first_iteration(
-                iteration, state, symbol_names, (test, body), reads, sums
+                iteration, state, symbol_names, functions, reads, sums
             )
             if is_staged(pred) and start is not None:
                 return staged(start, 0, True)  # True: the test Python evaluated before it
@@ -123,40 +156,51 @@ def while_stmt(
             state = body(*state)
             if max_iterations is not None and iterations + 1 >= max_iterations:
                 break
-            pred = staging.condition(test(*state))
+            pred = staging.condition(loop_test(*state))
         iterations += 1
         if is_staged(pred):
             return staged(state, iterations, pred)
     return state
 
 
-def _first_under_cond(pred, test, body, state, names):
-    """(the state after the loop's first iteration, the test's value then), both traced: the
-    iteration runs where the traced `pred` holds, on the state's Python values as Python
-    computes (a branch is traced with its Python values as they are)."""
-
-    def iteration(*state):
-        after = body(*state)
-        return (*after, staging.condition(test(*after)))
-
-    out = control_flow.if_stmt(
-        pred, iteration, lambda *s: (*s, False), state, symbol_names=(*names, "<test>")
+def _with_exit_flag(stop, test, body, state, names, max_iterations, checkpoints):
+    """The loop whose first iteration's exit test gave the traced `stop`, as the break pass
+    would write it: that iteration under `if not stop`, then the loop while its flag is clear."""
+    *state, stopped = control_flow.if_stmt(
+        stop,
+        lambda *s: (*s, True),
+        lambda *s: (*body(*s), False),
+        tuple(state),
+        symbol_names=(*names, exits.FLAG),
     )
-    return out[:-1], out[-1]
+    if max_iterations == 1:
+        return tuple(state)
+
+    def flagged_test(*flagged):
+        return logical.and_(logical.not_(flagged[-1]), lambda: test(*flagged[:-1]))
+
+    def flagged_body(*flagged):
+        return (*body(*flagged[:-1]), flagged[-1])
+
+    out = while_stmt(
+        flagged_test,
+        flagged_body,
+        (*state, stopped),
+        symbol_names=(*names, exits.FLAG),
+        max_iterations=None if max_iterations is None else max_iterations - 1,
+        checkpoints=checkpoints,
+    )
+    return out[:-1]
 
 
-def _has_lists(state) -> bool:
-    return any(isinstance(v, (list, lists_.StagedList)) for v in state)
-
-
-def _first_test(test, state, names, sums):
+def _first_test(test, state, names, test_reads, compared, functions):
     """(the test's value on `state`, what the staged loop is given as its first test): None
     where the loop's condition can evaluate it again, as a hand-written loop does (see
     `peeling.watched`, `peeling.tests_the_same`), else the value itself, carried into the
     loop."""
-    pred, again = peeling.watched(lambda: staging.condition(test(*state)), state, names, (test,))
-    again = again and peeling.tests_the_same(state, names, sums)
-    return pred, (None if again else pred)
+    pred, clean = peeling.watched(lambda: staging.condition(test(*state)), state, names, functions)
+    again = clean and peeling.tests_the_same(state, names, test_reads, compared)
+    return pred, (None if again and is_staged(pred) else pred)
 
 
 def _check_count(value, option: str, least: int, site: Site) -> int | None:
@@ -406,7 +450,15 @@ def for_stmt(
     def staged(stage, state, unfired=False):
         """`stage(body, extra_test, exit, state, names)` run by `effects`; `unfired`: the
         exit's flag in `state` is known to be False, so the loop is staged with the exit test
-        itself (in the loop's condition), the flag left out."""
+        itself (in the loop's condition), the flag left out, unless the test makes an effect."""
+        if unfired:
+            try:
+                return staged_once(stage, state, True)
+            except exits.ExitMakesEffects:
+                pass  # the loop with its flag, the exit test in its body
+        return staged_once(stage, state, False)
+
+    def staged_once(stage, state, unfired):
         body_, extra_test_, names = plain if unfired else (body, extra_test, symbol_names)
         if unfired:
             state = state[:-1]
@@ -441,9 +493,10 @@ def for_stmt(
 
         def over_items(body, test, exit_, state, names):
             if exit_ is not None:
+                on_item = exit_
                 exit_ = exits.Exit(
-                    lambda j, *s: exit_.test(items[j], *s),
-                    lambda j, *s: exit_.on_exit(items[j], *s),
+                    lambda j, *s: on_item.test(items[j], *s),
+                    lambda j, *s: on_item.on_exit(items[j], *s),
                 )
             return _staged_range_while(
                 TracedRange(0, iterable.length, 1),
@@ -491,13 +544,7 @@ def for_stmt(
             return finish(state)
         if is_staged(go) and not may_scan:
             break  # the rest, as Python, each iteration masked by the traced test
-        if (
-            may_scan
-            and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state)))
-            and (is_staged(go) or k > 0 or peeling.restartable(state, symbol_names, reads, sums))
-        ):
-            # (Not from the first item where it would read a Python number of the state, as
-            # Python computes it: that iteration runs as Python, the rest staged.)
+        if may_scan and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state))):
             try:
                 return scan_from(k, state, exit_ is not None and state[-1] is False)
             except carry_.Unsized:
@@ -505,17 +552,18 @@ def for_stmt(
             except _SCAN_REFUSED as e:
                 _log_unrolled(site, e, n - k)
                 break
-        body_k = body
+        body_k, exit_clean = body, True
         if exit_ is not None and state[-1] is False:
             # The exit test on this item, as Python evaluates it (after the extra test): where
             # it is traced, the staged loop evaluates it again in its condition if it can.
             *plain_state, _ = state
-            stop, again = peeling.watched(
+            stop, exit_clean = peeling.watched(
                 lambda item=seq[k], s=plain_state: staging.condition(exit_.test(item, *s)),
                 state,
                 symbol_names,
                 effects.functions,
             )
+            again = is_staged(stop) and exit_clean
             again = again and peeling.restartable(state, symbol_names, reads, sums)
             if again and may_scan:
                 try:
@@ -540,6 +588,8 @@ def for_stmt(
                 iteration, state, symbol_names, effects.functions, reads, sums
             )
             k = 1
+            if exit_ is not None and not exit_clean:
+                start = None  # restarted, the loop would evaluate the exit test on it again
             if start is not None and (is_staged(go) or _should_scan(seq, state)):
                 try:
                     # Before it, the exit's flag was False.
@@ -723,7 +773,10 @@ def _indexed_while(
     j, state = final[0], final[1:]
     if exit_ is None:
         return state
-    return exit_.after(more(j, state), last(j), state, names, site)
+    stopped = more(j, state)  # not at the end of the items, nor by another `break`
+    if max_iterations is not None:  # nor by the bound
+        stopped = jnp.logical_and(stopped, j < max_iterations)
+    return exit_.after(stopped, last(j), state, names, site)
 
 
 def _staged_range_while(

@@ -48,26 +48,36 @@ def first_iteration(iteration, state, names, functions, reads=(), sums=()):
         after, decides = iteration(state)
     if not (staging.is_staged(decides) or staging.has_staged(after)):
         return after, decides, None
-    if not watch.clean():
+    if not watch.clean() or not restartable(state, names, reads, sums, after):
         return after, decides, None
     return after, decides, start_state(state, after)
 
 
-def restartable(state, names, reads=(), sums=()) -> bool:
+def restartable(state, names, reads=(), sums=(), after=None) -> bool:
     """Whether the loop's first iteration computes the same staged from `state` promoted (each
     Python number cast to the dtype it gets) as it does as Python: the iteration reads no
     Python value (a Python int, float or bool, a NumPy value) from the state before writing
     it, except adding to a zero (`steps = 0` ... `steps += 1`: `sums`), and the flags the passes
     made. Python computes on Python values with Python's arithmetic (unbounded ints, float64,
     `isinstance(v, int)`), the staged loop with JAX's: the first iteration must not see the
-    difference. `reads`, `sums`: names, from the conversion (the control-flow pass).
+    difference. A sum is exact from zero where the iteration added a traced value to it or
+    counted in ints (`after`, the state after the iteration, tells; a float it added to in
+    Python, `t += 0.1`, is float64 there and float32 staged). `reads`, `sums`: names, from the
+    conversion (the control-flow pass).
     """
-    for name, value in zip(names, state):
+    after = after if after is not None else (None,) * len(names)
+    for name, value, next_value in zip(names, state, after):
         if not _python_values(value):
             continue
         if name in reads:
             return False
-        if name in sums and not (isinstance(value, (int, float)) and value == 0):
+        if name not in sums:
+            continue
+        if isinstance(value, bool) or not (isinstance(value, (int, float)) and value == 0):
+            return False
+        if isinstance(next_value, float) or (
+            type(next_value) is int and not -(2**31) <= next_value < 2**31
+        ):
             return False
     return True
 
@@ -80,34 +90,33 @@ def _python_values(value) -> bool:
     )
 
 
-def tests_the_same(state, names, sums=()) -> bool:
+def tests_the_same(state, names, test_reads=(), compared=()) -> bool:
     """Whether a loop test computes the same on `state` promoted (each Python number cast to
-    the dtype the staged loop gives it) as on `state`: the state holds no Python number but
-    bools (`not`, `and`, `or` agree) and zeros that the loop only adds to (`sums`: a counter,
-    `k < max_iter`), no NumPy value."""
+    the dtype the staged loop gives it) as on `state`: the variables it reads (`test_reads`,
+    from the conversion; the flags the passes made are not among them) hold no Python number
+    or NumPy value (`~flag` is -2 for a Python bool, False for a bool array; `2 ** (k - 1)` is
+    0.5 for a Python int, 0 for an int32), but ints in int32's range that it only compares
+    (`compared`: `i < n`)."""
     for name, value in zip(names, state):
-        for leaf in jax.tree_util.tree_leaves(value):
-            if isinstance(leaf, bool) or not isinstance(leaf, _PYTHON_NUMBERS):
-                continue
-            if not (name in sums and isinstance(leaf, (int, float)) and leaf == 0):
-                return False
+        if name not in test_reads or not _python_values(value):
+            continue
+        small_int = type(value) is int and -(2**31) <= value < 2**31
+        if not (name in compared and small_int):
+            return False
     return True
 
 
-_PYTHON_NUMBERS = (int, float, complex, np.ndarray, np.generic)
-
-
 def watched(evaluate, state, names, functions):
-    """(`evaluate()`, whether staged code may evaluate it again instead): it gave a traced value
-    and did nothing that evaluating it again would repeat (see `effects.Watch`). A loop's test,
-    evaluated to tell whether the loop is staged, is then evaluated again in the staged loop's
-    condition, and this evaluation is dead code."""
+    """(`evaluate()`, whether evaluating it did nothing that evaluating it again would repeat:
+    see `effects.Watch`). A loop's test, evaluated to tell whether the loop is staged, may be
+    evaluated again in the staged loop's condition where it is clean: this evaluation is then
+    dead code."""
     if staging.eager():
         return evaluate(), False
     watch = effects.Watch(functions, zip(names, state))
     with staging.watching(watch):
         value = evaluate()
-    return value, staging.is_staged(value) and watch.clean()
+    return value, watch.clean()
 
 
 def start_state(before, after) -> tuple | None:

@@ -9,20 +9,22 @@
                                        if not did_break:
                                            found = False
 
-A `break` that is all a leading `if` of a `while` body does is folded into the loop's test
-(`while x < n: if x == t: break` is `while x < n and not x == t:`). A leading `if C: ...; break`
-of a `for` body stays, marked EXIT_GUARD: the control-flow pass makes it the loop's exit test
-(see `runtime.exits`). Otherwise a `for` loop gets the flag; its test (`not did_break`) is
-attached as the EXTRA_TEST annotation, which the control-flow pass hands to
-`rt__.for_stmt(..., extra_test=...)`: the loop stops fetching items once it is false, and a
-staged loop tests it.
+A leading `if C: ...; break` of a `for` body (or `if C: break` of a `while` body) stays, marked
+EXIT_GUARD: the control-flow pass makes it the loop's exit test (see `runtime.exits`; staged,
+`while x < n: if x == t: break` is `while x < n and not x == t:`). Otherwise a `for` loop gets
+the flag; its test (`not did_break`) is attached as the EXTRA_TEST annotation, which the
+control-flow pass hands to `rt__.for_stmt(..., extra_test=...)`: the loop stops fetching items
+once it is false, and a staged loop tests it.
 """
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Callable
+
 import gast
 
-from transpiler import anno, structure, templates
+from transpiler import anno, libraries, structure, templates
 from transpiler.context import PassContext
 from transpiler.naming import Namer
 from transpiler.passes import guards
@@ -34,8 +36,9 @@ ADDS = (gast.If, gast.Assign, gast.UnaryOp, gast.BoolOp)
 
 
 class _BreakStatements(Transformer):
-    def __init__(self, namer: Namer):
+    def __init__(self, namer: Namer, pure: Callable[[gast.expr], bool]):
         self.namer = namer
+        self.pure = pure  # whether an exit test may move into the loop's condition
 
     def _visit_loop(self, node):
         # The flag is named before inner loops take theirs: names follow source order.
@@ -79,10 +82,18 @@ class _BreakStatements(Transformer):
         return init + [node] + after
 
     def visit_While(self, node):
-        return self._visit_loop(_fold_leading_exits(node))
+        guard = _leading_exit(node, self.pure)
+        if guard is None:
+            return self._visit_loop(node)
+        # As for a `for` (below): the guard stays first, marked, the loop's exit test.
+        node.body = node.body[1:]
+        out = self._visit_loop(node)
+        anno.setanno(guard, anno.Static.EXIT_GUARD, True)
+        node.body = [guard, *node.body]
+        return out
 
     def visit_For(self, node):
-        guard = _exit_guard(node)
+        guard = _exit_guard(node, self.pure)
         if guard is None:
             return self._visit_loop(node)
         # The guard stays first in the body, marked, for the control-flow pass (which makes it
@@ -94,34 +105,43 @@ class _BreakStatements(Transformer):
         return out
 
 
-def _fold_leading_exits(node: gast.While) -> gast.While:
-    """`while T: if C: break; B` as `while T and not C: B`, as written by hand: the same tests
-    in the same order, no flag, no branch around the body (with an `else:` clause the flag
-    tells how the loop ended, so that loop keeps it)."""
-    while not node.orelse and node.body and _is_exit_guard(node.body[0]):
-        guard = node.body[0]
-        test = templates.replace_as_expression(
-            "test and not exit_test", test=node.test, exit_test=guard.test
+def _leading_exit(node: gast.While, pure) -> gast.If | None:
+    """The `if C: break` that starts a `while` body, which the control-flow pass makes the
+    loop's exit test: staged, `while T: if C: break; B` is `while T and not C: B`, as written
+    by hand (`runtime.loops`). Consecutive ones are one (`if C1 or C2: break`); an `else:` is
+    the rest of the body. Only for a `C` that makes no effect (`pure`: staged, the loop's
+    condition runs for every element under `jax.vmap`, the body only for those still looping),
+    and for a loop without an `else:` clause (the flag tells how the loop ended)."""
+    if node.orelse or not node.body or not _is_exit_guard(node.body[0]):
+        return None
+    guard = node.body[0]
+    if not pure(guard.test):
+        return None
+    rest = guard.orelse + node.body[1:]
+    guard.orelse = []
+    while rest and _is_exit_guard(rest[0]) and pure(rest[0].test):
+        guard.test = templates.replace_as_expression(
+            "first or second", first=guard.test, second=rest[0].test
         )
-        first = test.values[0]
-        if isinstance(first, gast.BoolOp) and isinstance(first.op, gast.And):
-            test.values[:1] = first.values  # `a and b and not c`, not `(a and b) and not c`
-        node.test = test
-        node.body = guard.orelse + node.body[1:] or [gast.Pass()]
-    return node
+        rest = rest[0].orelse + rest[1:]
+    node.body = [guard, *rest]
+    return guard
 
 
 # What the exit of a `for` may do before it breaks: it runs once, after the loop.
 _EXIT_STATEMENTS = (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Pass)
 
 
-def _exit_guard(node: gast.For) -> gast.If | None:
+def _exit_guard(node: gast.For, pure) -> gast.If | None:
     """The `if C: <assignments>; break` that starts a `for` body (a `return` there is one, after
-    the return pass), if there is one and the loop has no `else:` (which the flag tells)."""
+    the return pass), if there is one, `C` makes no effect (`pure`: it moves into the staged
+    loop's condition) and the loop has no `else:` (which the flag tells)."""
     if node.orelse or not node.body:
         return None
     guard = node.body[0]
     if not (isinstance(guard, gast.If) and not guard.orelse and guard.body):
+        return None
+    if not pure(guard.test):
         return None
     *effects, last = guard.body
     if not isinstance(last, gast.Break):
@@ -148,7 +168,50 @@ def _is_exit_guard(stmt: gast.stmt) -> bool:
 
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
-    return _BreakStatements(ctx.namer).visit(fn_node)
+    bound = {
+        n.id
+        for n in structure.walk_nodes(fn_node)
+        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)
+    }
+    return _BreakStatements(ctx.namer, lambda test: _pure(test, ctx.globals, bound)).visit(fn_node)
+
+
+# Builtins that compute a value from their arguments and do nothing else.
+_PURE_BUILTINS = frozenset(
+    {"abs", "len", "min", "max", "int", "float", "bool", "round", "sum", "any", "all"}
+    | {"isinstance", "divmod", "pow", "complex"}
+)
+
+
+def _pure(test: gast.expr, globals_: dict, bound: set[str]) -> bool:
+    """Whether evaluating `test` can make no effect: it calls only pure builtins and library
+    functions that make none and take no function (JAX's, NumPy's: `jnp.abs(x)`), named
+    through globals the function does not rebind; no `:=`."""
+    for node in structure.walk_nodes(test):
+        if isinstance(node, gast.NamedExpr):
+            return False
+        if not isinstance(node, gast.Call):
+            continue
+        path, func = [], node.func
+        while isinstance(func, gast.Attribute):
+            path.append(func.attr)
+            func = func.value
+        if not isinstance(func, gast.Name) or func.id in bound:
+            return False  # a method of a value (`x.sum()`), a local function
+        if func.id not in globals_:
+            if path or func.id not in _PURE_BUILTINS or not hasattr(builtins, func.id):
+                return False
+            continue
+        value = globals_[func.id]
+        for attr in reversed(path):
+            if not libraries.is_library(value) or not hasattr(value, attr):
+                return False
+            value = getattr(value, attr)
+        if not libraries.is_library(value) or libraries.makes_effects(value):
+            return False
+        if libraries.takes_functions(value) is not False:
+            return False  # `jax.tree.map(f, x)` runs what it is given
+    return True
 
 
 def _drop_return_breaks(stmts: list[gast.stmt]) -> list[gast.stmt]:

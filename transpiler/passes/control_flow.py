@@ -52,8 +52,9 @@ def _has_early_exit(node: gast.stmt) -> bool:
 
 
 def _exit_guard(node: gast.stmt) -> gast.If | None:
-    """The `if C: ...; break` that starts a `for` body, left by the break pass for this pass."""
-    if isinstance(node, gast.For) and node.body and anno.hasanno(node.body[0], _A.EXIT_GUARD):
+    """The `if C: ...; break` that starts a loop body, left by the break pass for this pass."""
+    loop = isinstance(node, (gast.For, gast.While))
+    if loop and node.body and anno.hasanno(node.body[0], _A.EXIT_GUARD):
         return node.body[0]
     return None
 
@@ -136,6 +137,13 @@ _FOR = """
     state_out = rt__.for_stmt(iterable, loop_body, state_tuple, symbol_names=names, **options)
 """
 
+_WHILE_EXIT = """
+    def loop_exit(state_args):
+        prologue
+        return exit_test
+"""
+"""The exit test of a `while` loop: its leading `if C: break`."""
+
 _FOR_EXIT = """
     def loop_exit(item, state_args):
         prologue
@@ -206,10 +214,29 @@ class _ControlFlow(Transformer):
             return self.generic_visit(node)
         names, _, cells = self._state(node)
         options = _loop_options(node) + self._restart_options(node, names)
+        template, replacements = _WHILE, {}
+        guard = _exit_guard(node)
+        if guard is not None:
+            # From the break pass: `if C: break` first in the body, the loop's exit.
+            loop_exit = self.namer.new("loop_exit")
+            template = _WHILE_EXIT + _WHILE
+            replacements.update(exit_test=guard.test, loop_exit=loop_exit)
+            options.append(gast.keyword(arg="exit_test", value=templates.name(loop_exit)))
+            node.body = node.body[1:]
+        tested = activity.of(node.test).reads
+        test_reads = [n for n in names if n in tested and n not in self.namer.generated]
+        compared = _only_compared(node.test)
+        for option, found in (
+            ("test_reads", test_reads),
+            ("compared", [n for n in test_reads if n in compared]),
+        ):
+            if found:
+                value = templates.constant(tuple(found))
+                options.append(gast.keyword(arg=option, value=value))
         loop_test, loop_body = self.namer.new("loop_test"), self.namer.new("loop_body")
         self._visit_blocks(node)
         stmts = self._assign_state(
-            _WHILE,
+            template,
             names,
             names,
             cells,
@@ -218,6 +245,7 @@ class _ControlFlow(Transformer):
             loop_test=loop_test,
             loop_body=loop_body,
             options=options,
+            **replacements,
         )
         return stmts + node.orelse
 
@@ -325,6 +353,19 @@ class _ControlFlow(Transformer):
             state_out=outputs,  # no outputs: no assignment, just the call
             **replacements,
         )
+
+
+def _only_compared(test: gast.expr) -> set[str]:
+    """The names `test` reads only as operands of comparisons (`i < n`, not `2 ** i < n`)."""
+    compared, other = set(), set()
+    operands = set()
+    for node in structure.walk_nodes(test):
+        if isinstance(node, gast.Compare):
+            operands.update(id(x) for x in (node.left, *node.comparators))
+    for node in structure.walk_nodes(test):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
+            (compared if id(node) in operands else other).add(node.id)
+    return compared - other
 
 
 def _adds_to_first(body: list[gast.stmt], name: str) -> bool:

@@ -96,7 +96,7 @@ def test_while_with_else():
                 total += i
                 i += 1
                 return (i, total)
-            i, total = rt__.while_stmt(loop_test, loop_body, (i, total), symbol_names=('i', 'total'), reads=('i',), sums=('total',))
+            i, total = rt__.while_stmt(loop_test, loop_body, (i, total), symbol_names=('i', 'total'), reads=('i',), sums=('total',), test_reads=('i',), compared=('i',))
             total = -total
             return total
         """
@@ -225,7 +225,7 @@ def test_generated_names_follow_source_order():
                     return (x,)
                 x, = rt__.if_stmt(x > 0, if_true, if_false, (x,), symbol_names=('x',))
                 return (x,)
-            x, = rt__.while_stmt(loop_test, loop_body, (x,), symbol_names=('x',), reads=('x',))
+            x, = rt__.while_stmt(loop_test, loop_body, (x,), symbol_names=('x',), reads=('x',), test_reads=('x',), compared=('x',))
             return x
         """
     )
