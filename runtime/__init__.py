@@ -21,9 +21,10 @@ from runtime.builtins import (
 from runtime.control_flow import if_exp, if_stmt
 from runtime.debugging import assert_, effect, print_
 from runtime.errors import StagingError
+from runtime.for_loops import for_stmt, range_
 from runtime.lists import list_append, list_pop, stack_list
 from runtime.logical import and_, in_, not_, not_in, or_
-from runtime.loops import for_stmt, range_, while_stmt
+from runtime.loops import while_stmt
 from runtime.staging import CANNOT_STAGE, raise_cannot_stage
 from runtime.text import format_, fstring, percent, repr_, str_
 from runtime.variables import Undefined, UndefinedReturnValue, deleted, ld

@@ -13,7 +13,7 @@ import types
 import jax
 import jax.numpy as jnp
 
-from runtime import debugging, effects, errors, lists, loops, sequences, staging
+from runtime import debugging, effects, errors, for_loops, lists, sequences, staging
 from runtime.errors import Site
 from runtime.staging import has_staged, is_staged
 
@@ -201,7 +201,7 @@ def reversed_(seq):
     loop can scan."""
     if isinstance(seq, range):
         return seq[::-1]
-    if isinstance(seq, loops.TracedRange):
+    if isinstance(seq, for_loops.TracedRange):
         return seq.reversed()
     base = sequences.as_sequence(seq)
     if isinstance(base, sequences.ArraySequence):
@@ -224,7 +224,7 @@ STAGED = types.MappingProxyType(
         builtins.enumerate: enumerate_,
         builtins.zip: zip_,
         builtins.reversed: reversed_,
-        builtins.range: loops.range_,
+        builtins.range: for_loops.range_,
         builtins.print: debugging.print_,
     }
 )

@@ -3,7 +3,7 @@
 Generated code passes an `if` statement's state (the variables it modifies that are used later)
 in and out explicitly. With a Python predicate the call does exactly what the statement does; with
 a traced one it builds `lax.cond`, after checking that both branches produce the same structure,
-shapes and dtypes. Loops live in `runtime.loops`.
+shapes and dtypes. Loops live in `runtime.loops` and `runtime.for_loops`.
 """
 
 from __future__ import annotations

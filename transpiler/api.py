@@ -381,7 +381,7 @@ RUN_EAGERLY_VARIABLE = "TRANSPILER_RUN_EAGERLY"
 imported."""
 
 _logger = logging.getLogger("astgraph")
-# Where the verbosity applies: `runtime/loops.py` logs the loops it unrolls to "transpiler".
+# Where the verbosity applies: `runtime/for_loops.py` logs the loops it unrolls to "transpiler".
 _LOGGERS = ("astgraph", "transpiler")
 _LEVELS = {1: logging.INFO, 2: logging.DEBUG}
 
