@@ -82,22 +82,16 @@ class _BreakStatements(Transformer):
         return init + [node] + after
 
     def visit_While(self, node):
-        guard = _leading_exit(node, self.pure)
-        if guard is None:
-            return self._visit_loop(node)
-        # As for a `for` (below): the guard stays first, marked, the loop's exit test.
-        node.body = node.body[1:]
-        out = self._visit_loop(node)
-        anno.setanno(guard, anno.Static.EXIT_GUARD, True)
-        node.body = [guard, *node.body]
-        return out
+        return self._visit_guarded(node, _leading_exit(node, self.pure))
 
     def visit_For(self, node):
-        guard = _exit_guard(node, self.pure)
+        return self._visit_guarded(node, _exit_guard(node, self.pure))
+
+    def _visit_guarded(self, node, guard: gast.If | None):
+        """The loop, its exit `guard` (if any) left first in the body and marked for the
+        control-flow pass, which makes it the loop's exit test; the other breaks rewritten."""
         if guard is None:
             return self._visit_loop(node)
-        # The guard stays first in the body, marked, for the control-flow pass (which makes it
-        # the loop's exit test); the loop's other breaks are rewritten as usual.
         node.body = node.body[1:]
         out = self._visit_loop(node)
         anno.setanno(guard, anno.Static.EXIT_GUARD, True)
