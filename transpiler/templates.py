@@ -60,14 +60,19 @@ def clone(node: Any) -> Any:
         return node  # str, int, None, ...: immutable
     cls = type(node)
     new = cls.__new__(cls)
-    for field in node._fields:
-        setattr(new, field, clone(getattr(node, field, None)))
-    for attribute in node._attributes:
-        if hasattr(node, attribute):
-            setattr(new, attribute, getattr(node, attribute))
-    annotations = node.__dict__.get(anno.FIELD)
+    # Fields and attributes (line numbers) are the instance's dict: copied at once, then the
+    # fields that hold nodes are replaced by copies.
+    contents = dict(node.__dict__)
+    for field in cls._fields:
+        value = contents.get(field)
+        if isinstance(value, (list, gast.AST)):
+            contents[field] = clone(value)
+    for field in cls._fields:
+        contents.setdefault(field, None)
+    annotations = contents.get(anno.FIELD)
     if annotations is not None:
-        new.__dict__[anno.FIELD] = dict(annotations)
+        contents[anno.FIELD] = dict(annotations)
+    new.__dict__.update(contents)
     return new
 
 
