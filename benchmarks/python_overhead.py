@@ -186,6 +186,7 @@ def rss_bytes() -> int:
 
 
 def generated_files() -> int:
+    loading.wait_for_files()  # they are written and removed on a thread of their own
     directory = loading._directory
     return len(os.listdir(directory)) if directory and os.path.isdir(directory) else 0
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import dataclasses
 import functools
@@ -303,20 +302,17 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
         converted = pipeline.run(
             parsed.node, fn.__globals__, fn.__code__.co_freevars, recursive=options.recursive
         )
-        printed = loading.to_ast(converted.node)
-        source = ast.unparse(printed)
         bounds_loops = converted.bounds_loops
         return_values = {
             name: (info.function, info.returns) for name, info in converted.return_values.items()
         }
-        code = loading.compile_function(
+        code, source = loading.compile_function(
             converted.node,
             fn.__code__.co_freevars,
             parsed.filename,
             fn.__qualname__,
             suffix=_runtime_bridge.GENERATED_SUFFIX,
             footer=lambda line_map: _runtime_bridge.source_map_footer(line_map, return_values),
-            printed=printed,
         )
     generated = _Generated(code, source, bounds_loops, _owner_of(fn.__globals__))
     _generated.put(fn, options, generated)

@@ -22,6 +22,8 @@ class PassContext:
       return_values: filled by the return pass: return-value variable -> what error messages say
         about it.
       bounds_loops: set by the directives pass: a loop has `loop_options(max_iterations=N)`.
+      analyzed: the tree whose analyses are current, where a pass that analysed it left it
+        unchanged (the next pass need not analyse it again); None once a pass changes it.
     """
 
     namer: Namer
@@ -30,6 +32,7 @@ class PassContext:
     recursive: bool = True
     return_values: dict = dataclasses.field(default_factory=dict)
     bounds_loops: bool = False
+    analyzed: gast.AST | None = None
 
     @classmethod
     def for_function(

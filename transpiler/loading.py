@@ -13,11 +13,14 @@ import contextlib
 import itertools
 import linecache
 import os
+import queue
 import shutil
 import tempfile
+import threading
 import types
 import weakref
 from collections.abc import Callable
+from typing import NamedTuple
 
 import gast
 
@@ -33,8 +36,74 @@ def _generated_path(name: str, suffix: str) -> str:
     global _directory
     if _directory is None:
         _directory = tempfile.mkdtemp(prefix="astgraph-")
-        atexit.register(shutil.rmtree, _directory, ignore_errors=True)
+        atexit.register(_remove_directory, _directory)
     return os.path.join(_directory, f"{name}_{next(_counter)}{suffix}")
+
+
+class _Files:
+    """Writes and removes generated files in order, on a thread of its own.
+
+    Creating a file costs 0.2-0.3 ms on some file systems (this project's CI machine among
+    them), 5-10% of converting a small function; the code never reads the file (it is compiled
+    from the text, and tracebacks read `linecache`, which holds the text too), so converting
+    does not wait for it. After a `fork`, the child starts a thread of its own.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._pid: int | None = None
+        self._lock = threading.Lock()
+
+    def write(self, filename: str, text: str) -> None:
+        self._submit(filename, text)
+
+    def remove(self, filename: str) -> None:
+        self._submit(filename, None)
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Returns once every write and removal asked for so far is done (or after `timeout`
+        seconds)."""
+        done = threading.Event()
+        self._submit(None, done)
+        done.wait(timeout)
+
+    def _submit(self, filename: str | None, payload) -> None:
+        if self._pid != os.getpid():
+            with self._lock:
+                if self._pid != os.getpid():
+                    self._jobs = queue.SimpleQueue()  # a forked child's queue has no reader
+                    threading.Thread(
+                        target=self._work, args=(self._jobs,), name="astgraph-files", daemon=True
+                    ).start()
+                    self._pid = os.getpid()
+        self._jobs.put((filename, payload))
+
+    @staticmethod
+    def _work(jobs: queue.SimpleQueue) -> None:
+        while True:
+            filename, payload = jobs.get()
+            if filename is None:
+                payload.set()
+            elif payload is None:
+                with contextlib.suppress(OSError):
+                    os.remove(filename)
+            else:
+                with contextlib.suppress(OSError), open(filename, "w", encoding="utf-8") as f:
+                    f.write(payload)
+
+
+_files = _Files()
+
+
+def _remove_directory(directory: str) -> None:
+    _files.wait(timeout=10.0)  # no file may be written into it after it is gone
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def wait_for_files() -> None:
+    """Returns once every generated file written so far is on disk (and every removed one
+    gone)."""
+    _files.wait()
 
 
 def unparse(node: gast.AST) -> str:
@@ -43,8 +112,9 @@ def unparse(node: gast.AST) -> str:
 
 
 def to_ast(node: gast.AST) -> ast.AST:
-    """The standard library's tree for a gast tree (a new one: `node` is left as it is)."""
-    return ast.fix_missing_locations(gast.gast_to_ast(node))
+    """The standard library's tree for a gast tree (a new one: `node` is left as it is), for
+    printing: its nodes have no line numbers."""
+    return gast.gast_to_ast(node)
 
 
 _FACTORY = """
@@ -137,6 +207,11 @@ def function_code(module_code: types.CodeType, name: str) -> types.CodeType:
     raise LookupError(f"no function {name!r} in the compiled module")
 
 
+class Compiled(NamedTuple):
+    code: types.CodeType  # the function's
+    source: str  # the function's definition, printed alone
+
+
 def compile_function(
     fn_node: gast.FunctionDef,
     freevars: tuple[str, ...],
@@ -145,8 +220,7 @@ def compile_function(
     *,
     suffix: str = ".py",
     footer: Callable[[dict[int, tuple[str, int]]], str] = lambda line_map: "",
-    printed: ast.FunctionDef | None = None,
-) -> types.CodeType:
+) -> Compiled:
     """Compiles a converted function definition into a generated file.
 
     Args:
@@ -157,14 +231,13 @@ def compile_function(
       suffix: how the generated file's name ends.
       footer: given the line map of the file (generated line -> user file, line), the text that
         ends the file.
-      printed: `to_ast(fn_node)`, if the caller has it already (converting is most of the
-        cost of printing).
 
     Returns:
-      The code object of the function.
+      The code object of the function and its printed definition.
     """
     module = factory_module(fn_node, freevars, qualname)
-    body = unparse(module) if printed is None else _unparse_around(module, fn_node, printed)
+    printed = to_ast(fn_node)
+    body = _unparse_around(module, fn_node, printed)
     filename = _generated_path(fn_node.name, suffix)
     header = f"# Generated by astgraph from {user_filename}\n"
     line_map = {
@@ -172,8 +245,7 @@ def compile_function(
         for line, loc in origins.line_map(module, body).items()
     }
     source = f"{header}{body}\n{footer(line_map)}"
-    with open(filename, "w", encoding="utf-8") as f:
-        f.write(source)
+    _files.write(filename, source)
     code = compile(source, filename, "exec")
     # Also in linecache, should the file be gone by the time a traceback is printed.
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
@@ -181,13 +253,29 @@ def compile_function(
     # The file and the linecache entry go when the code does (its nested functions' code
     # objects are its constants: they go with it).
     weakref.finalize(fn_code, _forget, filename)
-    return fn_code
+    definition = _definition_in(body, fn_node.name)
+    return Compiled(fn_code, ast.unparse(printed) if definition is None else definition)
+
+
+def _definition_in(body: str, name: str) -> str | None:
+    """The definition of `name`, the last statement of the printed factory `body`, as
+    `ast.unparse` prints it alone: its lines, less the factory's indentation. None where a
+    string in it spans lines (printed with triple quotes: its lines must keep their
+    indentation, which is the string's content)."""
+    if "\"\"\"" in body or "\'\'\'" in body:
+        return None
+    lines = body.split("\n")
+    for i, line in enumerate(lines):
+        text = line.lstrip(" ")
+        if text.startswith((f"def {name}(", f"async def {name}(")):
+            indent = len(line) - len(text)
+            return "\n".join(line[indent:] for line in lines[i:])
+    return None
 
 
 def _forget(filename: str) -> None:
     linecache.cache.pop(filename, None)
-    with contextlib.suppress(OSError):
-        os.remove(filename)
+    _files.remove(filename)
 
 
 def instantiate(

@@ -152,8 +152,9 @@ def _check_unchanged(
     """
     code = fn.__code__
     flags = sum(f.compiler_flag for f in _FUTURES if code.co_flags & f.compiler_flag)
+    imports = "".join(f"import {name}\n" for name in _imported_names(fn))
     if text is not None and code.co_name != "<lambda>" and not code.co_freevars:
-        compiled_from = text
+        compiled_from = imports + text
     else:
         definition = node
         if code.co_name == "<lambda>":
@@ -162,6 +163,7 @@ def _check_unchanged(
         # Not copied: the factory holds the definition; neither it nor compiling changes it.
         module = loading.factory_module(definition, code.co_freevars, fn.__qualname__)
         compiled_from = ast.fix_missing_locations(gast.gast_to_ast(module))
+        compiled_from.body[:0] = ast.parse(imports).body
     try:
         compiled = compile(compiled_from, code.co_filename, "exec", flags=flags, dont_inherit=True)
         parsed = loading.function_code(compiled, code.co_name)
@@ -179,6 +181,32 @@ def _check_unchanged(
             "Re-import the module (or restart the interpreter) so that the code that runs is the "
             "code in the file, then convert again.",
         )
+
+
+def _imported_names(fn: types.FunctionType) -> list[str]:
+    """The global names `fn` reads that its module probably imported: bound to a module, or to
+    a class or function of another module.
+
+    CPython 3.11 compiles `jnp.abs(x)` with one instruction where `jnp` is imported in the
+    module and another where it is not: compiled after `import jnp`, the definition compiles as
+    it did in its module and `_same_code` can tell so. A name guessed wrong only costs
+    `_fingerprint`'s slower comparison."""
+    names, todo = set(), [fn.__code__]
+    while todo:
+        code = todo.pop()
+        names.update(code.co_names)
+        todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    found = []
+    for name in sorted(names):
+        if not name.isidentifier():  # pytest's rewritten asserts read `@pytest_ar`
+            continue
+        value = fn.__globals__.get(name)
+        if isinstance(value, types.ModuleType) or (
+            isinstance(value, type | types.FunctionType)
+            and getattr(value, "__module__", None) != fn.__module__
+        ):
+            found.append(name)
+    return found
 
 
 _FUTURES = tuple(getattr(__future__, name) for name in __future__.all_feature_names)

@@ -6,10 +6,11 @@ import linecache
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import transpiler
-from transpiler import api
+from transpiler import api, loading, parsing
 
 SCALE = 2.0
 
@@ -314,6 +315,36 @@ def test_a_file_edited_after_import_is_refused(tmp_path):
         transpiler.convert(module.f)
 
 
+def test_unedited_functions_that_call_imported_modules_are_told_apart_cheaply(
+    tmp_path, monkeypatch
+):
+    # CPython 3.11 compiles `np.sum(x)` differently where `np` is an import of the module: the
+    # check compiles the definition after the module's imports, so its code is the code that
+    # runs, told without disassembling (and without `_fingerprint`), at the top level, in a
+    # closure and in a method.
+    path = tmp_path / "imports.py"
+    path.write_text(
+        "import numpy as np\n"
+        "from numpy import linalg\n"
+        "def f(x):\n    return np.sum(x) + linalg.norm(x)\n"
+        "def h(x):\n    return np.sum(x) - linalg.norm(x)\n"
+        "def make(k):\n    def g(x):\n        return np.sum(x) * k\n    return g\n"
+        "class Model:\n    def __call__(self, x):\n        return np.abs(x).sum()\n"
+    )
+    module = _import(path, "imports")
+    monkeypatch.setattr(parsing, "_fingerprint", None)  # calling it fails the test
+    x = np.array([3.0, -4.0])
+    assert transpiler.convert(module.f)(x) == module.f(x)
+    assert transpiler.convert(module.make(2.0))(x) == module.make(2.0)(x)
+    assert transpiler.convert(module.Model.__call__)(module.Model(), x) == 7.0
+    # An edited call is still told apart.
+    path.write_text(path.read_text().replace("np.sum(x) -", "np.max(x) -"))
+    linecache.checkcache(str(path))
+    monkeypatch.undo()
+    with pytest.raises(transpiler.ConversionError, match="the file changed after it was imported"):
+        transpiler.convert(module.h)
+
+
 def test_equal_code_in_two_files_keeps_two_source_maps(tmp_path):
     source = "def f(x):\n    if x > 0:\n        x = x.undefined\n    return x\n"
     functions = []
@@ -383,6 +414,7 @@ def test_nothing_is_left_behind_when_a_converted_function_is_dropped(tmp_path):
     assert converted(3) == 2
     (generated,) = _generated_functions(converted)
     filename = generated.__code__.co_filename
+    loading.wait_for_files()  # written on a thread of their own
     assert os.path.exists(filename) and filename in linecache.cache
     alive = weakref.ref(g), weakref.ref(converted)
     del g, converted, generated
@@ -396,6 +428,7 @@ def test_nothing_is_left_behind_when_a_converted_function_is_dropped(tmp_path):
     assert os.path.exists(filename)
     del mod, sys.modules["dropped"]
     gc.collect()
+    loading.wait_for_files()
     assert not os.path.exists(filename) and filename not in linecache.cache
 
 

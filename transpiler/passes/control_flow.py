@@ -38,7 +38,9 @@ _A = anno.Static
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     """Converts the control flow of `fn_node` and of the functions nested in it."""
-    analysis.analyze(fn_node)
+    if ctx.analyzed is not fn_node:  # the unbound-names pass analysed it, and changed nothing
+        analysis.analyze(fn_node)
+    ctx.analyzed = None
     return _ControlFlow(ctx.namer).visit(fn_node)
 
 

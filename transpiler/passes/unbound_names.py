@@ -42,9 +42,11 @@ _A = anno.Static
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     """Rewrites `fn_node` and the functions nested in it."""
     analysis.analyze(fn_node)
+    ctx.analyzed = fn_node  # for the control-flow pass, unless a placeholder goes in
     for scope in activity.function_scopes(fn_node):
         names = _possibly_unbound_state(scope)
         if names:
+            ctx.analyzed = None
             _Reads(names).visit_scope(scope)
             inits = [
                 stmt
