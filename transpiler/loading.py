@@ -262,7 +262,7 @@ def _definition_in(body: str, name: str) -> str | None:
     `ast.unparse` prints it alone: its lines, less the factory's indentation. None where a
     string in it spans lines (printed with triple quotes: its lines must keep their
     indentation, which is the string's content)."""
-    if "\"\"\"" in body or "\'\'\'" in body:
+    if '"""' in body or "'''" in body:
         return None
     lines = body.split("\n")
     for i, line in enumerate(lines):
