@@ -30,15 +30,19 @@ def _scalar(x, name):
 
 
 def int_(x=0, *args, **kwargs):
-    """`int(x)`; a traced `x` -> an integer array (truncated toward zero, like `int`)."""
-    if args or kwargs or not is_staged(x):
+    """`int(x)`; a traced `x` -> an integer array (truncated toward zero, like `int`: its
+    derivative is zero)."""
+    if args or kwargs or not isinstance(x, jax.core.Tracer):
         return builtins.int(x, *args, **kwargs)
     return _scalar(x, "int").astype(int)
 
 
 def float_(x=0.0):
-    """`float(x)`; a traced `x` -> a floating-point array."""
-    if not is_staged(x):
+    """`float(x)`; a traced `x` -> a floating-point array: a cast, whose derivative is one.
+
+    Any tracer, also one that holds a concrete value (`jax.grad` outside `jax.jit`, where JAX
+    refuses `float()`), so that a derivative is the same compiled or not."""
+    if not isinstance(x, jax.core.Tracer):
         return builtins.float(x)
     return _scalar(x, "float").astype(float)
 
@@ -75,7 +79,7 @@ def _extreme(python_fn, args, key, default):
         keys = [key(item) for item in items]
         if not has_staged(keys):
             return items[python_fn(range(len(items)), key=keys.__getitem__)]
-        return _best_by_key(items, keys, beats)
+        return _best_by_key(items, keys, beats, Site(f"{python_fn.__name__}()"))
     if default is not _NO_DEFAULT or not has_staged(args):
         return python_fn(*args, key=key, **kwargs)
     if len(args) == 1:
@@ -103,13 +107,16 @@ def _extreme(python_fn, args, key, default):
                 )
             return _first_best(items, beats)
         args = tuple(items)
-    return _best_by_key(args, [value if key is None else key(value) for value in args], beats)
+    keys = [value if key is None else key(value) for value in args]
+    return _best_by_key(args, keys, beats, Site(f"{python_fn.__name__}()"))
 
 
-def _best_by_key(items, keys, beats):
+def _best_by_key(items, keys, beats, site):
     """The first item whose key no later one beats, staged."""
     best, best_key = items[0], keys[0]
     for value, value_key in zip(items[1:], keys[1:]):
+        for v, b in zip(jax.tree_util.tree_leaves(value), jax.tree_util.tree_leaves(best)):
+            staging.check_same_dtypes(b, v, "the items compared", site)
         wins = beats(value_key, best_key)
         best = jax.tree_util.tree_map(lambda v, b, wins=wins: jnp.where(wins, v, b), value, best)
         best_key = jnp.where(wins, value_key, best_key)

@@ -83,7 +83,7 @@ class Change:
     def carryable(self) -> bool:
         """Whether the place can be staged: an array (tree) before and after, same place."""
         return (
-            self.kind not in ("resize", "reorder")
+            self.kind not in ("resize", "reorder", "generator")
             and self.before is not _ABSENT
             and self.after is not _ABSENT
             and staging.is_array_tree(self.before)
@@ -91,6 +91,8 @@ class Change:
         )
 
     def get(self):
+        if self.kind == "generator":
+            return _generator_state(self.container)
         if self.kind == "cell":
             return self.container.cell_contents
         if self.kind == "attribute":
@@ -98,7 +100,9 @@ class Change:
         return self.container[self.key[2]]
 
     def set(self, value) -> None:
-        if self.kind == "cell":
+        if self.kind == "generator":
+            _set_generator_state(self.container, value)
+        elif self.kind == "cell":
             self.container.cell_contents = value
         elif self.kind == "attribute":
             setattr(self.container, self.key[2], value)
@@ -121,6 +125,11 @@ class Change:
 
     def describe(self) -> str:
         """What happened to the place, for an error message."""
+        if self.kind == "generator":
+            return (
+                f"{self.label} is drawn from (a Python random number generator: draw from "
+                "jax.random with a key carried in the state, or before the staged code)"
+            )
         if self.kind == "reorder":
             return f"{self.label} (a dict) has its keys put in another order"
         if self.kind == "resize":
@@ -165,10 +174,13 @@ class Snapshot:
         self._seen: set[int] = set()
         self._records: list[tuple] = []  # (container, kind, copy, label)
         # What it reaches but cannot record: objects whose state lives in C (an iterator, a
-        # random generator, a NumPy array too large to copy), with the state of those it can
-        # read (a generator's); `Watch` needs them, a staged block's check does not.
+        # NumPy array too large to copy); `Watch` needs them, a staged block's check does not.
+        # (A random generator's state it reads, and records.)
         self.opaque: list[str] = []
-        self.generators: list[tuple] = []  # (random generator, its state)
+        # The generators behind `random.random()` and `np.random.rand()`, which any code can
+        # draw from: drawing changes Python state no container shows.
+        for generator, label in _GLOBAL_GENERATORS:
+            self._records.append((generator, "generator", _generator_state(generator), label))
 
     def add(self, label: str, value) -> None:
         """Records what `value` reaches (once per object), calling it `label` in messages."""
@@ -273,7 +285,7 @@ class Snapshot:
         if type(obj) not in _BUILTIN_CONTAINERS:
             state = _generator_state(obj)
             if state is not None:
-                self.generators.append((obj, state))
+                self._records.append((obj, "generator", state, label))
                 return []
             # Not `isinstance(obj, Iterator)`: the ABC hashes the class, which a metaclass with
             # an `__eq__` of its own makes unhashable.
@@ -322,6 +334,12 @@ class Snapshot:
 
 
 def _compare(container, kind, before, label) -> list[Change]:
+    if kind == "generator":
+        now = _generator_state(container)
+        if _same_state(before, now):
+            return []
+        key = (id(container), "generator", None)
+        return [Change(key, label, before, now, container, "generator")]
     if kind == "cell":
         try:
             now = container.cell_contents
@@ -471,8 +489,29 @@ def _generator_state(obj):
     if isinstance(obj, np.random.Generator):
         return obj.bit_generator.state
     if isinstance(obj, np.random.RandomState):
-        return obj.get_state()
+        return obj.get_state(legacy=False)
+    if obj is np.random:  # the legacy global generator behind np.random.rand()
+        return np.random.get_state(legacy=False)
     return None
+
+
+def _set_generator_state(obj, state) -> None:
+    if isinstance(obj, random.Random):
+        obj.setstate(state)
+    elif isinstance(obj, np.random.Generator):
+        obj.bit_generator.state = state
+    elif isinstance(obj, np.random.RandomState):
+        obj.set_state(state)
+    elif obj is np.random:
+        np.random.set_state(state)
+
+
+# `random.random()` draws from the module's own Random instance, which its functions are
+# bound methods of.
+_GLOBAL_GENERATORS = (
+    (random.random.__self__, "Python's global random generator (random.random() and the like)"),
+    (np.random, "NumPy's global random generator (np.random.rand() and the like)"),
+)
 
 
 def _same_state(a, b) -> bool:
@@ -645,23 +684,14 @@ class Watch:
                 self.snapshot.add_function(function)
         for label, value in roots:
             self.snapshot.add(label, value)
-        self._global_generators = _global_generator_states()
 
     def clean(self) -> bool:
         """Whether the code did nothing that running it again, staged, would repeat."""
         return (
             not self.effects
             and not self.snapshot.opaque  # it might have advanced one of those
-            and all(_same_state(_generator_state(g), s) for g, s in self.snapshot.generators)
-            and _same_state(_global_generator_states(), self._global_generators)
             and not self.snapshot.changes()
         )
-
-
-def _global_generator_states() -> tuple:
-    """The states of the random number generators behind `random.random()` and
-    `np.random.rand()` (Python's as a hash: a tuple of 625 ints)."""
-    return hash(random.getstate()), np.random.get_state()
 
 
 def called_as_is(known: bool, makes_effects: bool) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import sys
 import warnings
 
 import jax
@@ -132,6 +133,7 @@ def for_stmt(
     user code with `i`), where a traced item would not be exact. Python state the loop changes
     is carried too, or refused (see `runtime.effects`).
     """
+    refs = sys.getrefcount(iterable)  # first: whether the user's code holds it too
     site = Site("for loop")
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = check_count(checkpoints, "checkpoints", 2, site)
@@ -216,7 +218,10 @@ def for_stmt(
         if staging.trackers() or staging.watches():
             effects_.check_consumed(iterable, "a for loop")
         items = iterable if max_iterations is None else itertools.islice(iterable, max_iterations)
-        return finish(_python_for(items, body, state, symbol_names, site, extra_test, effects))
+        taking_shows = sequences.taking_items_shows(iterable, refs) and type(iterable).__name__
+        return finish(
+            _python_for(items, body, state, symbol_names, site, extra_test, effects, taking_shows)
+        )
     n, k = len(seq), 0
     if max_iterations is not None:
         n = min(n, max_iterations)
@@ -304,8 +309,10 @@ def for_stmt(
     return finish(_python_for(rest, body, state, symbol_names, site, extra_test, effects))
 
 
-def _python_for(items, body, state, names, site, extra_test, effects):
-    """The Python loop; once `extra_test` is traced, each remaining iteration is a masked cond."""
+def _python_for(items, body, state, names, site, extra_test, effects, taking_shows=None):
+    """The Python loop; once `extra_test` is traced, each remaining iteration is a masked cond.
+    `taking_shows`: the type name of `items` where taking an item from them can be seen (see
+    `sequences.taking_items_shows`), which a traced `extra_test` cannot stop."""
     if extra_test is None:
         for item in items:
             state = body(item, *state)
@@ -315,6 +322,15 @@ def _python_for(items, body, state, names, site, extra_test, effects):
         go = extra_test(*state)  # before fetching: a loop left by `break` fetches no more items
         if not is_staged(go) and not go:
             return state
+        if is_staged(go) and taking_shows:
+            raise StagingError(
+                f"the {site.construct} ({site}) takes its items from an iterator "
+                f"({taking_shows}) that other code can see (it holds it, or taking an item "
+                "runs code), and whether the loop stops (a break or a return) depends on "
+                "traced values: how many items Python would take is known only when the "
+                "program runs, and the staged loop cannot stop taking them there. Loop over "
+                "a list (`for v in list(it)`) or a range, or decide the break on Python values."
+            )
         try:
             item = next(items)
         except StopIteration:

@@ -113,7 +113,17 @@ class StagedList:
             return self.static_length
         return None if is_staged(self.length) else int(self.length)
 
-    def append(self, item) -> StagedList:
+    def append(self, item):
+        raise StagingError(
+            f"'{self.origin.name}' is a list built in staged code, held as an array (a new one "
+            "after each append): it can only be appended to through the name it was built "
+            "under, where the append rebinds that name, not through another reference (an "
+            "argument, an alias), which would keep the list as it was. Append where the list "
+            "is built, or build it as a Python list (see docs/semantics.md, Lists)."
+        )
+
+    def appended(self, item) -> StagedList:
+        """The list with `item` after its last item."""
         item = jnp.asarray(item, self.buffer.dtype)
         if item.shape != self.buffer.shape[1:]:
             raise ValueError(
@@ -263,9 +273,22 @@ def item_type(items, dtype=None) -> jax.ShapeDtypeStruct | None:
 def list_append(target, item):
     """Functional form of `target.append(item)`: returns the list (the same object, if Python)."""
     if isinstance(target, StagedList):
-        return target.append(item)
+        return target.appended(item)
     target.append(item)
     return target
+
+
+def as_python_lists(tree):
+    """`tree` with each list built in staged code whose length is known as the Python list of
+    its items, as the function that built it returns it; one of traced length stays as it is
+    (only converted code can use it: `len`, `sum`, `transpiler.padded`)."""
+    if isinstance(tree, StagedList):
+        return tree if tree.known_length() is None else list(tree)
+    if type(tree) in (tuple, list):
+        return type(tree)(as_python_lists(v) for v in tree)
+    if type(tree) is dict:
+        return {k: as_python_lists(v) for k, v in tree.items()}
+    return tree
 
 
 def list_pop(target, *index):

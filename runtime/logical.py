@@ -95,4 +95,5 @@ def _staged_select(a, b, op, site):
             "left operand the result is one of them, chosen in the graph, so they must have the "
             "same shape."
         )
+    staging.check_same_dtypes(a, b, f"the operands of '{op}'", site)
     return jnp.where(truth, b, a) if op == "and" else jnp.where(truth, a, b)

@@ -9,6 +9,7 @@ hands `lax.scan` its remaining items as arrays with a leading axis.
 from __future__ import annotations
 
 import functools
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -177,3 +178,56 @@ def as_sequence(iterable) -> Sequence | None:
     if isinstance(iterable, StagedList):
         return ArraySequence(iterable.stacked("iterating"))  # a list a staged loop built
     return None
+
+
+# -- iterators: whether taking an item from one shows --------------------------------------------
+
+# Iterators over a Python container: taking items from one changes nothing but the iterator.
+_CONTAINER_ITERATORS = frozenset(
+    type(iter(c)) for c in ([], (), range(1), "", b"", {}, {}.values(), {}.items(), set())
+) | {type(reversed([])), type(reversed(range(1)))}
+# Built-in iterators over other iterators, which `__reduce__` shows.
+_WRAPPERS = frozenset({enumerate, zip})
+
+
+def _refs(value) -> int:
+    return sys.getrefcount(value)
+
+
+def _inner(wrapper) -> list[tuple[object, int]]:
+    """The iterators an `enumerate` or `zip` takes items from, each with its reference count
+    (counted here, the same way for every wrapper)."""
+    args = wrapper.__reduce__()[1]
+    return [(a, sys.getrefcount(a)) for a in args if not isinstance(a, int) and iter(a) is a]
+
+
+# What the counts show for an iterator nothing else holds: a parameter of the function counting
+# (with `getrefcount`'s own argument), and an iterator inside an `enumerate`.
+_UNHELD = _refs(object())
+((_, _UNHELD_INNER),) = _inner(enumerate(iter([])))
+
+
+def taking_items_shows(iterable, refs: int) -> bool:
+    """Whether taking more items from `iterable` than Python would take can be seen: it is an
+    iterator that other code holds (`refs`, its reference count where `for_stmt` got it, is
+    more than `_UNHELD`), or that runs code or reads something to give an item (a generator, a
+    file, `itertools.count()`, a `map`), or an `enumerate`/`zip` over such an iterator.
+
+    `for v in it: ... break` takes items only up to the `break`; a staged loop cannot stop
+    taking them where a traced `break` fires.
+    """
+    if iter(iterable) is not iterable:
+        return False  # a list, a range: each loop over it takes its own iterator
+    if refs > _UNHELD:
+        return True
+    todo = [iterable]
+    while todo:
+        it = todo.pop()
+        if type(it) in _WRAPPERS:
+            for inner, count in _inner(it):
+                if count > _UNHELD_INNER:
+                    return True
+                todo.append(inner)
+        elif type(it) not in _CONTAINER_ITERATORS:
+            return True
+    return False

@@ -352,6 +352,21 @@ def describe(value) -> str:
     return f"a {type(value).__name__}"
 
 
+def check_same_dtypes(a, b, what: str, site) -> None:
+    """Raises StagingError where arrays `a` and `b` (of one shape), one of which a traced
+    choice gives (`min(a, b)`, `a or b`), have different dtypes, neither a Python number's: the
+    result's dtype would depend on which is chosen, where Python gives each its own type. (A
+    Python number promotes to the other's dtype, as in a staged `if`.)"""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    if a.dtype == b.dtype or jax.typeof(a).weak_type or jax.typeof(b).weak_type:
+        return
+    raise StagingError(
+        f"{what} are {describe(a)} and {describe(b)} ({site}); with traced values the result "
+        "is one of them, chosen in the graph, so they must have the same dtype (Python would "
+        f"give each its own); cast one of them, e.g. with .astype(jnp.{np.dtype(a.dtype).name})."
+    )
+
+
 _PYTHON_ZERO = types.MappingProxyType({"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j})  # by kind
 
 

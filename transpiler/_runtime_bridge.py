@@ -22,6 +22,7 @@ from jax.extend import source_info_util
 import runtime
 from runtime import calls as runtime_calls
 from runtime import errors as runtime_errors
+from runtime import lists as runtime_lists
 from runtime import staging as runtime_staging
 from transpiler import libraries
 
@@ -200,7 +201,9 @@ def wrap(
         if python_path and runtime_staging.eager() and _PYTHON_PATH.get():
             return original(*args, **kwargs)
         try:
-            return runtime_staging.call_staging(generated, args, kwargs)
+            # A list built in staged code is returned as the Python list it stands for.
+            result = runtime_staging.call_staging(generated, args, kwargs)
+            return runtime_lists.as_python_lists(result)
         except Exception as e:  # noqa: BLE001 - annotated and re-raised unchanged
             if not isinstance(e, runtime_staging.Retrace):  # a request, caught further up
                 _add_user_location(e)

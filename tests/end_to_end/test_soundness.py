@@ -256,17 +256,41 @@ def test_a_list_of_traced_length_never_passes_for_its_buffer():
         transpiler.jit(samples)(1.0, 5)
     expected = sample_mean(1.0, 5)
     assert_tree_close(transpiler.jit(sample_mean)(1.0, 5), expected)
-    for op in (jnp.mean, jnp.array, list, sorted):
-
-        def reduce(x, n, op=op):
-            out = []
-            for i in range(4):
-                if i >= n:
-                    out.append(x)
-            return op(out)
-
+    for reduce in (reduce_mean, reduce_array, reduce_list, reduce_sorted):
         with pytest.raises(StagingError, match="'out' is appended to"):
             jax.jit(transpiler.convert(reduce))(1.0, 2)
+
+
+def reduce_mean(x, n):
+    out = []
+    for i in range(4):
+        if i >= n:
+            out.append(x)
+    return jnp.mean(out)
+
+
+def reduce_array(x, n):
+    out = []
+    for i in range(4):
+        if i >= n:
+            out.append(x)
+    return jnp.array(out)
+
+
+def reduce_list(x, n):
+    out = []
+    for i in range(4):
+        if i >= n:
+            out.append(x)
+    return list(out)
+
+
+def reduce_sorted(x, n):
+    out = []
+    for i in range(4):
+        if i >= n:
+            out.append(x)
+    return sorted(out)
 
 
 def reductions(x, y):
@@ -1238,3 +1262,82 @@ def test_functions_and_strings_in_loop_and_branch_state_stay_the_same_objects():
     assert_tree_close(batched(xs), jnp.stack([scaled_until(x, 20.0)[0] for x in xs]))
     with pytest.raises(StagingError, match=r"the very same Python object"):
         jax.jit(transpiler.convert(swapped_function))(1.0)
+
+
+# -- Choices between values of two dtypes; short-circuits that call user code ------------------------
+
+
+def min_of_two_dtypes(n, x):
+    return min(n, x)
+
+
+def or_of_two_dtypes(n, x):
+    return n or x
+
+
+def max_with_a_python_number(n, x):
+    return max(n, 0), min(x, 2.5), x or 1.0  # a Python number takes the array's dtype
+
+
+def test_a_traced_choice_between_two_dtypes_is_refused():
+    n, x = jnp.int32(16777217), jnp.float32(3e7)
+    # Python gives back the int32 (a float32 cannot hold 16777217): one dtype cannot be both.
+    with pytest.raises(StagingError, match=r"the items compared are int32\[\] and float32\[\]"):
+        transpiler.jit(min_of_two_dtypes)(n, x)
+    with pytest.raises(StagingError, match=r"the operands of 'or' are int32\[\] and float32\[\]"):
+        transpiler.jit(or_of_two_dtypes)(n, x)
+    check_jit(max_with_a_python_number, jnp.int32(-3), jnp.float32(4.0))
+
+
+def upper_bound(x):
+    print("upper called")
+    return jnp.sqrt(x) + 1
+
+
+def chained_with_a_call(x):
+    return 0 < x < upper_bound(x)
+
+
+def test_a_chained_comparison_calls_user_code_only_where_python_would(capfd):
+    converted = jax.jit(transpiler.convert(chained_with_a_call))
+    assert not converted(jnp.float32(-2.0))
+    jax.effects_barrier()
+    assert capfd.readouterr().out == ""  # traced once, printed by the branch that did not run
+    assert converted(jnp.float32(1.0))
+    jax.effects_barrier()
+    assert capfd.readouterr().out == "upper called\n"
+
+
+def float_times(x):
+    return float(x) * x, int(x) * x
+
+
+def test_float_and_int_of_a_traced_value_differentiate_alike_compiled_or_not():
+    grads = jax.grad(lambda x: sum(transpiler.convert(float_times)(x)))
+    # float(x) is a cast (derivative one), int(x) a step (derivative zero)
+    expected = 2 * 3.7 + 3.0
+    assert np.isclose(grads(3.7), expected)
+    assert np.isclose(jax.jit(grads)(3.7), expected)
+
+
+def closure_over_loop_state(x):
+    scale = 1.0
+    g = lambda v: v * scale  # noqa: E731 - a closure over a variable the loop changes
+    while x < 10:  # the test reads only x: it writes no cell
+        x = x * 2
+        scale = scale + 1
+    return g(x)
+
+
+def closure_read_by_the_test(x):
+    scale = 1.0
+    below = lambda v: v * scale < 100  # noqa: E731
+    while below(x):  # ... and here it calls the closure: the cell holds the state it tests
+        x = x * 2
+        scale = scale + 1
+    return x, scale
+
+
+def test_a_loop_test_that_only_reads_does_not_change_a_closure_cell():
+    check_jit(closure_over_loop_state, jnp.float32(1.5))
+    check_jit(closure_read_by_the_test, jnp.float32(1.5))

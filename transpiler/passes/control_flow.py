@@ -121,7 +121,7 @@ _IF = """
 
 _WHILE = """
     def loop_test(state_args):
-        prologue
+        test_prologue
         return test
     def loop_body(state_args):
         prologue
@@ -141,14 +141,14 @@ _FOR = """
 
 _WHILE_EXIT = """
     def loop_exit(state_args):
-        prologue
+        exit_prologue
         return exit_test
 """
 """The exit test of a `while` loop: its leading `if C: break`."""
 
 _FOR_EXIT = """
     def loop_exit(item, state_args):
-        prologue
+        exit_prologue
         bind_item
         return exit_test
     def loop_exited(item, state_args):
@@ -161,7 +161,7 @@ _FOR_EXIT = """
 
 _FOR_WITH_TEST = """
     def loop_test(state_args):
-        prologue
+        test_prologue
         return test
     def loop_body(item, state_args):
         prologue
@@ -347,6 +347,9 @@ class _ControlFlow(Transformer):
             )
         else:
             replacements.update(state_tuple=templates.names_tuple(outputs))
+        for test, key in (("test", "test_prologue"), ("exit_test", "exit_prologue")):
+            if key in template:
+                replacements[key] = _prologue_for_test(prologue, replacements[test])
         return templates.replace(
             template,
             state_args=params,
@@ -355,6 +358,21 @@ class _ControlFlow(Transformer):
             state_out=outputs,  # no outputs: no assignment, just the call
             **replacements,
         )
+
+
+def _prologue_for_test(prologue: list[gast.stmt], test: gast.expr) -> list[gast.stmt]:
+    """The part of `prologue` (`nonlocal acc; acc = acc_1`, a pair per variable) a loop test
+    needs: the variables it reads, or all of them if it calls anything (a closure that reads
+    them). A test writes no cell it need not: the runtime refuses a test that changes Python
+    state, and a cell it writes holds a changed value."""
+    if any(isinstance(n, gast.Call) for n in structure.walk_nodes(test)):
+        return prologue
+    reads = activity.of(test).reads
+    kept = []
+    for declaration, assignment in zip(prologue[::2], prologue[1::2]):
+        if declaration.names[0] in reads:
+            kept += [declaration, assignment]
+    return kept
 
 
 def _only_compared(test: gast.expr) -> set[str]:

@@ -6,12 +6,20 @@
     y = jnp.stack(out)      ->   y = rt__.stack_list(jnp.stack, out)   (out is appended to here)
 
 Only local names are rewritten: an assignment would make a global or closure variable local
-(`self.items.append(x)` and `log.append(x)` for a global `log` are left alone). `stack`/`array`/
-`asarray` calls are rewritten only for names this function appends to: a list built in a staged
-loop is stacked at once instead of item by item. List comprehensions stay Python.
+(`self.items.append(x)` and `log.append(x)` for a global `log` are left alone). And only names
+that hold a list no other name can see: the rewrite rebinds the name (a staged loop turns the list
+into a buffer), which another reference to the same list would not see. A list the function got
+from elsewhere (a parameter, an attribute, another name), or that it hands out before it is done
+with it (`alias = out`, `helper(out)`, `{"h": out}`, a closure), keeps its real `append`: the
+runtime then unrolls a loop that changes it, or refuses with a StagingError, as for any Python
+object staged code changes. `stack`/`array`/`asarray` calls are rewritten only for names this
+function appends to: a list built in a staged loop is stacked at once instead of item by item.
+List comprehensions stay Python.
 """
 
 from __future__ import annotations
+
+import types
 
 import gast
 
@@ -41,21 +49,163 @@ def _method_call(node: gast.AST, method: str) -> gast.Call | None:
     return None
 
 
+# Builtins that read a list they are given and keep no reference to it.
+_READERS = frozenset(
+    {"len", "sum", "min", "max", "list", "tuple", "sorted", "any", "all", "print", "str", "repr"}
+    | {"bool", "isinstance", "type", "id", "hash"}
+)
+# Builtins whose result refers to the list: harmless only as the iterable of a loop.
+_VIEWS = frozenset({"iter", "enumerate", "zip", "reversed"})
+# Modules whose functions take a list of arrays and return new values (`jnp.stack(out)`):
+# not all of JAX (`jax.tree_util.Partial(f, out)` keeps it).
+_ARRAY_MODULES = ("numpy", "jax.numpy", "jax.lax", "jax.nn", "transpiler")
+
+
+def private_lists(
+    scope: gast.FunctionDef, names: frozenset[str], globals_: dict, return_values=()
+) -> frozenset[str]:
+    """The names of `names` that hold a list no other reference can reach.
+
+    Such a name is bound only to new lists (`[...]`, a list comprehension, `list(...)`) and read
+    only where no reference stays behind: a method called on it, an item or slice of it, `len`
+    and other builtins that read it, JAX and NumPy functions (`jnp.stack(out)`), a loop over it,
+    a test, a comparison, `return`. Anything else (`alias = out`, `f(out)`, `(out, 1)`,
+    `obj.attr = out`, a nested function that reads it) may keep a reference.
+    """
+    shared = set(activity.params_of(scope.args))  # the caller's lists
+    allowed: set[int] = set()  # ids of the reads of the names that keep no reference
+    nodes = list(activity.walk_scope(scope.body))
+    # The earlier passes' runtime calls (`rt__.print_(out)`) read their arguments and keep
+    # none; the lambdas they are given (an assert's message) are read as part of this scope.
+    thunks = {
+        id(arg)
+        for node in nodes
+        if isinstance(node, gast.Call) and _root(node.func) == RUNTIME
+        for arg in node.args
+        if isinstance(arg, gast.Lambda)
+    }
+    nodes += [n for node in nodes if id(node) in thunks for n in activity.walk_scope([node.body])]
+    for node in nodes:
+        if isinstance(node, gast.Lambda) and id(node) in thunks:
+            allowed.add(id(node.body))  # what it returns is read (printed), not kept
+            continue
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
+            shared.update(n.id for n in gast.walk(node) if isinstance(n, gast.Name))
+        elif isinstance(node, gast.Assign) and all(
+            isinstance(t, gast.Name) and t.id in return_values for t in node.targets
+        ):
+            allowed.update(map(id, _returned(node.value)))  # the return pass's `retval_ = out`
+        elif isinstance(node, (gast.Assign, gast.AnnAssign)):
+            targets = node.targets if isinstance(node, gast.Assign) else [node.target]
+            if len(targets) == 1 and _new_list(node.value, globals_):
+                allowed.add(id(targets[0]))
+        elif isinstance(node, gast.Call):
+            allowed.update(id(a) for a in _reading_call_args(node, globals_))
+            if isinstance(node.func, gast.Attribute):
+                allowed.add(id(node.func.value))  # `out.append(x)`, `out.index(x)`
+        elif isinstance(node, (gast.For, gast.comprehension)):
+            allowed.add(id(node.iter))
+            if isinstance(node.iter, gast.Call) and _builtin(node.iter.func, _VIEWS, globals_):
+                allowed.update(id(a) for a in node.iter.args)
+        elif isinstance(node, gast.Subscript):
+            allowed.add(id(node.value))
+        elif isinstance(node, gast.Compare):
+            allowed.update(id(e) for e in (node.left, *node.comparators))
+        elif isinstance(node, (gast.If, gast.While, gast.IfExp, gast.Assert)):
+            allowed.update(map(id, _tested(node.test)))
+        elif isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+            allowed.update(map(id, _tested(node.operand)))
+        elif isinstance(node, gast.Return):
+            allowed.update(map(id, _returned(node.value)))
+        elif isinstance(node, gast.Expr):
+            allowed.add(id(node.value))
+        elif isinstance(node, gast.Delete):
+            allowed.update(id(t) for t in node.targets)
+    for node in nodes:
+        if isinstance(node, gast.Name) and node.id in names and id(node) not in allowed:
+            shared.add(node.id)  # a binding to something else, or a read that may keep it
+    return names - shared
+
+
+def _tested(test: gast.expr) -> list[gast.expr]:
+    """The expressions `test` only tests for truth: itself, and the operands of its `and`/`or`
+    (`y = out or []` keeps the list; `if out or x:` does not)."""
+    found, todo = [], [test]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        if isinstance(node, gast.BoolOp):
+            todo.extend(node.values)
+    return found
+
+
+def _returned(value: gast.expr | None) -> list[gast.expr]:
+    """`return out` and `return y, out` hand the list out as the function ends."""
+    return list(value.elts) if isinstance(value, gast.Tuple) else [value]
+
+
+def _new_list(value: gast.expr, globals_: dict) -> bool:
+    if isinstance(value, (gast.List, gast.ListComp)):
+        return True
+    return isinstance(value, gast.Call) and _builtin(value.func, {"list", "sorted"}, globals_)
+
+
+def _builtin(func: gast.expr, names, globals_: dict) -> bool:
+    """Whether `func` names one of the builtins `names` (not shadowed by a global)."""
+    return isinstance(func, gast.Name) and func.id in names and func.id not in globals_
+
+
+def _reading_call_args(call: gast.Call, globals_: dict) -> list[gast.expr]:
+    """The arguments of `call` it reads without keeping: all of them for a builtin of
+    `_READERS` or a function of JAX or NumPy, none for any other call."""
+    if _builtin(call.func, _READERS, globals_) or _root(call.func) == RUNTIME:
+        return [*call.args, *(k.value for k in call.keywords)]
+    path = activity.dotted_path(call.func)
+    parts = path.split(".") if path else [None]
+    value = globals_.get(parts[0], None)
+    for part in parts[1:-1]:  # `jax.numpy.stack`: the module that holds the function
+        value = getattr(value, part, None) if isinstance(value, types.ModuleType) else None
+    if isinstance(value, types.ModuleType):
+        module = value.__name__
+    else:
+        module = getattr(value, "__module__", None) if callable(value) else None
+    if isinstance(module, str) and any(
+        module == m or module.startswith(m + ".") for m in _ARRAY_MODULES
+    ):
+        return [*call.args, *(k.value for k in call.keywords)]
+    return []
+
+
+def _root(func: gast.expr) -> str | None:
+    path = activity.dotted_path(func)
+    return path.split(".")[0] if path else None
+
+
 class _Lists(Transformer):
-    def __init__(self, namer: Namer):
+    def __init__(self, namer: Namer, globals_: dict, return_values):
         self.namer = namer
-        self.scopes: list[frozenset[str]] = []  # local names of the functions being visited
+        self.globals = globals_
+        self.return_values = return_values
+        # The names of the functions being visited that hold a list no other reference sees.
+        self.scopes: list[frozenset[str]] = []
         self.appended: list[frozenset[str]] = []  # the local names they append to
 
     def visit_FunctionDef(self, node):
-        self.scopes.append(activity.local_names(node))
+        local = activity.local_names(node)
+        mutated = frozenset(
+            call.func.value.id
+            for call in activity.walk_scope(node.body)
+            if _method_call(call, "append") is not None or _method_call(call, "pop") is not None
+        )
+        private = private_lists(node, mutated & local, self.globals, self.return_values)
+        self.scopes.append(private)
         self.appended.append(
             frozenset(
                 call.func.value.id
                 for call in activity.walk_scope(node.body)
                 if _method_call(call, "append") is not None
             )
-            & self.scopes[-1]
+            & private
         )
         node.body = [s for stmt in node.body for s in _as_list(self.visit(stmt))]
         self.scopes.pop()
@@ -119,4 +269,4 @@ def _as_list(result) -> list:
 
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
-    return _Lists(ctx.namer).visit(fn_node)
+    return _Lists(ctx.namer, ctx.globals, frozenset(ctx.return_values)).visit(fn_node)

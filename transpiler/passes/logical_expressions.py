@@ -6,6 +6,7 @@ The right operand becomes a thunk, so Python values keep Python's short-circuit 
     a and f(x)       ->   rt__.and_(a, lambda: rt__.call(f, x), lazy=True)   (user code: a cond)
     not x            ->   rt__.not_(x)
     0 < x < 1        ->   rt__.and_(0 < x, lambda: x < 1)
+    0 < x < f(x)     ->   rt__.and_(0 < x, lambda: x < rt__.call(f, x), lazy=True)
     c in xs          ->   rt__.in_(c, xs)                 (a traced array: jnp.any(xs == c))
     a < f(x) < c     ->   rt__.and_(a < (cmp := f(x)), lambda: cmp < c)
 
@@ -73,9 +74,10 @@ class _LogicalExpressions(Transformer):
             comparisons.append(_comparison(left, op, operands[i + 1]))
         result = comparisons[-1]
         for comparison in reversed(comparisons[:-1]):
-            result = templates.replace_as_expression(
-                f"{RUNTIME}.and_(left, lambda: right)", left=comparison, right=result
-            )
+            template = f"{RUNTIME}.and_(left, lambda: right)"
+            if _may_have_effects(result):  # `0 < x < f(x)`: f is called only where 0 < x
+                template = f"{RUNTIME}.and_(left, lambda: right, lazy=True)"
+            result = templates.replace_as_expression(template, left=comparison, right=result)
         return result
 
 

@@ -49,7 +49,7 @@ def test_chained_comparisons():
     assert generated == textwrap.dedent(
         """\
         def f(a, b, c):
-            return rt__.and_(0 <= a, lambda: rt__.and_(a < b, lambda: rt__.and_(b < (cmp := len(c)), lambda: cmp <= 10)))"""
+            return rt__.and_(0 <= a, lambda: rt__.and_(a < b, lambda: rt__.and_(b < (cmp := len(c)), lambda: cmp <= 10), lazy=True), lazy=True)"""
     )
     for args in [(1, 2, "abc"), (3, 2, "abc"), (0, 1, ""), (1, 2, "x" * 20)]:
         assert new(*args) == old(*args)

@@ -3,6 +3,7 @@
 import textwrap
 
 import gast
+import jax
 import numpy as np
 import pytest
 
@@ -52,6 +53,7 @@ def test_lists_pass():
             return np.stack(out), last
         """,
         lists,
+        globals_={"np": np},
     )
     assert generated == expect(
         """
@@ -77,6 +79,56 @@ def test_lists_pass_leaves_globals_closures_and_attributes_alone():
         lists,
     )
     assert "rt__" not in generated
+
+
+def test_lists_pass_keeps_the_real_append_of_a_list_another_reference_may_see():
+    # Rebinding the name would leave the other reference with the list as it was.
+    cases = {
+        "parameter": "def f(x, out):\n    out.append(x)\n    return out",
+        "alias": "def f(x):\n    out = []\n    alias = out\n    out.append(x)\n    return alias",
+        "attribute": "def f(x, obj):\n    out = obj.items\n    out.append(x)\n    return obj",
+        "stored": "def f(x, obj):\n    out = []\n    obj.items = out\n    out.append(x)",
+        "container": "def f(x):\n    out = []\n    d = {'h': out}\n    out.append(x)\n    return d",
+        "tuple": "def f(x):\n    out = []\n    t = (out, 1)\n    out.append(x)\n    return t",
+        "user call": "def f(x):\n    out = []\n    keep(out)\n    out.append(x)\n    return out",
+        "closure": "def f(x):\n    out = []\n    g = lambda: out\n    out.append(x)\n    return g",
+        "or": "def f(x):\n    out = []\n    y = out or []\n    out.append(x)\n    return y",
+        "iterator": "def f(x):\n    out = []\n    it = iter(out)\n    out.append(x)\n    return it",
+        "unpacked": "def f(x, p):\n    out, y = p\n    out.append(x)\n    return out",
+        "augmented": "def f(x):\n    out = []\n    out += [x]\n    out.append(x)\n    return out",
+        "kept by jax": "def f(x):\n    out = []\n    p = jax.tree_util.Partial(g, out)\n"
+        "    out.append(x)\n    return p",
+    }
+    for label, source in cases.items():
+        generated, new, old = apply(source, lists, globals_={"keep": print, "jax": jax})
+        assert "rt__" not in generated, label
+
+
+def test_lists_pass_rewrites_a_list_only_read_where_no_reference_stays():
+    generated, _, _ = apply(
+        """
+        def f(xs):
+            out = []
+            for x in xs:
+                out.append(x)
+            total = sum(out) + len(out) + out[0] + out[-1]
+            for i, v in enumerate(out):
+                total = total + v
+            if out and not out == [] and xs[0] in out:
+                print(out, sorted(out))
+            return np.mean(np.stack(out)) + total, out
+        """,
+        lists,
+        globals_={"np": np},
+    )
+    assert "out = rt__.list_append(out, x)" in generated
+    assert "rt__.stack_list(np.stack, out)" in generated
+    generated, _, _ = apply(
+        "def f(x):\n    out = []\n    out.append(x)\n    return jax.numpy.stack(out)",
+        lists,
+        globals_={"jax": jax},
+    )
+    assert "rt__.stack_list(jax.numpy.stack, out)" in generated
 
 
 def test_directives_read_loop_options():

@@ -1,0 +1,143 @@
+"""Python state that no variable shows: how many items an iterator gave, where a random number
+generator stands. A staged loop or branch must change it exactly as Python would, or refuse."""
+
+import itertools
+import random
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import transpiler
+from runtime import StagingError, sequences
+
+X = jnp.float32(1.5)
+
+
+def held_iterator(x):
+    it = iter([1.0, 2.0, 3.0, 4.0])
+    s = 0.0
+    for v in it:
+        if x < v:
+            break
+        s = s + v
+    return s, len(list(it))
+
+
+def generator_with_effects(x):
+    fetched = []
+
+    def items():
+        for i in range(4):
+            fetched.append(i)
+            yield i
+
+    s = 0.0
+    for i in items():
+        if x < i:
+            break
+        s = s + i
+    return s, len(fetched)
+
+
+def endless(x):
+    s = 0.0
+    for i in itertools.count():
+        if x < i:
+            break
+        s = s + i
+    return s
+
+
+def enumerate_a_list(x):  # a fresh iterator over a list: taking more items shows nowhere
+    s = 0.0
+    for i, v in enumerate([1.0, 2.0, 3.0, 4.0]):
+        if x < v:
+            break
+        s = s + v * i
+    return s
+
+
+@pytest.mark.parametrize("fn", [held_iterator, generator_with_effects, endless])
+def test_a_traced_break_in_a_loop_over_a_visible_iterator_is_refused(fn):
+    with pytest.raises(StagingError, match=r"takes its items from an iterator \(\w+\)"):
+        transpiler.jit(fn)(X)
+
+
+def test_a_traced_break_in_a_loop_over_a_fresh_iterator_of_a_list_is_staged():
+    assert transpiler.jit(enumerate_a_list)(X) == enumerate_a_list(X)
+    assert transpiler.jit(enumerate_a_list)(jnp.float32(2.5)) == enumerate_a_list(2.5)
+
+
+def _probe(iterable):
+    refs = sys.getrefcount(iterable)  # as for_stmt counts
+    return sequences.taking_items_shows(iterable, refs)
+
+
+def test_which_iterators_show_the_items_taken():
+    # Each made where it is probed, so that it is held only where the test means it to be
+    # (pytest's rewritten asserts hold what they show: the results are asserted afterwards).
+    held = iter([1, 2])
+    shows = [
+        _probe(held),
+        _probe(enumerate(held)),
+        _probe(zip((v for v in [1]), [2])),
+        _probe(v for v in [1]),
+        _probe(itertools.count()),
+        _probe(map(abs, [1])),
+    ]
+    hides = [
+        _probe(iter([1, 2])),
+        _probe(enumerate([1, 2])),
+        _probe(enumerate(zip([1], (2,)))),
+        _probe(reversed([1, 2])),
+        _probe(iter({1: 2}.items())),
+        _probe([1, 2]),  # not an iterator: each loop takes its own
+    ]
+    assert shows == [True] * 6
+    assert hides == [False] * 6
+
+
+def python_random_in_a_scan(x):
+    s = 0.0
+    for _ in range(3):
+        s = s + x * random.random()
+    return s
+
+
+def numpy_random_in_a_while(x):
+    n = 0
+    while x < 10:
+        x = x + np.random.uniform()
+        n += 1
+    return n
+
+
+RNG = np.random.default_rng(0)
+
+
+def generator_in_a_branch(x):
+    if x > 0:
+        x = x + RNG.normal()
+    return x
+
+
+def test_random_draws_in_a_loop_with_python_bounds_run_as_python():
+    random.seed(0)
+    expected = python_random_in_a_scan(X)
+    random.seed(0)
+    assert np.isclose(transpiler.jit(python_random_in_a_scan)(X), expected)
+    random.seed(0)
+    assert np.isclose(jax.jit(transpiler.convert(python_random_in_a_scan))(X), expected)
+
+
+@pytest.mark.parametrize("fn", [numpy_random_in_a_while, generator_in_a_branch])
+def test_random_draws_in_staged_code_are_refused_and_undone(fn):
+    np.random.seed(1)
+    before_global, before_rng = np.random.get_state()[1].copy(), RNG.bit_generator.state
+    with pytest.raises(StagingError, match=r"is drawn from \(a Python random number generator"):
+        transpiler.jit(fn)(jnp.float32(0.5))
+    assert np.array_equal(np.random.get_state()[1], before_global)
+    assert RNG.bit_generator.state == before_rng

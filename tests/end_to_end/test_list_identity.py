@@ -1,0 +1,156 @@
+"""A list other references can see keeps its identity: they see every append, or the converted
+function refuses with a StagingError naming the list. Never a copy that silently diverges."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import transpiler
+from runtime import StagingError
+
+X = jnp.array([1.0, 2.0, 3.0])
+
+
+def collect(x, out):  # an "out" parameter filled by a loop over a traced array
+    for v in x:
+        out.append(v * 2)
+
+
+def add_if_positive(v, out):  # ... and under a traced condition
+    if v > 0:
+        out.append(v)
+
+
+def log_value(history, v):
+    history.append(v)
+
+
+def out_parameter(x):
+    b = []
+    collect(x, b)
+    return len(b), jnp.stack(b)
+
+
+def alias_of_a_loop_list(x):
+    c = []
+    alias = c
+    for v in x:
+        c.append(v)
+    return len(alias), jnp.stack(alias), c is alias
+
+
+def helper_and_dict_after_a_loop(x):
+    history = []
+    for v in x:
+        history.append(v * 2)
+    log_value(history, x[0])
+    state = {"h": history}
+    state["h"].append(x[1])
+    return len(history), jnp.stack(history)
+
+
+class Recorder:
+    def __init__(self):
+        self.items = []
+
+
+def attribute_alias(x, recorder):
+    items = recorder.items
+    for v in x:
+        items.append(v + 1)
+    return len(recorder.items)
+
+
+def private_list(x):  # no other reference: rebound, stacked at once
+    out = []
+    for v in x:
+        out.append(jnp.sin(v))
+    return jnp.stack(out), len(out)
+
+
+@pytest.mark.parametrize(
+    "fn", [out_parameter, alias_of_a_loop_list, helper_and_dict_after_a_loop, private_list]
+)
+def test_every_reference_sees_the_appends(fn):
+    expected = fn(X)
+    # compiled two ways, and on NumPy values (the Python path)
+    runs = (transpiler.jit(fn), jax.jit(transpiler.convert(fn)), transpiler.convert(fn))
+    for run in runs:
+        got = run(X if run is not runs[-1] else np.asarray(X))
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-6)
+
+
+def test_an_attributes_list_sees_the_appends():
+    recorder = Recorder()
+    expected = attribute_alias(X, recorder)
+    recorder = Recorder()
+    assert jax.jit(lambda x: transpiler.convert(attribute_alias)(x, recorder))(X) == expected
+    assert len(recorder.items) == expected == 3
+
+
+def test_a_callers_list_appended_to_under_a_traced_condition_is_refused():
+    def caller(x):
+        a = [x[0]]
+        add_if_positive(x[0], a)
+        return len(a)
+
+    with pytest.raises(StagingError, match=r"out \(a list\) grows from 1 to 2 items"):
+        transpiler.jit(caller)(X)
+    assert transpiler.convert(caller)(np.asarray(X)) == 2  # on Python values, as Python
+
+
+def test_the_private_list_is_still_one_staged_buffer():
+    jaxpr = jax.make_jaxpr(transpiler.convert(private_list))(X)
+    assert [e.primitive.name for e in jaxpr.eqns].count("scan") == 1
+
+
+def doubling(x):
+    out = [x]
+    for _ in range(3):
+        out.append(out[-1] * 2)  # read while it grows: a buffer in the loop
+    return out
+
+
+def build(x):
+    out = []
+    for v in x:
+        out.append(v + 1)
+    return out
+
+
+def extend_what_a_helper_built(x):
+    got = build(x)
+    got.append(x[0])  # a list now: every append lands
+    return len(got), jnp.stack(got)
+
+
+def test_a_list_built_in_staged_code_is_returned_as_a_list():
+    x = jnp.float32(1.5)
+    got = transpiler.jit(doubling)(x)
+    assert type(got) is list and jax.tree.structure(got) == jax.tree.structure(doubling(x))
+    np.testing.assert_allclose(np.stack(got), np.stack(doubling(x)))
+    n, stacked = transpiler.jit(extend_what_a_helper_built)(X)
+    assert n == 4
+    np.testing.assert_allclose(stacked, np.asarray(extend_what_a_helper_built(X)[1]))
+
+
+def conditional_build(x):
+    out = []
+    for v in x:
+        if v > 1.5:
+            out.append(v)
+    return out
+
+
+def append_to_what_a_helper_built(x):
+    got = conditional_build(x)  # traced length: a staged list it is given
+    log_value(got, x[0])  # appends through another name: would be lost
+    return len(got)
+
+
+def test_appending_to_a_staged_list_through_another_name_is_refused():
+    with pytest.raises(StagingError, match="'out' is a list built in staged code"):
+        transpiler.jit(append_to_what_a_helper_built)(X)
