@@ -177,10 +177,9 @@ class Snapshot:
         # NumPy array too large to copy); `Watch` needs them, a staged block's check does not.
         # (A random generator's state it reads, and records.)
         self.opaque: list[str] = []
-        # The generators behind `random.random()` and `np.random.rand()`, which any code can
-        # draw from: drawing changes Python state no container shows.
-        for generator, label in _GLOBAL_GENERATORS:
-            self._records.append((generator, "generator", _generator_state(generator), label))
+        # The generators behind `random.random()` and `np.random.rand()`, recorded once code
+        # that may draw from them is (see `_note_global_generators`).
+        self._global_generators: set[int] = set()
 
     def add(self, label: str, value) -> None:
         """Records what `value` reaches (once per object), calling it `label` in messages."""
@@ -215,6 +214,7 @@ class Snapshot:
                 elif user and contents is not _ABSENT:
                     self.add(name, contents)
             if user:
+                self._note_global_generators(fn)
                 names = _names_used(fn.__code__) if self.named_only else None
                 self._add_namespace(fn.__globals__, "", names)
                 # Its defaults (`def f(memo={})`) and attributes (`f.calls += 1`) are state too.
@@ -225,6 +225,18 @@ class Snapshot:
                 wrapped = getattr(fn, "__wrapped__", None)  # a converted function's original
                 if isinstance(wrapped, types.FunctionType):
                     stack.append(wrapped)
+
+    def _note_global_generators(self, fn: types.FunctionType) -> None:
+        """Records the global generators `fn` may draw from: one whose module it names
+        (`random`, `np`: through `np.random`), or a function of it (`from random import
+        gauss`). Their states take 10-80 us to read: not for code that names neither."""
+        if len(self._global_generators) == len(_GLOBAL_GENERATORS):
+            return
+        names = _names_used(fn.__code__)
+        for i, (generator, modules, label) in enumerate(_GLOBAL_GENERATORS):
+            if i not in self._global_generators and _may_draw(fn, names, generator, modules):
+                self._global_generators.add(i)
+                self._records.append((generator, "generator", _generator_state(generator), label))
 
     def _add_namespace(self, namespace: dict, prefix: str, names=None) -> None:
         """Records module globals (or another module's attributes, `prefix` its name): all of
@@ -507,11 +519,43 @@ def _set_generator_state(obj, state) -> None:
 
 
 # `random.random()` draws from the module's own Random instance, which its functions are
-# bound methods of.
+# bound methods of; `np.random.rand()` from the global RandomState, likewise. With the modules
+# that reach them.
 _GLOBAL_GENERATORS = (
-    (random.random.__self__, "Python's global random generator (random.random() and the like)"),
-    (np.random, "NumPy's global random generator (np.random.rand() and the like)"),
+    (
+        random.random.__self__,
+        (random,),
+        "Python's global random generator (random.random() and the like)",
+    ),
+    (np.random, (np, np.random), "NumPy's global random generator (np.random.rand() and the like)"),
 )
+_GLOBAL_RANDOM_STATE = np.random.random.__self__
+
+
+def _may_draw(fn: types.FunctionType, names, generator, modules) -> bool:
+    """Whether `fn` names one of `modules` (`np` reaches `np.random` by attribute), or a method
+    bound to `generator` (`from random import gauss`), among the globals its code uses (None:
+    code that reads names it cannot tell: all of them)."""
+    namespace = fn.__globals__
+    target = _GLOBAL_RANDOM_STATE if generator is np.random else generator
+    for name in namespace if names is None else names:
+        value = namespace.get(name)
+        if any(value is m for m in modules) or getattr(value, "__self__", None) is target:
+            return True
+    for value in _cell_values(fn):
+        if any(value is m for m in modules) or getattr(value, "__self__", None) is target:
+            return True
+    return False
+
+
+def _cell_values(fn: types.FunctionType) -> list:
+    values = []
+    for cell in fn.__closure__ or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    return values
 
 
 def _same_state(a, b) -> bool:
@@ -521,6 +565,8 @@ def _same_state(a, b) -> bool:
     if isinstance(a, (tuple, list)):
         if type(a) is not type(b) or len(a) != len(b):
             return False
+        if type(a) is tuple and all(type(x) is not np.ndarray for x in a):
+            return a == b  # Python's generator: (3, (625 ints), None), compared in C
         nested = (np.ndarray, tuple, list, dict)
         return all(_same_state(x, y) if isinstance(x, nested) else x == y for x, y in zip(a, b))
     if isinstance(a, dict):

@@ -4,11 +4,13 @@ generator stands. A staged loop or branch must change it exactly as Python would
 import itertools
 import random
 import sys
+from random import gauss
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from numpy.random import normal
 
 import transpiler
 from runtime import StagingError, sequences
@@ -118,6 +120,22 @@ def numpy_random_in_a_while(x):
 RNG = np.random.default_rng(0)
 
 
+def imported_draws_in_a_branch(x):
+    if x > 0:
+        x = x + gauss(0.0, 1.0) + normal()
+    return x
+
+
+def draws_in_a_helper(v):
+    return v * np.random.uniform()
+
+
+def helper_draws_in_a_branch(x):
+    if x > 0:
+        x = draws_in_a_helper(x)
+    return x
+
+
 def generator_in_a_branch(x):
     if x > 0:
         x = x + RNG.normal()
@@ -133,7 +151,15 @@ def test_random_draws_in_a_loop_with_python_bounds_run_as_python():
     assert np.isclose(jax.jit(transpiler.convert(python_random_in_a_scan))(X), expected)
 
 
-@pytest.mark.parametrize("fn", [numpy_random_in_a_while, generator_in_a_branch])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        numpy_random_in_a_while,
+        generator_in_a_branch,
+        imported_draws_in_a_branch,
+        helper_draws_in_a_branch,
+    ],
+)
 def test_random_draws_in_staged_code_are_refused_and_undone(fn):
     np.random.seed(1)
     before_global, before_rng = np.random.get_state()[1].copy(), RNG.bit_generator.state
