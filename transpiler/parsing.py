@@ -53,6 +53,13 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
     text = "".join(lines)
     parseable, added = parseable_source(text)
     module = _parse(parseable)
+    if module is None and code.co_name != "<lambda>":
+        # The lines up to the last one with code were not the whole definition (it ends with
+        # a `pass` in an `else:`, say): the block as the tokenizer finds it.
+        lines = inspect.getblock(linecache.getlines(filename)[start - 1 :])
+        text = "".join(lines)
+        parseable, added = parseable_source(text)
+        module = _parse(parseable)
     line_offset = start - 1 - added
     indented = bool(added)
     if module is None and code.co_name == "<lambda>":
@@ -95,7 +102,22 @@ def _source_lines(code: types.CodeType) -> tuple[list[str], int]:
         raise OSError("lineno is out of bounds")
     while start > 0 and not _DEFINITION_START.match(lines[start]):
         start -= 1
-    return inspect.getblock(lines[start:]), start + 1
+    if code.co_name == "<lambda>" or not hasattr(code, "co_positions"):  # (Python 3.10)
+        return inspect.getblock(lines[start:]), start + 1
+    # A definition ends on the last line its code (or code nested in it) comes from: no need
+    # to tokenize the file from `start` to find where its block ends. (Lines after it that
+    # compile to nothing, a trailing `pass`, are left out: the code is the same.)
+    return lines[start : _last_line(code)], start + 1
+
+
+def _last_line(code: types.CodeType) -> int:
+    """The last line of the file that `code` or the code nested in it was compiled from."""
+    last, todo = code.co_firstlineno, [code]
+    while todo:
+        c = todo.pop()
+        last = max([last, *(end for _, end, _, _ in c.co_positions() if end is not None)])
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return last
 
 
 def _parse(source: str) -> gast.Module | None:

@@ -590,3 +590,18 @@ def test_on_error_takes_raise_or_warn(value):
         assert str(info.value) == f"on_error must be 'raise' or 'warn', got {value!r}"
         with pytest.raises(ValueError):
             make(on_error=value)
+
+
+def test_definitions_whose_last_lines_compile_to_nothing_convert(tmp_path):
+    # The definition's text ends on the last line its code comes from; where that cuts a
+    # block short (`else: pass`), the tokenizer's block is taken.
+    path = tmp_path / "endings.py"
+    path.write_text(
+        "def a(x):\n    if x > 0:\n        x = x - 1\n    else:\n        pass\n    # done\n\n\n"
+        "def b(x):\n    return max(\n        x,\n        0,\n    )\n\n\n"
+        "def c(x):\n    while x > 0:\n        x = x - 1\n    else:\n        pass\n"
+    )
+    module = _import(path, "endings")
+    for fn, arg in ((module.a, 3), (module.b, -2), (module.c, 2)):
+        assert transpiler.convert(fn)(arg) == fn(arg)
+        assert jax.jit(transpiler.convert(fn))(arg) == fn(arg)
