@@ -134,7 +134,7 @@ class Carry:
             value = value._with(static_length=len(value.buffer))
         known = value.known_length()
         if known is not None and not probed.conditional and not self.stops_early:
-            self.static_lengths[index] = known + appends
+            self.static_lengths[index] = known + appends - probed.pops * trip_count
         self.planned.add(index)
         carried = value.resized(value.capacity + appends, fixed=True)
         # In the loop the length is a traced count; it is known again after (static_lengths).

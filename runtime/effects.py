@@ -83,7 +83,7 @@ class Change:
     def carryable(self) -> bool:
         """Whether the place can be staged: an array (tree) before and after, same place."""
         return (
-            self.kind not in ("resize", "reorder", "generator")
+            self.kind not in ("resize", "reorder", "generator", "iterator")
             and self.before is not _ABSENT
             and self.after is not _ABSENT
             and staging.is_array_tree(self.before)
@@ -110,6 +110,8 @@ class Change:
             self.container[self.key[2]] = value
 
     def restore(self) -> None:
+        if self.kind == "iterator":
+            return  # an iterator cannot be moved back: the error that follows says so
         if self.kind == "reorder":
             self.container.clear()
             self.container.update(self.before)
@@ -125,6 +127,11 @@ class Change:
 
     def describe(self) -> str:
         """What happened to the place, for an error message."""
+        if self.kind == "iterator":
+            return (
+                f"{self.label} (an iterator: {type(self.container).__name__}) is advanced "
+                "(tracing takes its items once, for every run of the code)"
+            )
         if self.kind == "generator":
             return (
                 f"{self.label} is drawn from (a Python random number generator: draw from "
@@ -279,9 +286,15 @@ class Snapshot:
     def _record(self, label, obj):
         """Records `obj`; yields (label, value) of what it holds."""
         if isinstance(obj, functools.partial):
-            return [(f"{label}.args[{i}]", a) for i, a in enumerate(obj.args)] + [
-                (f"{label}.keywords[{k!r}]", v) for k, v in obj.keywords.items()
-            ]
+            return (
+                [(f"{label}.func", obj.func)]
+                + [(f"{label}.args[{i}]", a) for i, a in enumerate(obj.args)]
+                + [(f"{label}.keywords[{k!r}]", v) for k, v in obj.keywords.items()]
+            )
+        if isinstance(obj, (types.MethodType, types.BuiltinMethodType)):
+            owner = getattr(obj, "__self__", None)
+            if _generator_state(owner) is not None:  # `self.draw = random.random`
+                return [(label, owner)]
         if isinstance(obj, np.ndarray):
             if obj.size <= _WATCHED_NUMPY_SIZE and obj.dtype != object:
                 self._records.append((obj, "numpy", obj.copy(), label))
@@ -303,7 +316,12 @@ class Snapshot:
             # an `__eq__` of its own makes unhashable.
             if hasattr(type(obj), "__next__") and _standard_type(type(obj)):
                 self.opaque.append(label)  # a generator, itertools.count(), a file
-                return []
+                state = _iterator_state(obj)
+                if state is None:
+                    return []
+                self._records.append((obj, "iterator", state, label))
+                inner = [v for v in _flat(state) if hasattr(type(v), "__next__")]
+                return [(label, v) for v in inner]  # `zip(it)`, `map(f, it)`: it too
         if type(obj) not in _BUILTIN_CONTAINERS and not _is_user(type(obj)):
             return []  # library objects, and the runtime's own (a list a loop is sizing)
         if isinstance(obj, dict):
@@ -346,6 +364,11 @@ class Snapshot:
 
 
 def _compare(container, kind, before, label) -> list[Change]:
+    if kind == "iterator":
+        now = _iterator_state(container)
+        if _same_reduced(before, now):
+            return []
+        return [Change((id(container), "iterator", None), label, before, now, container, kind)]
     if kind == "generator":
         now = _generator_state(container)
         if _same_state(before, now):
@@ -446,6 +469,14 @@ def _is_user_module_named(name: str, file: str | None) -> bool:
     return True
 
 
+def is_user_generator(generator) -> bool:
+    """Whether `generator` runs the user's code (not a library's: `nnx.List.__iter__`)."""
+    code = generator.gi_code
+    frame = generator.gi_frame
+    name = frame.f_globals.get("__name__", "") if frame is not None else ""
+    return _is_user_module_named(name, code.co_filename)
+
+
 def _is_user_module(module: types.ModuleType) -> bool:
     """Whether `module` is the user's (not a library's, not the standard library's)."""
     return _is_user_module_named(module.__name__, getattr(module, "__file__", None))
@@ -493,9 +524,45 @@ def _plain_attribute(obj, name: str, default):
         return default
 
 
+def _iterator_state(obj):
+    """Where an iterator of Python's or the standard library's stands: what its `__reduce__`
+    gives (the list and the index of a list's iterator, the next number of `count()`, the
+    iterators a `zip` takes from), or a generator's frame (the instruction it is paused at and
+    its locals); None where that cannot be read (a file)."""
+    frame = getattr(obj, "gi_frame", None)
+    if isinstance(obj, types.GeneratorType):
+        return ("generator",) if frame is None else (frame.f_lasti, *frame.f_locals.values())
+    try:
+        return obj.__reduce__()
+    except Exception:  # noqa: BLE001 - "cannot pickle": an iterator whose state is hidden
+        return None
+
+
+def _flat(state) -> list:
+    found, todo = [], [state]
+    while todo:
+        value = todo.pop()
+        if type(value) in (tuple, list):
+            todo.extend(value)
+        else:
+            found.append(value)
+    return found
+
+
+def _same_reduced(a, b) -> bool:
+    """Whether two `_iterator_state`s are the same: the same objects, equal plain values."""
+    if type(a) in (tuple, list) and type(b) is type(a):
+        return len(a) == len(b) and all(_same_reduced(x, y) for x, y in zip(a, b))
+    if type(a) in (int, float, str, bool, bytes, type(None)) and type(b) is type(a):
+        return a == b
+    return a is b
+
+
 def _generator_state(obj):
     """The state of a random number generator (Python's or NumPy's), or None for anything else:
     drawing from one changes it, where no container shows a change."""
+    if isinstance(obj, random.SystemRandom):
+        return None  # the system's entropy: no state to read (nor to repeat)
     if isinstance(obj, random.Random):
         return obj.getstate()
     if isinstance(obj, np.random.Generator):

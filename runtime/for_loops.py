@@ -133,7 +133,6 @@ def for_stmt(
     user code with `i`), where a traced item would not be exact. Python state the loop changes
     is carried too, or refused (see `runtime.effects`).
     """
-    refs = sys.getrefcount(iterable)  # first: whether the user's code holds it too
     site = Site("for loop")
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = check_count(checkpoints, "checkpoints", 2, site)
@@ -217,10 +216,16 @@ def for_stmt(
     if seq is None:
         if staging.trackers() or staging.watches():
             effects_.check_consumed(iterable, "a for loop")
-        items = iterable if max_iterations is None else itertools.islice(iterable, max_iterations)
-        taking_shows = sequences.taking_items_shows(iterable, refs) and type(iterable).__name__
+        iterator = iter(iterable)  # once, as Python's `for` does
+        # Whether other code holds it too (less the parameter, where the iterable is it).
+        refs = sys.getrefcount(iterator) - (iterator is iterable)
+        taking_shows = sequences.taking_items_shows(iterator, refs) and type(iterator).__name__
+        if max_iterations is not None:
+            iterator = itertools.islice(iterator, max_iterations)
         return finish(
-            _python_for(items, body, state, symbol_names, site, extra_test, effects, taking_shows)
+            _python_for(
+                iterator, body, state, symbol_names, site, extra_test, effects, taking_shows
+            )
         )
     n, k = len(seq), 0
     if max_iterations is not None:

@@ -238,6 +238,8 @@ class StagedList:
         return self.stacked("an array")
 
     def __repr__(self) -> str:
+        if self.known_length() is not None:  # as the Python list it stands for prints
+            return repr(list(self))
         return f"StagedList(length={self.length}, buffer={staging.describe(self.buffer)})"
 
 
@@ -282,12 +284,21 @@ def as_python_lists(tree):
     """`tree` with each list built in staged code whose length is known as the Python list of
     its items, as the function that built it returns it; one of traced length stays as it is
     (only converted code can use it: `len`, `sum`, `transpiler.padded`)."""
+    return _as_python_lists(tree, {})
+
+
+def _as_python_lists(tree, made: dict):
+    # `made`: one Python list per staged list (`return out, out` gives the same list twice).
     if isinstance(tree, StagedList):
-        return tree if tree.known_length() is None else list(tree)
+        if tree.known_length() is None:
+            return tree
+        if id(tree) not in made:
+            made[id(tree)] = (tree, list(tree))
+        return made[id(tree)][1]
     if type(tree) in (tuple, list):
-        return type(tree)(as_python_lists(v) for v in tree)
+        return type(tree)(_as_python_lists(v, made) for v in tree)
     if type(tree) is dict:
-        return {k: as_python_lists(v) for k, v in tree.items()}
+        return {k: _as_python_lists(v, made) for k, v in tree.items()}
     return tree
 
 
@@ -328,10 +339,12 @@ class ProbeList(list):
         self.base = base  # a staged list being probed: reads come from it
         self.depth = len(staging.loop_trip_counts())
         self.count = 0
+        self.pops = 0  # pops of one iteration, counted as appends are
         self.unbounded = False
         self.appended: list = []
         self.conditional = False
         self.where: str | None = None  # the user's file:line of the first append
+        self._branches = 0  # staged `if`s being traced around the code that runs now
 
     def append(self, item):
         if self.where is None:
@@ -349,10 +362,23 @@ class ProbeList(list):
         self.appended.append(item)
         super().append(item)
 
+    def pop(self, *index):
+        # The length after the loop is known only if every iteration pops as many items: not
+        # under a traced condition, nor in a nested loop that may stop early.
+        trips = staging.loop_trip_counts()[self.depth :]
+        if any(n is None for n in trips):
+            self.conditional = True
+        else:
+            self.pops += math.prod(trips)
+        if self._branches or any(staging.loops_stopping_early()[self.depth :]):
+            self.conditional = True
+        return super().pop(*index)
+
     def branches(self):
         """Counts the appends of a staged `if` (see `runtime.control_flow`): call `start()` as
         each branch starts; `finish(counts)` with what each branch appended."""
         before = self.count
+        self._branches += 1
 
         def start():
             self.count = before
@@ -362,6 +388,7 @@ class ProbeList(list):
             # The list grows by the longer branch; a length that depends on the branch is traced.
             self.count = before + max(first, second)
             self.conditional |= first != second
+            self._branches -= 1
 
         return start, finish
 

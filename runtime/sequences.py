@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import functools
 import sys
+import types
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from runtime import effects
 from runtime.staging import is_staged, is_traced
 
 
@@ -201,33 +203,40 @@ def _inner(wrapper) -> list[tuple[object, int]]:
     return [(a, sys.getrefcount(a)) for a in args if not isinstance(a, int) and iter(a) is a]
 
 
-# What the counts show for an iterator nothing else holds: a parameter of the function counting
-# (with `getrefcount`'s own argument), and an iterator inside an `enumerate`.
+# What the counts show for an iterator nothing else holds: a local variable of the function
+# counting (with `getrefcount`'s own argument), and an iterator inside each wrapper (`zip`
+# holds its iterators in a tuple of its own, `enumerate` directly: they count differently).
 _UNHELD = _refs(object())
-((_, _UNHELD_INNER),) = _inner(enumerate(iter([])))
+_UNHELD_INNER = types.MappingProxyType(
+    {wrapper: _inner(wrapper(iter([])))[0][1] for wrapper in _WRAPPERS}
+)
 
 
-def taking_items_shows(iterable, refs: int) -> bool:
-    """Whether taking more items from `iterable` than Python would take can be seen: it is an
-    iterator that other code holds (`refs`, its reference count where `for_stmt` got it, is
-    more than `_UNHELD`), or that runs code or reads something to give an item (a generator, a
-    file, `itertools.count()`, a `map`), or an `enumerate`/`zip` over such an iterator.
+def taking_items_shows(iterator, refs: int) -> bool:
+    """Whether taking more items from `iterator` (what `iter()` gave for a loop) than Python
+    would take can be seen: other code holds it (`refs`, its reference count in a local
+    variable of `for_stmt`, is more than `_UNHELD`), or it runs code or reads something to give
+    an item (a generator, a file, `itertools.count()`, a `map`), or it is an `enumerate`/`zip`
+    over such an iterator.
 
     `for v in it: ... break` takes items only up to the `break`; a staged loop cannot stop
     taking them where a traced `break` fires.
     """
-    if iter(iterable) is not iterable:
-        return False  # a list, a range: each loop over it takes its own iterator
     if refs > _UNHELD:
         return True
-    todo = [iterable]
+    todo = [iterator]
     while todo:
         it = todo.pop()
         if type(it) in _WRAPPERS:
             for inner, count in _inner(it):
-                if count > _UNHELD_INNER:
+                if count > _UNHELD_INNER[type(it)]:
                     return True
                 todo.append(inner)
+        elif isinstance(it, types.GeneratorType):
+            # A library's (`nnx.List.__iter__`) gives items as an iterator of a container
+            # does; the user's may do anything as it gives one.
+            if effects.is_user_generator(it):
+                return True
         elif type(it) not in _CONTAINER_ITERATORS:
             return True
     return False

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from runtime import staging
+from runtime import lists, staging
 
 
 class DeferredText(str):
@@ -48,6 +48,8 @@ def _joined(left: str, right: str) -> str:
 def deferred(build: Callable, *args, **kwargs):
     """`build(*args, **kwargs)`, a text; a `DeferredText` if a traced value is among the
     arguments (through lists, tuples, dicts, other deferred texts)."""
+    # A list built in staged code shows as the Python list of its items.
+    args, kwargs = lists.as_python_lists((args, kwargs))
     leaves: list = []
     _collect((args, kwargs), leaves)
     if not leaves:

@@ -154,3 +154,48 @@ def append_to_what_a_helper_built(x):
 def test_appending_to_a_staged_list_through_another_name_is_refused():
     with pytest.raises(StagingError, match="'out' is a list built in staged code"):
         transpiler.jit(append_to_what_a_helper_built)(X)
+
+
+def pop_under_a_traced_condition(xs):
+    st = [jnp.float32(0)]
+    for x in xs:
+        st.append(x)
+        if x > 2:
+            st.pop()
+    return len(st), sum(st)
+
+
+def push_pop(xs):
+    st = [jnp.float32(0)]
+    for x in xs:
+        st.append(x)
+        st.append(x * 2)
+        st.pop()
+    return len(st), jnp.stack(st)
+
+
+def test_pops_in_a_staged_loop_count():
+    xs = jnp.arange(1.0, 5.0)
+    for fn in (pop_under_a_traced_condition, push_pop):
+        expected = fn(xs)
+        for got in (transpiler.jit(fn)(xs), jax.jit(transpiler.convert(fn))(xs)):
+            assert got[0] == expected[0]
+            np.testing.assert_allclose(got[1], expected[1])
+    grad = jax.jit(jax.grad(lambda x: transpiler.convert(pop_under_a_traced_condition)(x)[1]))
+    np.testing.assert_allclose(grad(xs), [1.0, 1.0, 0.0, 0.0])
+
+
+def prints_a_built_list(x):
+    out = []
+    for v in x:
+        out.append(v * 2)
+    print(out, len(str(out)) > 0)
+    return x
+
+
+def test_a_list_built_in_staged_code_prints_as_a_list(capfd):
+    transpiler.jit(prints_a_built_list)(jnp.arange(3.0))
+    jax.effects_barrier()
+    assert capfd.readouterr().out == (
+        "[np.float32(0.0), np.float32(2.0), np.float32(4.0)] True\n"
+    )

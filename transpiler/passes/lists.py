@@ -49,11 +49,17 @@ def _method_call(node: gast.AST, method: str) -> gast.Call | None:
     return None
 
 
-# Builtins that read a list they are given and keep no reference to it.
-_READERS = frozenset(
-    {"len", "sum", "min", "max", "list", "tuple", "sorted", "any", "all", "print", "str", "repr"}
-    | {"bool", "isinstance", "type", "id", "hash"}
+# Builtins that read a list they are given and keep no reference to it (`min`, `max`, `sum`:
+# as their only, or first, argument: `min(out, [1.0])` and `sum([], out)` give it back).
+_READERS = frozenset({"len", "list", "tuple", "sorted", "any", "all", "print", "str", "repr"})
+_FIRST_READERS = frozenset({"min", "max", "sum"})
+# List methods that give back no reference to the list (`out.__iadd__(x)` does).
+_METHODS = frozenset(
+    {"append", "pop", "index", "count", "copy", "extend", "insert", "remove", "sort", "reverse"}
+    | {"clear"}
 )
+# Builtins that reach every local variable by name.
+_FRAME_READERS = frozenset({"locals", "vars", "eval", "exec"})
 # Builtins whose result refers to the list: harmless only as the iterable of a loop.
 _VIEWS = frozenset({"iter", "enumerate", "zip", "reversed"})
 # Modules whose functions take a list of arrays and return new values (`jnp.stack(out)`):
@@ -85,6 +91,26 @@ def private_lists(
         if isinstance(arg, gast.Lambda)
     }
     nodes += [n for node in nodes if id(node) in thunks for n in activity.walk_scope([node.body])]
+    # A generator expression keeps an iterator of the list until it is consumed: harmless only
+    # where a builtin consumes it at once (`sum(v * v for v in out)`).
+    consumed = {
+        id(arg)
+        for node in nodes
+        if isinstance(node, gast.Call) and _builtin(node.func, _READERS | _FIRST_READERS, globals_)
+        for arg in node.args
+        if isinstance(arg, gast.GeneratorExp)
+    }
+    lazy = {
+        id(generator)
+        for node in nodes
+        if isinstance(node, gast.GeneratorExp) and id(node) not in consumed
+        for generator in node.generators
+    }
+    if any(
+        isinstance(node, gast.Call) and _builtin(node.func, _FRAME_READERS, globals_)
+        for node in nodes
+    ):
+        return frozenset()  # `locals()["out"]`: every name may be reached
     for node in nodes:
         if isinstance(node, gast.Lambda) and id(node) in thunks:
             allowed.add(id(node.body))  # what it returns is read (printed), not kept
@@ -101,9 +127,11 @@ def private_lists(
                 allowed.add(id(targets[0]))
         elif isinstance(node, gast.Call):
             allowed.update(id(a) for a in _reading_call_args(node, globals_))
-            if isinstance(node.func, gast.Attribute):
+            if isinstance(node.func, gast.Attribute) and node.func.attr in _METHODS:
                 allowed.add(id(node.func.value))  # `out.append(x)`, `out.index(x)`
         elif isinstance(node, (gast.For, gast.comprehension)):
+            if id(node) in lazy:
+                continue
             allowed.add(id(node.iter))
             if isinstance(node.iter, gast.Call) and _builtin(node.iter.func, _VIEWS, globals_):
                 allowed.update(id(a) for a in node.iter.args)
@@ -160,6 +188,9 @@ def _reading_call_args(call: gast.Call, globals_: dict) -> list[gast.expr]:
     `_READERS` or a function of JAX or NumPy, none for any other call."""
     if _builtin(call.func, _READERS, globals_) or _root(call.func) == RUNTIME:
         return [*call.args, *(k.value for k in call.keywords)]
+    if _builtin(call.func, _FIRST_READERS, globals_):
+        first_only = call.func.id == "sum" or len(call.args) == 1
+        return call.args[:1] if first_only else []
     path = activity.dotted_path(call.func)
     parts = path.split(".") if path else [None]
     value = globals_.get(parts[0], None)
