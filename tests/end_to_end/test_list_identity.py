@@ -197,3 +197,32 @@ def test_a_list_built_in_staged_code_prints_as_a_list(capfd):
     transpiler.jit(prints_a_built_list)(jnp.arange(3.0))
     jax.effects_barrier()
     assert capfd.readouterr().out == ("[np.float32(0.0), np.float32(2.0), np.float32(4.0)] True\n")
+
+
+def postprocess(tokens):
+    return jnp.stack(tokens) * 2
+
+
+def decode_then_postprocess(x):
+    tokens = []
+    for v in x:
+        tokens.append(jnp.tanh(v))
+    return postprocess(tokens)  # handed over once built: still one staged buffer
+
+
+def helper_appends_to_a_built_list(x):
+    history = []
+    for v in x:
+        history.append(v * 2)
+    log_value(history, x[0])  # Python: 4 items; the staged buffer cannot take it
+    return len(history)
+
+
+def test_a_list_handed_over_once_built_stays_one_buffer():
+    jaxpr = jax.make_jaxpr(transpiler.convert(decode_then_postprocess))(X)
+    assert [e.primitive.name for e in jaxpr.eqns].count("scan") == 1
+    np.testing.assert_allclose(
+        transpiler.jit(decode_then_postprocess)(X), decode_then_postprocess(X), rtol=1e-6
+    )
+    with pytest.raises(StagingError, match="'history' is a list built in staged code"):
+        transpiler.jit(helper_appends_to_a_built_list)(X)

@@ -23,7 +23,7 @@ import types
 
 import gast
 
-from transpiler import templates
+from transpiler import structure, templates
 from transpiler.analysis import activity
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
@@ -149,10 +149,56 @@ def private_lists(
             allowed.add(id(node.value))
         elif isinstance(node, gast.Delete):
             allowed.update(id(t) for t in node.targets)
+    allowed |= _handed_over_last(nodes, names, allowed)
     for node in nodes:
         if isinstance(node, gast.Name) and node.id in names and id(node) not in allowed:
             shared.add(node.id)  # a binding to something else, or a read that may keep it
     return names - shared
+
+
+def _handed_over_last(nodes: list[gast.AST], names: frozenset[str], allowed: set[int]) -> set[int]:
+    """The ids of the lists handed to other code (`postprocess(out)`) once they are done: no
+    append or pop of the list comes after the call, nor in a loop around it. What the callee
+    keeps then is the list as it ends (as the Python list, or the buffer it stands for, which
+    refuses an append made through another name)."""
+    handed = [
+        (call, arg)
+        for call in nodes
+        if isinstance(call, gast.Call)
+        for arg in (*call.args, *(k.value for k in call.keywords))
+        if isinstance(arg, gast.Name) and arg.id in names and id(arg) not in allowed
+    ]
+    if not handed:
+        return set()
+    changes: dict[str, list[gast.AST]] = {}
+    for node in nodes:
+        for method in ("append", "pop"):
+            call = _method_call(node, method)
+            if call is not None and call.func.value.id in names:
+                changes.setdefault(call.func.value.id, []).append(call)
+    loops = [
+        {id(n) for n in structure.walk_nodes(loop)}
+        for loop in nodes
+        if isinstance(loop, (gast.For, gast.While))
+    ]
+    found = set()
+    for call, arg in handed:
+        where = _position(call)
+        if where is None:
+            continue
+        done = all(
+            (_position(change) or where) < where
+            and not any(id(call) in loop and id(change) in loop for loop in loops)
+            for change in changes.get(arg.id, ())
+        )
+        if done and all(_position(c) is not None for c in changes.get(arg.id, ())):
+            found.add(id(arg))
+    return found
+
+
+def _position(node: gast.AST) -> tuple[int, int] | None:
+    lineno = getattr(node, "lineno", None)
+    return None if lineno is None else (lineno, getattr(node, "col_offset", 0))
 
 
 def _tested(test: gast.expr) -> list[gast.expr]:
