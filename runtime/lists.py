@@ -349,6 +349,14 @@ class ProbeList(list):
     def append(self, item):
         if self.where is None:
             self.where = Site("append", depth=2).location()
+        if not staging.is_array_leaf(item):
+            raise StagingError(
+                f"a list appended to in a staged loop ({self.where}) gets "
+                f"{staging.describe(item)}: a list built in a staged loop is one array of its "
+                "items, stacked, so each item "
+                "must be an array (or a number) of one shape. Keep one list per field "
+                "(`xs.append(x); ys.append(y)`), or stack the fields into one array."
+            )
         item = jnp.asarray(item)
         trips = staging.loop_trip_counts()[self.depth :]
         if any(n is None for n in trips):

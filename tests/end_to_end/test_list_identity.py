@@ -226,3 +226,25 @@ def test_a_list_handed_over_once_built_stays_one_buffer():
     )
     with pytest.raises(StagingError, match="'history' is a list built in staged code"):
         transpiler.jit(helper_appends_to_a_built_list)(X)
+
+
+def log_dicts(x):
+    logs = []
+    for v in x:  # items that are not arrays: the loop runs unrolled, as Python
+        logs.append({"x": v, "y": v * 2})
+    return logs[-1]["y"], len(logs)
+
+
+def log_dicts_until(x):
+    logs = []
+    while x < 10:
+        transpiler.loop_options(max_iterations=20)
+        x = x * 2
+        logs.append({"x": x})
+    return len(logs)
+
+
+def test_a_staged_list_of_dicts_runs_as_python_or_is_refused_by_name():
+    assert transpiler.jit(log_dicts)(X) == (6.0, 3)
+    with pytest.raises(StagingError, match=r"gets a dict: a list built in a staged loop"):
+        transpiler.jit(log_dicts_until)(jnp.float32(1.0))
