@@ -63,8 +63,12 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
     line_offset = start - 1 - added
     indented = bool(added)
     if module is None and code.co_name == "<lambda>":
-        # A lambda in a longer expression: its lines may not parse alone; in parentheses they may.
-        module, indented = _parse(f"(\n{text}\n)"), False
+        # A lambda in a longer expression: its lines may not parse alone; in parentheses they
+        # may, or in braces (an item of a dict display: `"key": lambda x: ...,`).
+        for opening, closing in ("()", "{}"):
+            module, indented = _parse(f"{opening}\n{text}\n{closing}"), False
+            if module is not None:
+                break
         line_offset = start - 2
     if module is None:
         raise ConversionError(f"the source found for {fn.__qualname__!r} does not parse", where)

@@ -153,6 +153,18 @@ def test_lambdas_convert():
     assert float(jax.jit(relu)(-3.0)) == 0.0 and float(jax.jit(relu)(3.0)) == 3.0
 
 
+OPS = {
+    "double": lambda x: x * 2 if x > 0 else -x,
+    "half": lambda x: x / 2,
+}
+
+
+def test_lambdas_in_a_dict_display_convert():
+    converted = transpiler.convert(OPS["double"])
+    assert "if_exp" in transpiler.to_source(converted)
+    assert float(jax.jit(converted)(-3.0)) == 3.0 and float(jax.jit(converted)(2.0)) == 4.0
+
+
 def test_to_source_is_readable():
     def f(x, n):
         i = 0
