@@ -13,8 +13,8 @@ import types
 import jax
 import jax.numpy as jnp
 
-from runtime import debugging, effects, errors, for_loops, lists, sequences, staging
-from runtime.errors import Site
+from runtime import control_flow, debugging, effects, errors, for_loops, lists, sequences, staging
+from runtime.errors import Site, StagingError
 from runtime.staging import has_staged, is_staged
 
 _NO_DEFAULT = object()
@@ -159,30 +159,56 @@ def sum_(iterable, /, start=0):
     return builtins.sum(iterable, start)
 
 
-def all_(iterable, /):
+def all_(iterable, /, *, lazy=False):
     """`all(iterable)`. Python items decide as in Python (a false one ends it, unread items
     unread); traced ones are combined with a logical and (each read as Python's truth test
-    reads a value: a single element), so the result is traced if any item read was."""
-    staged = None
-    for item in iterable:
-        if is_staged(item):
-            truth = staging.scalar_predicate(item, Site("all()"), "item")
-            staged = truth if staged is None else jnp.logical_and(staged, truth)
-        elif not item:
-            return False
-    return True if staged is None else staged
+    reads a value: a single element), so the result is traced if any item read was. `lazy` (a
+    generator that calls user code): after a traced item, the rest is taken in a `cond` branch
+    that runs only where that item is true, as Python takes it."""
+    return _all_or_any(iterable, lazy, stops_on=False, site=Site("all()"))
 
 
-def any_(iterable, /):
-    """`any(iterable)`: like `all_`, with a true Python item ending it and a logical or."""
+def any_(iterable, /, *, lazy=False):
+    """`any(iterable)`: like `all_`, with a true item ending it and a logical or."""
+    return _all_or_any(iterable, lazy, stops_on=True, site=Site("any()"))
+
+
+def _all_or_any(iterable, lazy, stops_on, site):
+    combine = jnp.logical_or if stops_on else jnp.logical_and
+    items = iter(iterable)
     staged = None
-    for item in iterable:
-        if is_staged(item):
-            truth = staging.scalar_predicate(item, Site("any()"), "item")
-            staged = truth if staged is None else jnp.logical_or(staged, truth)
-        elif item:
-            return True
-    return False if staged is None else staged
+    for item in items:
+        if not is_staged(item):
+            if bool(item) is stops_on:
+                return stops_on
+            continue
+        truth = staging.scalar_predicate(item, site, "item")
+        if lazy:
+            return _rest_in_a_branch(truth, items, stops_on, site)
+        staged = truth if staged is None else combine(staged, truth)
+    return (not stops_on) if staged is None else staged
+
+
+def _rest_in_a_branch(truth, items, stops_on, site):
+    """`truth or any(items)` (`truth and all(items)`), the rest of the items taken only in the
+    branch where they decide."""
+    taken = []
+
+    def rest():
+        if taken:  # traced again: the items it took are gone
+            raise StagingError(
+                f"{site.construct} over a generator in staged code ({site}) changes Python "
+                "state as it gives items after a traced one: they would be taken twice. Make "
+                "the items a list first, or keep the state out of the generator."
+            )
+        taken.append(True)
+        return _all_or_any(items, True, stops_on, site)
+
+    def decided():
+        return stops_on
+
+    if_true, if_false = (decided, rest) if stops_on else (rest, decided)
+    return control_flow.if_exp(truth, if_true, if_false)
 
 
 def enumerate_(iterable, start=0):

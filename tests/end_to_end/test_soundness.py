@@ -1341,3 +1341,39 @@ def closure_read_by_the_test(x):
 def test_a_loop_test_that_only_reads_does_not_change_a_closure_cell():
     check_jit(closure_over_loop_state, jnp.float32(1.5))
     check_jit(closure_read_by_the_test, jnp.float32(1.5))
+
+
+def ratio_ok(v):
+    assert v != 0, "ratio_ok needs v != 0"
+    return 1.0 / v > 0.5
+
+
+def noisy_positive(v):
+    print("checked", v)
+    return v > 0
+
+
+def all_ratios_ok(x):
+    return all(ratio_ok(v) for v in x)
+
+
+def any_positive(x):
+    return any(noisy_positive(v) for v in x)
+
+
+def test_all_and_any_over_a_generator_take_items_only_as_far_as_python(capfd):
+    x = jnp.array([1.0, -1.0, 0.0])
+    assert not all_ratios_ok(x)
+    for run in (transpiler.jit(all_ratios_ok), jax.jit(transpiler.convert(all_ratios_ok))):
+        assert not run(x)  # the 0 after the false item is never checked
+    got = jax.vmap(transpiler.convert(all_ratios_ok))(
+        jnp.array([[1.0, -1.0, 0.0], [1.5, 1.0, 1.2]])
+    )
+    assert got.tolist() == [False, True]
+    capfd.readouterr()
+    y = jnp.array([-1.0, 2.0, 3.0])
+    assert any_positive(y)
+    python_out = capfd.readouterr().out
+    assert transpiler.jit(any_positive)(y)
+    jax.effects_barrier()
+    assert capfd.readouterr().out == python_out  # checked -1.0, then 2.0: not 3.0

@@ -33,6 +33,7 @@ from transpiler import libraries, templates
 from transpiler.analysis import activity
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
+from transpiler.passes import logical_expressions
 from transpiler.transformer import Transformer
 
 # What the pipeline looks for before running this pass, and what it may add (features.py).
@@ -118,6 +119,12 @@ class _CallTrees(Transformer):
             if self._is_builtin(func.id):
                 if func.id in STAGED_BUILTINS:
                     node.func = templates.replace_as_expression(f"{RUNTIME}.{func.id}_")
+                    if func.id in ("all", "any") and _lazy_generator(node):
+                        # `all(check(v) for v in xs)`: Python stops at the first false item,
+                        # and check runs no further; staged, the rest runs in a cond branch.
+                        node.keywords.append(
+                            gast.keyword(arg="lazy", value=templates.constant(True))
+                        )
                     return node
                 target = getattr(builtins, func.id)
                 if not (self.convert_calls and self._given_functions(target, node)):
@@ -218,3 +225,11 @@ def _root_name(func: gast.expr) -> str | None:
     while isinstance(func, gast.Attribute):
         func = func.value
     return func.id if isinstance(func, gast.Name) else None
+
+
+def _lazy_generator(call: gast.Call) -> bool:
+    """Whether `call` (of `all` or `any`, its inner calls rewritten) takes a generator
+    expression that calls user code: its items must be computed only as far as Python would."""
+    if len(call.args) != 1 or not isinstance(call.args[0], gast.GeneratorExp):
+        return False
+    return logical_expressions.may_have_effects(call.args[0])

@@ -38,7 +38,7 @@ class _LogicalExpressions(Transformer):
         result = node.values[-1]
         for left in reversed(node.values[:-1]):
             template = f"{RUNTIME}.{op}(left, lambda: right)"
-            if _may_have_effects(result):
+            if may_have_effects(result):
                 # Staged, it is evaluated only where Python would (a cond), not alongside.
                 template = f"{RUNTIME}.{op}(left, lambda: right, lazy=True)"
             result = templates.replace_as_expression(template, left=left, right=result)
@@ -75,13 +75,13 @@ class _LogicalExpressions(Transformer):
         result = comparisons[-1]
         for comparison in reversed(comparisons[:-1]):
             template = f"{RUNTIME}.and_(left, lambda: right)"
-            if _may_have_effects(result):  # `0 < x < f(x)`: f is called only where 0 < x
+            if may_have_effects(result):  # `0 < x < f(x)`: f is called only where 0 < x
                 template = f"{RUNTIME}.and_(left, lambda: right, lazy=True)"
             result = templates.replace_as_expression(template, left=comparison, right=result)
         return result
 
 
-def _may_have_effects(node: gast.expr) -> bool:
+def may_have_effects(node: gast.expr) -> bool:
     """Whether evaluating `node` may do more than compute a value: it calls user code
     (`rt__.call(...)`, or a plain function name). Library calls (`jnp.any(x)`) do not."""
     for child in structure.walk_nodes(node):
