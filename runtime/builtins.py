@@ -56,6 +56,8 @@ def bool_(x=False):
 
 def len_(obj):
     """`len(obj)`; for a list appended to under a traced condition, its traced length."""
+    if isinstance(obj, lists.ProbeList):
+        return obj.traced_length()
     if isinstance(obj, lists.StagedList):
         known = obj.known_length()
         return obj.length if known is None else known

@@ -61,11 +61,42 @@ class Carry:
         lists = [i for i, v in enumerate(state) if _growable(v)]
         if not unset and not lists:
             return state
+        shapes, probe_state = self._probe(state, unset, lists, probe, probe_args, {})
+        # A read of an item the list holds only when the program runs got a float32 scalar
+        # stand-in; where the appends give another type, probe again with that one.
+        learned = {
+            i: lists_.item_type(probe_state[i].appended)
+            for i in lists
+            if probe_state[i].guessed and probe_state[i].appended
+        }
+        scalar = jax.ShapeDtypeStruct((), jnp.float32)
+        if any(
+            e is not None and (e.shape, e.dtype) != (scalar.shape, scalar.dtype)
+            for e in learned.values()
+        ):
+            shapes, probe_state = self._probe(state, unset, lists, probe, probe_args, learned)
+        state = list(state)
+        for i in unset:
+            if i in shapes and isinstance(state[i], Undefined):
+                # Bound by the body: unbound until an iteration binds it (`ld` checks it).
+                zeros = staging.zeros_like(shapes[i])
+                state[i] = MaybeUnbound(zeros, jnp.asarray(False), self.names[i])
+            elif i in shapes:
+                state[i] = staging.zeros_like(shapes[i])
+        for i in lists:
+            if probe_state[i].appended:
+                state[i] = self._staged_list(i, state[i], probe_state[i], trip_count)
+        return tuple(state)
+
+    def _probe(self, state, unset, lists, probe, probe_args, elements):
+        """Traces the body once, abstractly, with stand-ins for its lists; returns the shapes of
+        the unset values it binds, and the state it ran on (the lists, with what they saw)."""
         probe_state = list(staging.fresh(state))
         for i in lists:
             value = state[i]
             staged = isinstance(value, lists_.StagedList)
             probe_state[i] = lists_.ProbeList([] if staged else value, value if staged else None)
+            probe_state[i].element = elements.get(i)
         # What the loop carries enters the probe abstract, as it enters the loop: a test on it is
         # traced there too, not decided by the values the state has before the loop.
         carried = {
@@ -83,18 +114,7 @@ class Carry:
             return [staging.as_arrays(bound[i]) for i in found]
 
         shapes = dict(zip(found, jax.eval_shape(run, carried, probe_args)))
-        state = list(state)
-        for i in unset:
-            if i in shapes and isinstance(state[i], Undefined):
-                # Bound by the body: unbound until an iteration binds it (`ld` checks it).
-                zeros = staging.zeros_like(shapes[i])
-                state[i] = MaybeUnbound(zeros, jnp.asarray(False), self.names[i])
-            elif i in shapes:
-                state[i] = staging.zeros_like(shapes[i])
-        for i in lists:
-            if probe_state[i].appended:
-                state[i] = self._staged_list(i, state[i], probe_state[i], trip_count)
-        return tuple(state)
+        return shapes, probe_state
 
     def _staged_list(self, index, value, probed, trip_count):
         """The list `value` as a fixed StagedList with room for the loop's appends."""

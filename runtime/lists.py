@@ -345,6 +345,8 @@ class ProbeList(list):
         self.conditional = False
         self.where: str | None = None  # the user's file:line of the first append
         self._branches = 0  # staged `if`s being traced around the code that runs now
+        self.element: jax.ShapeDtypeStruct | None = None  # what reads of missing items give
+        self.guessed = False  # a read of a missing item gave a stand-in
 
     def append(self, item):
         if self.where is None:
@@ -370,6 +372,16 @@ class ProbeList(list):
         self.appended.append(item)
         super().append(item)
 
+    def traced_length(self):
+        """Its length as the staged loop sees it: traced (in the loop, a list's length is
+        the loop's count, so what a test on it decides is decided in the graph: `if len(st) >
+        2: st.pop()` must be probed as the staged `if` it is, not as Python decides it now)."""
+        base = 0 if self.base is None else self.base.length
+        return jnp.asarray(base + len(self), jnp.int32)
+
+    def __staged_truth__(self):
+        return self.traced_length() > 0
+
     def pop(self, *index):
         # The length after the loop is known only if every iteration pops as many items: not
         # under a traced condition, nor in a nested loop that may stop early.
@@ -380,6 +392,8 @@ class ProbeList(list):
             self.pops += math.prod(trips)
         if self._branches or any(staging.loops_stopping_early()[self.depth :]):
             self.conditional = True
+        if not self:  # under a test of its length the graph decides
+            return self[-1]  # the staged list's last item, or a stand-in (see __getitem__)
         return super().pop(*index)
 
     def branches(self):
@@ -403,4 +417,13 @@ class ProbeList(list):
     def __getitem__(self, index):
         if self.base is not None and not (isinstance(index, int) and index < 0 and len(self)):
             return self.base[index]
+        if isinstance(index, int) and not -len(self) <= index < len(self):
+            # An item the list holds only when the program runs (`out[-1]` under `len(out) >
+            # 0`, a test the loop decides in the graph): a stand-in of the item type, the one
+            # its appends give once a probe learned it (`element`), a float32 scalar until then.
+            self.guessed = True
+            element = self.element
+            if element is None:
+                element = jax.ShapeDtypeStruct((), jnp.float32)
+            return jnp.zeros(element.shape, element.dtype)
         return super().__getitem__(index)

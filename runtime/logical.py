@@ -24,7 +24,8 @@ def and_(a, b, lazy=False):
     if is_staged(a):
         if lazy:
             return control_flow.if_exp(a, b, lambda: a)
-        return _staged_select(a, b(), "and", Site("'and' expression"))
+        site = Site("'and' expression")
+        return _staged_select(a, _evaluated_where(b, a, True, site), "and", site)
     return a and b()
 
 
@@ -33,8 +34,18 @@ def or_(a, b, lazy=False):
     if is_staged(a):
         if lazy:
             return control_flow.if_exp(a, lambda: a, b)
-        return _staged_select(a, b(), "or", Site("'or' expression"))
+        site = Site("'or' expression")
+        return _staged_select(a, _evaluated_where(b, a, False, site), "or", site)
     return a or b()
+
+
+def _evaluated_where(b, a, when: bool, site):
+    """`b()`, computed alongside, its checks (an index into a list of traced length, a
+    placeholder read) made only where Python evaluates it: where the truth of `a` is `when`
+    (`len(out) == 0 or out[-1] != v` reads `out[-1]` only where the list has items)."""
+    truth = staging.scalar_predicate(staging.condition(a), site, "left operand")
+    with staging.tracing_branch(truth, when):
+        return b()
 
 
 def not_(a):

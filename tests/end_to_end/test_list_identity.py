@@ -248,3 +248,55 @@ def test_a_staged_list_of_dicts_runs_as_python_or_is_refused_by_name():
     assert transpiler.jit(log_dicts)(X) == (6.0, 3)
     with pytest.raises(StagingError, match=r"gets a dict: a list built in a staged loop"):
         transpiler.jit(log_dicts_until)(jnp.float32(1.0))
+
+
+def cap_stack(x):
+    st = []
+    for v in x:
+        st.append(v)
+        if len(st) > 2:  # a test on the list's length: traced in the staged loop
+            st.pop()
+    return len(st), sum(st)
+
+
+def drop_previous(x):
+    st = []
+    for v in x:
+        if len(st) > 0:
+            st.pop()
+        st.append(v)
+    return len(st), sum(st)
+
+
+@pytest.mark.parametrize("fn", [cap_stack, drop_previous])
+def test_a_pop_decided_by_the_lists_length_counts(fn):
+    x = jnp.array([3.0, 1.0, 4.0, 1.0, 5.0])
+    expected = fn(x)
+    got = transpiler.jit(fn)(x)
+    assert got[0] == expected[0] and np.isclose(got[1], expected[1])
+
+
+def dedup(x):
+    out = []
+    for v in x:
+        if len(out) == 0 or out[-1] != v:  # out[-1] read only where the list has items
+            out.append(v)
+    return len(out), sum(out)
+
+
+def keep_one(x):
+    picked = []
+    for v in x:
+        if v > 2:
+            picked.append(v)
+    while len(picked) > 1:  # pops from a list of traced length
+        picked.pop()
+    return len(picked), sum(picked)
+
+
+@pytest.mark.parametrize("fn", [dedup, keep_one])
+def test_reads_and_pops_guarded_by_the_lists_length(fn):
+    x = jnp.array([1.0, 1.0, 3.0, 3.0, 4.0])
+    expected = fn(x)
+    got = transpiler.jit(fn)(x)
+    assert got[0] == expected[0] and np.isclose(got[1], expected[1])
