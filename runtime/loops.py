@@ -98,10 +98,16 @@ def while_stmt(
         return state
     pred, first = _first_test(test, state, symbol_names, test_reads, compared, functions)
     if exit_test is not None and (is_staged(pred) or pred):
-        # The exit test, as Python evaluates it after the test.
-        stop, clean = peeling.watched(
-            lambda: staging.condition(exit_test(*state)), state, symbol_names, functions
-        )
+        # The exit test, as Python evaluates it after the test: where the test is traced, its
+        # checks (`st[-1]` under `while len(st) > 0`) are made only where the test holds.
+        def exit_now():
+            if not is_staged(pred):
+                return staging.condition(exit_test(*state))
+            truth = staging.scalar_predicate(pred, site, "loop condition")
+            with staging.tracing_branch(truth):
+                return staging.condition(exit_test(*state))
+
+        stop, clean = peeling.watched(exit_now, state, symbol_names, functions)
         if is_staged(pred):  # staged at once: the loop's condition tests both
             if first is None and (not clean or is_staged(stop)):
                 first = pred  # the exit test's evaluation is carried in too, with it

@@ -53,6 +53,9 @@ _staged_program: contextvars.ContextVar[bool] = contextvars.ContextVar(
 # A staged argument of the converted call that started the program being staged: deferred
 # effects depend on it, so that under `jax.vmap` they happen once per element.
 _witness: contextvars.ContextVar = contextvars.ContextVar("witness", default=None)
+# The branch predicates `branch_taken` is computing now (a loop's test, computed where an
+# effect asks): the test's own checks must not compute it again (see `branch_taken`).
+_computing: contextvars.ContextVar[tuple] = contextvars.ContextVar("computing", default=())
 
 
 def call_staging(fn, args, kwargs):
@@ -247,8 +250,16 @@ def branch_taken():
         taken = jnp.logical_or(jnp.any(first != first), True)
     for predicate, when in _branch_predicates.get():
         if callable(predicate):  # computed where it is needed (see `tracing_loop_body`)
-            with quiet():
-                predicate = predicate()
+            if any(predicate is p for p in _computing.get()):
+                # A check inside that test (`st[-1]` in `while len(st) > 0 and st[-1] > v`):
+                # it is made where the test is evaluated, whose own branches decide it.
+                continue
+            token = _computing.set((*_computing.get(), predicate))
+            try:
+                with quiet():
+                    predicate = predicate()
+            finally:
+                _computing.reset(token)
         taken = jnp.logical_and(taken, predicate if when else jnp.logical_not(predicate))
     return taken
 

@@ -300,3 +300,22 @@ def test_reads_and_pops_guarded_by_the_lists_length(fn):
     expected = fn(x)
     got = transpiler.jit(fn)(x)
     assert got[0] == expected[0] and np.isclose(got[1], expected[1])
+
+
+def monotonic_stack(x):
+    st = []
+    for v in x:
+        while len(st) > 0:
+            transpiler.loop_options(max_iterations=8)
+            if st[-1] <= v:  # read only where the loop's test holds (the list has items)
+                break
+            st.pop()
+        st.append(v)
+    return len(st), sum(st)
+
+
+def test_a_while_exit_that_reads_the_list_its_test_guards():
+    for x in (jnp.array([3.0, 1.0, 4.0]), jnp.array([5.0, 4.0, 3.0, 6.0, 1.0, 2.0])):
+        expected = monotonic_stack(x)
+        got = transpiler.jit(monotonic_stack)(x)
+        assert got[0] == expected[0] and np.isclose(got[1], expected[1])
