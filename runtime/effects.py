@@ -605,14 +605,11 @@ def _may_draw(fn: types.FunctionType, names, generator, modules) -> bool:
     code that reads names it cannot tell: all of them)."""
     namespace = fn.__globals__
     target = _GLOBAL_RANDOM_STATE if generator is np.random else generator
-    for name in namespace if names is None else names:
-        value = namespace.get(name)
-        if any(value is m for m in modules) or getattr(value, "__self__", None) is target:
-            return True
-    for value in _cell_values(fn):
-        if any(value is m for m in modules) or getattr(value, "__self__", None) is target:
-            return True
-    return False
+    values = [namespace.get(name) for name in (namespace if names is None else names)]
+    return any(
+        any(value is m for m in modules) or getattr(value, "__self__", None) is target
+        for value in values + _cell_values(fn)
+    )
 
 
 def _cell_values(fn: types.FunctionType) -> list:

@@ -328,6 +328,10 @@ def stack_list(stack, target, *args, **kwargs):
     return result if dtype is None else result.astype(dtype)
 
 
+STAND_IN = jax.ShapeDtypeStruct((), jnp.float32)
+"""What a probed list gives for an item it does not hold until a probe learned the item type."""
+
+
 class ProbeList(list):
     """Stands for a list while a staged loop's body is traced once, abstractly, to learn what it
     appends: counts the appends of one iteration (an append inside a nested staged loop counts
@@ -355,8 +359,8 @@ class ProbeList(list):
             raise StagingError(
                 f"a list appended to in a staged loop ({self.where}) gets "
                 f"{staging.describe(item)}: a list built in a staged loop is one array of its "
-                "items, stacked, so each item "
-                "must be an array (or a number) of one shape. Keep one list per field "
+                "items, stacked, so each item must be an array (or a number) of one shape. "
+                "Keep one list per field "
                 "(`xs.append(x); ys.append(y)`), or stack the fields into one array."
             )
         item = jnp.asarray(item)
@@ -422,8 +426,6 @@ class ProbeList(list):
             # 0`, a test the loop decides in the graph): a stand-in of the item type, the one
             # its appends give once a probe learned it (`element`), a float32 scalar until then.
             self.guessed = True
-            element = self.element
-            if element is None:
-                element = jax.ShapeDtypeStruct((), jnp.float32)
+            element = STAND_IN if self.element is None else self.element
             return jnp.zeros(element.shape, element.dtype)
         return super().__getitem__(index)

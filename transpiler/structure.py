@@ -159,3 +159,10 @@ def docstring_length(body: list[gast.stmt]) -> int:
         and isinstance(first.value, gast.Constant)
         and isinstance(first.value.value, str)
     )
+
+
+def root_name(expr: gast.expr) -> str | None:
+    """The name an attribute chain starts from (`jnp` of `jnp.linalg.norm`), or None."""
+    while isinstance(expr, gast.Attribute):
+        expr = expr.value
+    return expr.id if isinstance(expr, gast.Name) else None

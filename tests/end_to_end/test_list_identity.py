@@ -250,6 +250,13 @@ def test_a_staged_list_of_dicts_runs_as_python_or_is_refused_by_name():
         transpiler.jit(log_dicts_until)(jnp.float32(1.0))
 
 
+def _same_length_and_sum(fn, x):
+    """`fn(x)` gives (len, sum) of a list: compiled converted, as eagerly."""
+    expected = fn(x)
+    got = transpiler.jit(fn)(x)
+    assert got[0] == expected[0] and np.isclose(got[1], expected[1])
+
+
 def cap_stack(x):
     st = []
     for v in x:
@@ -270,10 +277,7 @@ def drop_previous(x):
 
 @pytest.mark.parametrize("fn", [cap_stack, drop_previous])
 def test_a_pop_decided_by_the_lists_length_counts(fn):
-    x = jnp.array([3.0, 1.0, 4.0, 1.0, 5.0])
-    expected = fn(x)
-    got = transpiler.jit(fn)(x)
-    assert got[0] == expected[0] and np.isclose(got[1], expected[1])
+    _same_length_and_sum(fn, jnp.array([3.0, 1.0, 4.0, 1.0, 5.0]))
 
 
 def dedup(x):
@@ -296,10 +300,7 @@ def keep_one(x):
 
 @pytest.mark.parametrize("fn", [dedup, keep_one])
 def test_reads_and_pops_guarded_by_the_lists_length(fn):
-    x = jnp.array([1.0, 1.0, 3.0, 3.0, 4.0])
-    expected = fn(x)
-    got = transpiler.jit(fn)(x)
-    assert got[0] == expected[0] and np.isclose(got[1], expected[1])
+    _same_length_and_sum(fn, jnp.array([1.0, 1.0, 3.0, 3.0, 4.0]))
 
 
 def monotonic_stack(x):
@@ -316,6 +317,4 @@ def monotonic_stack(x):
 
 def test_a_while_exit_that_reads_the_list_its_test_guards():
     for x in (jnp.array([3.0, 1.0, 4.0]), jnp.array([5.0, 4.0, 3.0, 6.0, 1.0, 2.0])):
-        expected = monotonic_stack(x)
-        got = transpiler.jit(monotonic_stack)(x)
-        assert got[0] == expected[0] and np.isclose(got[1], expected[1])
+        _same_length_and_sum(monotonic_stack, x)

@@ -29,7 +29,7 @@ import builtins
 
 import gast
 
-from transpiler import libraries, templates
+from transpiler import libraries, structure, templates
 from transpiler.analysis import activity
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
@@ -129,7 +129,7 @@ class _CallTrees(Transformer):
                 target = getattr(builtins, func.id)
                 if not (self.convert_calls and self._given_functions(target, node)):
                     return node
-        if not self.convert_calls or _root_name(func) == RUNTIME:
+        if not self.convert_calls or structure.root_name(func) == RUNTIME:
             return node
         library = self._library_value(func)
         if library is not _UNKNOWN and libraries.makes_effects(library):
@@ -219,12 +219,6 @@ def _function_names(body: list[gast.stmt]) -> frozenset[str]:
         elif isinstance(node, gast.Assign) and isinstance(node.value, gast.Lambda):
             names.update(t.id for t in node.targets if isinstance(t, gast.Name))
     return frozenset(names)
-
-
-def _root_name(func: gast.expr) -> str | None:
-    while isinstance(func, gast.Attribute):
-        func = func.value
-    return func.id if isinstance(func, gast.Name) else None
 
 
 def _lazy_generator(call: gast.Call) -> bool:

@@ -86,7 +86,7 @@ def private_lists(
     thunks = {
         id(arg)
         for node in nodes
-        if isinstance(node, gast.Call) and _root(node.func) == RUNTIME
+        if isinstance(node, gast.Call) and structure.root_name(node.func) == RUNTIME
         for arg in node.args
         if isinstance(arg, gast.Lambda)
     }
@@ -232,7 +232,7 @@ def _builtin(func: gast.expr, names, globals_: dict) -> bool:
 def _reading_call_args(call: gast.Call, globals_: dict) -> list[gast.expr]:
     """The arguments of `call` it reads without keeping: all of them for a builtin of
     `_READERS` or a function of JAX or NumPy, none for any other call."""
-    if _builtin(call.func, _READERS, globals_) or _root(call.func) == RUNTIME:
+    if _builtin(call.func, _READERS, globals_) or structure.root_name(call.func) == RUNTIME:
         return [*call.args, *(k.value for k in call.keywords)]
     if _builtin(call.func, _FIRST_READERS, globals_):
         first_only = call.func.id == "sum" or len(call.args) == 1
@@ -253,11 +253,6 @@ def _reading_call_args(call: gast.Call, globals_: dict) -> list[gast.expr]:
     return []
 
 
-def _root(func: gast.expr) -> str | None:
-    path = activity.dotted_path(func)
-    return path.split(".")[0] if path else None
-
-
 class _Lists(Transformer):
     def __init__(self, namer: Namer, globals_: dict, return_values):
         self.namer = namer
@@ -268,22 +263,16 @@ class _Lists(Transformer):
         self.appended: list[frozenset[str]] = []  # the local names they append to
 
     def visit_FunctionDef(self, node):
-        local = activity.local_names(node)
-        mutated = frozenset(
-            call.func.value.id
-            for call in activity.walk_scope(node.body)
-            if _method_call(call, "append") is not None or _method_call(call, "pop") is not None
-        )
-        private = private_lists(node, mutated & local, self.globals, self.return_values)
+        appended, popped = set(), set()
+        for call in activity.walk_scope(node.body):
+            if _method_call(call, "append") is not None:
+                appended.add(call.func.value.id)
+            elif _method_call(call, "pop") is not None:
+                popped.add(call.func.value.id)
+        mutated = (appended | popped) & activity.local_names(node)
+        private = private_lists(node, mutated, self.globals, self.return_values)
         self.scopes.append(private)
-        self.appended.append(
-            frozenset(
-                call.func.value.id
-                for call in activity.walk_scope(node.body)
-                if _method_call(call, "append") is not None
-            )
-            & private
-        )
+        self.appended.append(frozenset(appended) & private)
         node.body = [s for stmt in node.body for s in _as_list(self.visit(stmt))]
         self.scopes.pop()
         self.appended.pop()
