@@ -29,6 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.extend.core import ClosedJaxpr
+from jax.extend.core.primitives import while_p
 
 from runtime import errors, staging
 
@@ -53,7 +55,7 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOIN
     if not has_inexact((init, body.consts, cond.consts)):
         # Integers and booleans only (indices, counters, flags): nothing to differentiate, and
         # no custom derivative around the loop in the graph.
-        return lax.while_loop(lambda x: cond(x, cond.consts), lambda x: body(x, body.consts), init)
+        return run_while(cond, body, cond.consts, body.consts, init)
     loop = _loop(body, quiet, cond, checkpoints, site)
     return loop(body.consts, quiet.consts, cond.consts, init)
 
@@ -102,10 +104,44 @@ class Traced:
         out = jax.core.eval_jaxpr(self.jaxpr, list(consts), *jax.tree_util.tree_leaves(x))
         return jax.tree_util.tree_unflatten(self.out_tree, out)
 
+    def with_consts_first(self) -> ClosedJaxpr:
+        """The jaxpr as a loop primitive takes it: the constants as its first arguments."""
+        jaxpr = self.jaxpr
+        names = jaxpr.debug_info.arg_names
+        if names is not None:
+            names = ("",) * len(jaxpr.constvars) + tuple(names)
+        lifted = jaxpr.replace(
+            constvars=[],
+            invars=[*jaxpr.constvars, *jaxpr.invars],
+            debug_info=jaxpr.debug_info._replace(arg_names=names),
+        )
+        return ClosedJaxpr(lifted, [])
+
+
+def run_while(cond: Traced, body: Traced, cond_consts, body_consts, init):
+    """`lax.while_loop` of the traced `cond` and `body` from `init`: one `while` equation made
+    of their jaxprs, without tracing them a second time (replaying a jaxpr costs about as much
+    as tracing the function). Where the body's result types differ from the state's in weak
+    types only, `lax.while_loop` (which promotes the state) makes it."""
+    leaves, tree = jax.tree_util.tree_flatten(init)
+    state = [v.aval for v in body.jaxpr.invars]
+    if [v.aval for v in body.jaxpr.outvars] != state or len(leaves) != len(state):
+        return lax.while_loop(lambda x: cond(x, cond_consts), lambda x: body(x, body_consts), init)
+    out = while_p.bind(
+        *cond_consts,
+        *body_consts,
+        *leaves,
+        cond_nconsts=len(cond_consts),
+        cond_jaxpr=cond.with_consts_first(),
+        body_nconsts=len(body_consts),
+        body_jaxpr=body.with_consts_first(),
+    )
+    return jax.tree_util.tree_unflatten(tree, out)
+
 
 def _loop(body, quiet, cond, checkpoints, site):
     def primal(body_consts, quiet_consts, cond_consts, init):
-        return lax.while_loop(lambda x: cond(x, cond_consts), lambda x: body(x, body_consts), init)
+        return run_while(cond, body, cond_consts, body_consts, init)
 
     loop = jax.custom_jvp(primal)
 

@@ -172,11 +172,8 @@ def _restore_whole(container, before) -> None:
 class Snapshot:
     """The Python state reachable from some roots, recorded shallowly, container by container."""
 
-    def __init__(self, limit: int | None = None, *, named_only: bool = False):
+    def __init__(self, limit: int | None = None):
         self.limit = limit  # containers with more items are not copied: opaque
-        # Follow only the globals a function's code names (and the attributes it names of the
-        # modules among them): what it can reach without `globals()` or `getattr`.
-        self.named_only = named_only
         self._added: dict[int, set[str]] = {}  # namespace id -> the names followed in it
         self._seen: set[int] = set()
         self._records: list[tuple] = []  # (container, kind, copy, label)
@@ -189,49 +186,65 @@ class Snapshot:
         self._global_generators: set[int] = set()
 
     def add(self, label: str, value) -> None:
-        """Records what `value` reaches (once per object), calling it `label` in messages."""
-        stack = [(label, value)]
+        """Records what `value` reaches (once per object), calling it `label` in messages.
+
+        Of a user function, what its code can reach without `globals()` or `getattr`: its
+        closure cells, its defaults and attributes, and the globals its code names (and the
+        attributes it names of the user modules among them), following the functions of the
+        user's own modules found there in turn (library code may call one back, and it can
+        change what it names)."""
+        self._walk([(label, value)])
+
+    def add_function(self, fn: types.FunctionType) -> None:
+        """Records the closure cells and the globals of `fn` (and of functions in its cells)."""
+        if id(fn) not in self._seen:
+            self._seen.add(id(fn))
+            self._walk(self._function(fn))
+
+    def _walk(self, stack: list) -> None:
         while stack:
             label, obj = stack.pop()
             if isinstance(obj, _ATOMS) or isinstance(obj, _LEAVES) or id(obj) in self._seen:
                 continue
-            self._seen.add(id(obj))
-            for child in self._record(label, obj):
-                stack.append(child)
+            if isinstance(obj, types.FunctionType):
+                if not (isinstance(label, _CellContents) or _in_user_module(obj)):
+                    continue  # a library's function: its state is the library's
+                self._seen.add(id(obj))
+                stack += self._function(obj)
+            else:
+                self._seen.add(id(obj))
+                stack += self._record(label, obj)
 
-    def add_function(self, fn: types.FunctionType) -> None:
-        """Records the closure cells and the globals of `fn` (and of functions in its cells)."""
-        stack = [fn]
-        while stack:
-            fn = stack.pop()
-            if id(fn) in self._seen:
-                continue
-            self._seen.add(id(fn))
-            user = _is_user(fn)
-            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-                try:
-                    contents = cell.cell_contents
-                except ValueError:  # an empty cell
-                    contents = _ABSENT
-                if id(cell) not in self._seen:
-                    self._seen.add(id(cell))
-                    self._records.append((cell, "cell", contents, name))
-                if isinstance(contents, types.FunctionType):
-                    stack.append(contents)
-                elif user and contents is not _ABSENT:
-                    self.add(name, contents)
-            if user:
-                self._note_global_generators(fn)
-                names = _names_used(fn.__code__) if self.named_only else None
-                self._add_namespace(fn.__globals__, "", names)
-                # Its defaults (`def f(memo={})`) and attributes (`f.calls += 1`) are state too.
-                defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
-                for value in defaults:
-                    self.add(f"a default of {fn.__name__}", value)
-                self._add_function_attributes(fn)
-                wrapped = getattr(fn, "__wrapped__", None)  # a converted function's original
-                if isinstance(wrapped, types.FunctionType):
-                    stack.append(wrapped)
+    def _function(self, fn: types.FunctionType) -> list:
+        """Records the state of `fn` (see `add`); returns (label, value) of what it holds."""
+        user = _is_user(fn)
+        children = []
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                contents = cell.cell_contents
+            except ValueError:  # an empty cell
+                contents = _ABSENT
+            if id(cell) not in self._seen:
+                self._seen.add(id(cell))
+                self._records.append((cell, "cell", contents, name))
+            # The functions in a function's cells are followed, whoever wrote them (a
+            # wrapper's wrapped function); other values only in a user function's.
+            if isinstance(contents, types.FunctionType):
+                children.append((_CellContents(name), contents))
+            elif user and contents is not _ABSENT:
+                children.append((name, contents))
+        if not user:
+            return children
+        self._note_global_generators(fn)
+        children += self._add_namespace(fn.__globals__, "", _names_used(fn.__code__))
+        # Its defaults (`def f(memo={})`) and attributes (`f.calls += 1`) are state too.
+        defaults = [*(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values()]
+        children += [(f"a default of {fn.__name__}", value) for value in defaults]
+        children += self._add_function_attributes(fn)
+        wrapped = getattr(fn, "__wrapped__", None)  # a converted function's original
+        if isinstance(wrapped, types.FunctionType):
+            children.append((_CellContents(fn.__name__), wrapped))
+        return children
 
     def _note_global_generators(self, fn: types.FunctionType) -> None:
         """Records the global generators `fn` may draw from: one whose module it names
@@ -245,9 +258,9 @@ class Snapshot:
                 self._global_generators.add(i)
                 self._records.append((generator, "generator", _generator_state(generator), label))
 
-    def _add_namespace(self, namespace: dict, prefix: str, names=None) -> None:
+    def _add_namespace(self, namespace: dict, prefix: str, names) -> list:
         """Records module globals (or another module's attributes, `prefix` its name): all of
-        them, and what those `names` (None: all) hold."""
+        them, shallowly; returns (label, value) of what those `names` (None: all) hold."""
         key = id(namespace)
         if key not in self._seen:
             self._seen.add(key)
@@ -258,26 +271,25 @@ class Snapshot:
             items = list(namespace.items())
         else:
             items = [(name, namespace[name]) for name in names if name in namespace]
+        children = []
         for name, value in items:
             if name in added or name in _MODULE_BOOKKEEPING:
                 continue  # the module's own: `__builtins__`, `__loader__`, `__spec__`
             added.add(name)
-            if isinstance(value, types.FunctionType):
-                if _is_user(value):
-                    self._add_function_attributes(value)
-            elif isinstance(value, types.ModuleType):
+            if isinstance(value, types.ModuleType):
                 if _is_user_module(value):
-                    self._add_namespace(vars(value), f"{prefix}{name}.", names)
+                    children += self._add_namespace(vars(value), f"{prefix}{name}.", names)
             elif not isinstance(value, type) or _is_user(value):
-                self.add(f"{prefix}{name}", value)
+                children.append((f"{prefix}{name}", value))
+        return children
 
-    def _add_function_attributes(self, fn: types.FunctionType) -> None:
+    def _add_function_attributes(self, fn: types.FunctionType) -> list:
         own = {k: v for k, v in vars(fn).items() if not k.startswith("__")}
-        if own and id(fn.__dict__) not in self._seen:
-            self._seen.add(id(fn.__dict__))
-            self._records.append((fn.__dict__, "attributes", dict(fn.__dict__), fn.__name__))
-            for name, value in own.items():
-                self.add(f"{fn.__name__}.{name}", value)
+        if not own or id(fn.__dict__) in self._seen:
+            return []
+        self._seen.add(id(fn.__dict__))
+        self._records.append((fn.__dict__, "attributes", dict(fn.__dict__), fn.__name__))
+        return [(f"{fn.__name__}.{name}", value) for name, value in own.items()]
 
     def reaches(self, obj) -> bool:
         """Whether `obj` was reachable when the block started (it is state the block sees)."""
@@ -335,7 +347,9 @@ class Snapshot:
             return []
         if isinstance(obj, tuple):
             return [(f"{label}[{i}]", v) for i, v in enumerate(obj)]
-        if isinstance(obj, (types.FunctionType, types.MethodType, types.BuiltinFunctionType)):
+        if isinstance(obj, types.MethodType) and isinstance(obj.__func__, types.FunctionType):
+            return [(label, obj.__func__)]  # what the method's code reaches (its self: below)
+        if isinstance(obj, (types.MethodType, types.BuiltinFunctionType)):
             return []
         if not _is_user(obj if isinstance(obj, type) else type(obj)):
             return []
@@ -475,6 +489,21 @@ def is_user_generator(generator) -> bool:
     frame = generator.gi_frame
     name = frame.f_globals.get("__name__", "") if frame is not None else ""
     return _is_user_module_named(name, code.co_filename)
+
+
+class _CellContents(str):
+    """The label of a function held in another function's closure cell (or its `__wrapped__`):
+    followed whoever wrote it."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _code_in_user_module(module: str, file: str) -> bool:
+    return _is_user_module_named(module, file)
+
+
+def _in_user_module(fn: types.FunctionType) -> bool:
+    """Whether `fn` is defined in a module of the user's (not in an installed package)."""
+    return _code_in_user_module(fn.__module__ or "", fn.__code__.co_filename)
 
 
 def _is_user_module(module: types.ModuleType) -> bool:
@@ -787,7 +816,7 @@ class Watch:
     """
 
     def __init__(self, functions, roots):
-        self.snapshot = Snapshot(limit=_WATCH_LIMIT, named_only=True)
+        self.snapshot = Snapshot(limit=_WATCH_LIMIT)
         self.effects = False  # set by staging.made_effect
         for function in functions:
             if isinstance(function, types.FunctionType):

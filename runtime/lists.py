@@ -17,6 +17,8 @@ length, for code that masks the padding itself).
 from __future__ import annotations
 
 import math
+import operator
+import types
 
 import jax
 import jax.numpy as jnp
@@ -24,7 +26,7 @@ import numpy as np
 from jax import lax
 
 from runtime import staging
-from runtime.errors import Site, StagingError
+from runtime.errors import Site, StagingError, python_error
 from runtime.staging import is_staged
 
 
@@ -151,7 +153,7 @@ class StagedList:
         last = self.length - 1
         item = lax.dynamic_index_in_dim(self.buffer, last, 0, keepdims=False)
         known = self.known_length()
-        self._check_index(-1)
+        self._check_index(-1, "pop from empty list")
         popped = self._with(length=last, static_length=None if known is None else known - 1)
         return popped, item
 
@@ -186,16 +188,74 @@ class StagedList:
 
         staging.host_callback(check, self.length, staging.branch_taken())
 
-    def _check_index(self, index: int) -> None:
-        """A check, when the program runs, that `index` is in range (the length is traced)."""
-        if self.known_length() is not None:
+    def _check_index(self, index, message: str = "list index out of range") -> None:
+        """A check, when the program runs, that `index` (a Python int, or traced) is in range,
+        where the length or the index is traced; an IndexError now where both are known."""
+        known = self.known_length()
+        if known is not None and not is_staged(index):
+            if not -known <= index < known:
+                raise python_error(IndexError(f"{message} ('{self.origin.name}'[{index}])"))
             return
+        name = self.origin.name
 
-        def check(length, taken):
-            if np.all(taken) and not -length <= index < length:
-                raise IndexError(f"list index out of range ('{self.origin.name}'[{index}])")
+        def check(length, i, taken):
+            if np.all(taken) and not -length <= i < length:
+                raise IndexError(f"{message} ('{name}'[{i}])")
 
-        staging.host_callback(check, self.length, staging.branch_taken())
+        staging.host_callback(check, self.length, index, staging.branch_taken())
+
+    def _position(self, index, message: str = "list index out of range"):
+        """Where item `index` (a Python int or a traced integer) is in the buffer, after
+        checking that it is in range (Python's IndexError)."""
+        if isinstance(index, (bool, np.bool_)) or not (
+            isinstance(index, (int, np.integer))
+            or (is_staged(index) and jnp.issubdtype(jnp.result_type(index), jnp.integer))
+        ):
+            raise self._index_type_error(index)
+        if is_staged(index) and jnp.ndim(index) != 0:
+            raise self._index_type_error(index)
+        self._check_index(index, message)
+        known = self.known_length()
+        length = self.length if known is None else known
+        if is_staged(index):
+            return jnp.where(index < 0, index + length, index)
+        return index + length if index < 0 else index
+
+    def _index_type_error(self, index) -> TypeError:
+        kind = staging.describe(index) if is_staged(index) else type(index).__name__
+        return python_error(
+            TypeError(f"list indices must be integers or slices, not {kind} ('{self.origin.name}')")
+        )
+
+    def with_item(self, index, value) -> StagedList:
+        """The list with `value` in place of item `index` (`out[i] = value`)."""
+        if isinstance(index, slice):
+            raise StagingError(
+                f"'{self.origin.name}' is a list built in staged code, held as an array: "
+                f"assigning to a slice of it ({self.origin.name}[{index.start}:{index.stop}] = "
+                "...) may change its length, which is not staged. Assign items one by one."
+            )
+        item = jnp.asarray(value)
+        row = jax.ShapeDtypeStruct(self.buffer.shape[1:], self.buffer.dtype)
+        if item_type([value], self.buffer.dtype) != row:
+            raise StagingError(
+                f"'{self.origin.name}[...] = ...' puts a {staging.describe(item)} into a list of "
+                f"{staging.describe(self.buffer[0])} items built in staged code: its items are "
+                "stacked into one array, so the new item must have their shape and dtype."
+            )
+        position = self._position(index, "list assignment index out of range")
+        buffer = lax.dynamic_update_index_in_dim(
+            self.buffer, item.astype(self.buffer.dtype), position, 0
+        )
+        return self._with(buffer=buffer)
+
+    def __setitem__(self, index, value):
+        raise StagingError(
+            f"'{self.origin.name}' is a list built in staged code, held as an array (a new one "
+            "after each change): an item can only be assigned through the name it was built "
+            f"under (`{self.origin.name}[i] = v`), where the assignment rebinds that name, not "
+            "through another reference (an argument, an alias)."
+        )
 
     def __getattr__(self, name):
         if name.startswith("__") or name not in _LIST_METHODS:
@@ -225,11 +285,10 @@ class StagedList:
     def __getitem__(self, index):
         if isinstance(index, slice):
             return self.stacked(f"the slice [{index.start}:{index.stop}:{index.step}]")[index]
-        if isinstance(index, int):
-            self._check_index(index)
-            if index < 0:
-                index = self.length + index if self.known_length() is None else len(self) + index
-        return self.buffer[index]
+        position = self._position(index)
+        if is_staged(position):
+            return lax.dynamic_index_in_dim(self.buffer, position, 0, keepdims=False)
+        return self.buffer[position]
 
     def __iter__(self):
         return iter(self.stacked("iterating"))
@@ -300,6 +359,44 @@ def _as_python_lists(tree, made: dict):
     if type(tree) is dict:
         return {k: _as_python_lists(v, made) for k, v in tree.items()}
     return tree
+
+
+def list_setitem(target, index, value):
+    """Functional form of `target[index] = value`: returns the list (the same object, if
+    Python)."""
+    if isinstance(target, StagedList):
+        return target.with_item(index, value)
+    target[index] = value
+    return target
+
+
+def list_update(target, index, op: str, value):
+    """Functional form of `target[index] <op>= value` (`op`: "+", "*", ...): returns the list
+    (the same object, if Python)."""
+    update = _IN_PLACE[op]
+    if isinstance(target, StagedList):
+        return target.with_item(index, update(target[index], value))
+    target[index] = update(target[index], value)
+    return target
+
+
+_IN_PLACE = types.MappingProxyType(
+    {
+        "+": operator.iadd,
+        "-": operator.isub,
+        "*": operator.imul,
+        "/": operator.itruediv,
+        "//": operator.ifloordiv,
+        "%": operator.imod,
+        "**": operator.ipow,
+        "@": operator.imatmul,
+        "&": operator.iand,
+        "|": operator.ior,
+        "^": operator.ixor,
+        "<<": operator.ilshift,
+        ">>": operator.irshift,
+    }
+)
 
 
 def list_pop(target, *index):
@@ -418,7 +515,21 @@ class ProbeList(list):
 
         return start, finish
 
+    def __setitem__(self, index, value):
+        if isinstance(index, slice) or (
+            isinstance(index, int) and self.base is None and -len(self) <= index < len(self)
+        ):
+            super().__setitem__(index, value)
+        # Else an item only the program run holds (or a traced index): the probe learns only
+        # what the appends and pops do, and the staged list checks the index.
+
     def __getitem__(self, index):
+        if is_staged(index):  # which item, the program run tells: one of the item type
+            if len(self):
+                return jnp.zeros_like(super().__getitem__(-1))
+            if self.base is not None:
+                return jnp.zeros_like(self.base.buffer[0])
+            return self[len(self)]  # a stand-in
         if self.base is not None and not (isinstance(index, int) and index < 0 and len(self)):
             return self.base[index]
         if isinstance(index, int) and not -len(self) <= index < len(self):

@@ -8,6 +8,7 @@ import pytest
 
 import transpiler
 from runtime import StagingError
+from tests.end_to_end.checks import assert_tree_close, check_jit, check_python
 
 X = jnp.array([1.0, 2.0, 3.0])
 
@@ -318,3 +319,80 @@ def monotonic_stack(x):
 def test_a_while_exit_that_reads_the_list_its_test_guards():
     for x in (jnp.array([3.0, 1.0, 4.0]), jnp.array([5.0, 4.0, 3.0, 6.0, 1.0, 2.0])):
         _same_length_and_sum(monotonic_stack, x)
+
+
+def clip_last_appended(xs):
+    out = []
+    for x in xs:
+        out.append(x)
+        if x < 0:
+            out[-1] = 0 * x  # an item of the staged list, assigned under a traced condition
+    return jnp.stack(out)
+
+
+def update_items(xs, n):
+    out = [0.0]
+    for i in range(n):
+        out.append(xs[i])
+        out[-1] += 1.0
+        out[i] *= 2.0  # a traced index when the loop is staged
+    return out
+
+
+def assign_by_expression(xs):
+    out = []
+    for i in range(xs.shape[0]):
+        out.append(xs[i])
+        out[len(out) - 1] = xs[i] * 3  # the value, then the index, as Python evaluates them
+    return out
+
+
+def read_from_the_end(xs, k):
+    out = []
+    for x in xs:
+        out.append(x)
+    return out[-1], out[k - 1], out[-2]
+
+
+def test_items_of_a_staged_list_are_assigned_as_python_assigns_them():
+    xs = jnp.array([1.0, -2.0, 3.0])
+    check_jit(clip_last_appended, xs)
+    grad = jax.grad(lambda x: jnp.sum(transpiler.convert(clip_last_appended)(x) ** 2))(xs)
+    assert_tree_close(grad, jax.grad(lambda x: jnp.sum(clip_last_appended(x) ** 2))(xs))
+    check_jit(update_items, xs, 3, static_argnums=1)
+    check_python(update_items, [1.0, 2.0, 3.0], 3)
+    check_jit(assign_by_expression, xs)
+    for k in (0, 1, 3):  # a traced index from the end (k - 1 = -1) and from the start
+        check_jit(read_from_the_end, xs, k)
+
+
+def test_an_index_out_of_range_raises_as_python_does():
+    xs = jnp.array([1.0, -2.0, 3.0])
+    with pytest.raises(IndexError, match="list index out of range"):
+        read_from_the_end(xs, 9)
+    with pytest.raises(Exception, match=r"list index out of range \('out'\[8\]\)"):
+        jax.block_until_ready(transpiler.jit(read_from_the_end)(xs, 9))
+
+
+def assign_a_wider_item(xs):
+    out = []
+    for x in xs:
+        out.append(x)
+        if x < 0:
+            out[-1] = jnp.zeros(2)
+    return out
+
+
+def assign_a_wider_item_after(xs):
+    out = []
+    for x in xs:
+        out.append(x)
+    out[0] = jnp.zeros(2)
+    return out
+
+
+def test_an_item_of_another_shape_is_refused_by_name():
+    with pytest.raises(StagingError, match=r"'out\[0\]' is float32\[2\] in the true branch"):
+        transpiler.jit(assign_a_wider_item)(jnp.array([1.0, -2.0]))
+    with pytest.raises(StagingError, match=r"'out\[\.\.\.\] = \.\.\.' puts a float32\[2\]"):
+        transpiler.jit(assign_a_wider_item_after)(jnp.array([1.0, -2.0]))

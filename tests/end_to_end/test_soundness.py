@@ -127,6 +127,27 @@ def test_a_helper_that_rebinds_a_global_in_a_staged_loop():
     assert bump_while(3) == 6 and transpiler.convert(bump_while)(3) == 6
 
 
+def bump_scaled(v):  # library code calls it back: the loop's own code never names STEPS
+    global STEPS
+    STEPS = STEPS + 1
+    return v * 2.0
+
+
+def doubling_while(x):
+    global STEPS
+    STEPS = 0
+    while jnp.sum(x) < 100.0:
+        x = jax.tree_util.tree_map(bump_scaled, x)
+    return x, STEPS
+
+
+def test_a_helper_that_library_code_calls_back_rebinds_a_global_in_a_staged_loop():
+    x = jnp.ones(2)
+    out, steps = jax.jit(transpiler.convert(doubling_while))(x)
+    assert_tree_close(out, jnp.full(2, 64.0))
+    assert steps == 6 and doubling_while(x)[1] == 6
+
+
 class Log:
     def __init__(self):
         self.entries = []

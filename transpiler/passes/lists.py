@@ -3,6 +3,8 @@
     out.append(tok)         ->   out = rt__.list_append(out, tok)
     last = out.pop()        ->   out, last = rt__.list_pop(out)
     out.pop()               ->   out, _ = rt__.list_pop(out)
+    out[i] = v              ->   out = rt__.list_setitem(out, i, v)
+    out[-1] += v            ->   out = rt__.list_update(out, -1, '+', v)
     y = jnp.stack(out)      ->   y = rt__.stack_list(jnp.stack, out)   (out is appended to here)
 
 Only local names are rewritten: an assignment would make a global or closure variable local
@@ -300,7 +302,59 @@ class _Lists(Transformer):
         pop = self._local(_method_call(node.value, "pop"))
         if pop is not None and len(node.targets) == 1:
             return self._pop(pop, node.targets[0])
-        return node
+        item = self._item(node.targets[0]) if len(node.targets) == 1 else None
+        if item is None:
+            return node
+        if _simple(item.slice):
+            return templates.replace(
+                f"target = {RUNTIME}.list_setitem(target, index, value)",
+                target=item.value.id,
+                index=item.slice,
+                value=node.value,
+            )
+        # Python evaluates the value before the index: first, into a name of its own.
+        value = self.namer.new("item")
+        return templates.replace(
+            f"""
+            value = value_expr
+            target = {RUNTIME}.list_setitem(target, index, value)
+            """,
+            value=value,
+            value_expr=node.value,
+            target=item.value.id,
+            index=item.slice,
+        )
+
+    def visit_AugAssign(self, node):
+        node = self.generic_visit(node)
+        item = self._item(node.target)
+        # Python reads the item before it evaluates the value: a value that calls nothing
+        # cannot tell the difference.
+        if (
+            item is None
+            or not _simple(item.slice)
+            or type(node.op) not in _AUGMENTED
+            or any(isinstance(n, _EFFECTFUL) for n in structure.walk_nodes(node.value))
+        ):
+            return node
+        return templates.replace(
+            f"target = {RUNTIME}.list_update(target, index, op, value)",
+            target=item.value.id,
+            index=item.slice,
+            op=gast.Constant(_AUGMENTED[type(node.op)], None),
+            value=node.value,
+        )
+
+    def _item(self, target: gast.expr) -> gast.Subscript | None:
+        """`target` if it is an item (not a slice) of a list this function keeps private."""
+        if (
+            isinstance(target, gast.Subscript)
+            and isinstance(target.value, gast.Name)
+            and target.value.id in self.scopes[-1]
+            and not isinstance(target.slice, gast.Slice)
+        ):
+            return target
+        return None
 
     def _pop(self, call, item_target):
         stmt = templates.replace(
@@ -328,6 +382,32 @@ class _Lists(Transformer):
             call.keywords = node.keywords
             return call
         return node
+
+
+# Augmented assignments to an item that `rt__.list_update` makes, by the operator's symbol.
+_AUGMENTED = {
+    gast.Add: "+",
+    gast.Sub: "-",
+    gast.Mult: "*",
+    gast.Div: "/",
+    gast.FloorDiv: "//",
+    gast.Mod: "%",
+    gast.Pow: "**",
+    gast.MatMult: "@",
+    gast.BitAnd: "&",
+    gast.BitOr: "|",
+    gast.BitXor: "^",
+    gast.LShift: "<<",
+    gast.RShift: ">>",
+}
+_EFFECTFUL = (gast.Call, gast.NamedExpr, gast.Await, gast.Yield, gast.YieldFrom)
+
+
+def _simple(index: gast.expr) -> bool:
+    """Whether evaluating `index` can do nothing but read a name: a name, a constant, `-1`."""
+    if isinstance(index, gast.UnaryOp) and isinstance(index.op, (gast.USub, gast.UAdd)):
+        index = index.operand
+    return isinstance(index, (gast.Name, gast.Constant))
 
 
 def _as_list(result) -> list:

@@ -68,6 +68,42 @@ def test_lists_pass():
     )
 
 
+def test_lists_pass_rewrites_item_assignment():
+    generated, new, old = apply(
+        """
+        def f(xs, i):
+            out = []
+            for x in xs:
+                out.append(x)
+                out[-1] = x * 2
+                out[i] += x
+                out[len(out) - 1] = x
+                out[0] += abs(x)
+                out[1:] = []
+            return out
+        """,
+        lists,
+    )
+    # The value before an index that calls code; `+=` of a value that calls code stays as it
+    # is (Python reads the item first), and so does a slice (it may change the length).
+    assert generated == expect(
+        """
+        def f(xs, i):
+            out = []
+            for x in xs:
+                out = rt__.list_append(out, x)
+                out = rt__.list_setitem(out, -1, x * 2)
+                out = rt__.list_update(out, i, '+', x)
+                item = x
+                out = rt__.list_setitem(out, len(out) - 1, item)
+                out[0] += abs(x)
+                out[1:] = []
+            return out
+        """
+    )
+    assert new([1.0, 2.0], 0) == old([1.0, 2.0], 0) == [6.0]
+
+
 def test_lists_pass_leaves_globals_closures_and_attributes_alone():
     generated, _, _ = apply(
         """
