@@ -282,9 +282,14 @@ class StagedList:
             raise self._traced_length("len() outside converted code")
         return known
 
+    def items(self, what: str) -> list:
+        """The items as the Python list the list stands for; StagingError if how many there
+        are is known only at run time (`what`: what needs them, for the message)."""
+        return list(self.stacked(what))
+
     def __getitem__(self, index):
-        if isinstance(index, slice):
-            return self.stacked(f"the slice [{index.start}:{index.stop}:{index.step}]")[index]
+        if isinstance(index, slice):  # a new Python list, as Python's slice is
+            return self.items(f"the slice [{index.start}:{index.stop}:{index.step}]")[index]
         position = self._position(index)
         if is_staged(position):
             return lax.dynamic_index_in_dim(self.buffer, position, 0, keepdims=False)
@@ -293,6 +298,83 @@ class StagedList:
     def __iter__(self):
         return iter(self.stacked("iterating"))
 
+    def __delitem__(self, index):
+        raise StagingError(
+            f"'{self.origin.name}' is a list built in staged code, held as an array: "
+            f"del {self.origin.name}[...] is not staged (only append(), pop() and item "
+            "assignment are). Build the list without the item, or pop() it."
+        )
+
+    # Operators act on the Python list it stands for (`out[:1] + out[-1:]`, `out == other`):
+    # a list of arrays, as Python's would be. With a traced length they cannot.
+    def _operand(self, op: str) -> list:
+        return self.items(f"'{op}'")
+
+    def __eq__(self, other):
+        return self._equal(other, "==")
+
+    def __ne__(self, other):
+        equal = self._equal(other, "!=")
+        return jnp.logical_not(equal) if is_staged(equal) else not equal
+
+    def _equal(self, other, op: str):
+        """`self == other` as Python compares lists: lengths, then items by `==`, each one's
+        truth (traced, for items of one value each)."""
+        mine, theirs = self._operand(op), _python_list(other)
+        if not isinstance(theirs, list):
+            return False
+        if len(mine) != len(theirs):
+            return False
+        pairs = [(a, b) for a, b in zip(mine, theirs) if a is not b]
+        if any(jnp.size(a) != 1 or jnp.size(b) != 1 for a, b in pairs):
+            return mine == theirs  # as Python does: an array's truth may be ambiguous
+        return jnp.all(jnp.asarray([jnp.reshape(a == b, ()) for a, b in pairs], bool))
+
+    def __lt__(self, other):
+        return self._operand("<") < _python_list(other)
+
+    def __le__(self, other):
+        return self._operand("<=") <= _python_list(other)
+
+    def __gt__(self, other):
+        return self._operand(">") > _python_list(other)
+
+    def __ge__(self, other):
+        return self._operand(">=") >= _python_list(other)
+
+    def __add__(self, other):
+        return self._operand("+") + _python_list(other)
+
+    def __radd__(self, other):
+        return _python_list(other) + self._operand("+")
+
+    def __mul__(self, count):
+        return self._operand("*") * count
+
+    __rmul__ = __mul__
+    __hash__ = None  # a list is not hashable
+
+    def contains(self, item):
+        """`item in self`, traced: `==` with each item (only those the list holds), combined
+        with `or`, as Python's `in` compares them."""
+        known = self.known_length()
+        rows = self.buffer if known is None else self.buffer[:known]
+        if rows.ndim != 1:
+            raise StagingError(
+                f"'{staging.describe(item)} in {self.origin.name}': the items of "
+                f"'{self.origin.name}' are {staging.describe(self.buffer[0])} arrays, whose "
+                "comparison with `==` has no single truth value (Python raises here too)."
+            )
+        equal = rows == item
+        if known is None:
+            equal = equal & (jnp.arange(self.capacity) < self.length)
+        return jnp.any(equal)
+
+    def __contains__(self, item):
+        raise StagingError(
+            f"`in` on '{self.origin.name}', a list built in staged code, outside converted code"
+        )
+
     def __jax_array__(self):
         return self.stacked("an array")
 
@@ -300,6 +382,12 @@ class StagedList:
         if self.known_length() is not None:  # as the Python list it stands for prints
             return repr(list(self))
         return f"StagedList(length={self.length}, buffer={staging.describe(self.buffer)})"
+
+
+def _python_list(value):
+    if isinstance(value, StagedList):
+        return value.items("an operator")
+    return value
 
 
 _LIST_METHODS = frozenset(name for name in dir(list) if not name.startswith("_"))
@@ -354,10 +442,18 @@ def _as_python_lists(tree, made: dict):
         if id(tree) not in made:
             made[id(tree)] = (tree, list(tree))
         return made[id(tree)][1]
+    # A container is rebuilt only if something in it changed: one the function got (an
+    # argument, an attribute) and returns is the very same object, as in Python.
     if type(tree) in (tuple, list):
-        return type(tree)(_as_python_lists(v, made) for v in tree)
+        items = [_as_python_lists(v, made) for v in tree]
+        if all(a is b for a, b in zip(items, tree)):
+            return tree
+        return type(tree)(items)
     if type(tree) is dict:
-        return {k: _as_python_lists(v, made) for k, v in tree.items()}
+        values = {k: _as_python_lists(v, made) for k, v in tree.items()}
+        if all(values[k] is v for k, v in tree.items()):
+            return tree
+        return values
     return tree
 
 

@@ -12,31 +12,67 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from runtime import control_flow, staging
+from runtime import control_flow, lists, staging
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, is_staged
 
 
-def and_(a, b, lazy=False):
+def and_(a, b, lazy=False, truth=False):
     """Functional form of `a and b()`. With a traced `a`, `b()` is computed alongside and
     selected, or, if `lazy` (it may have effects: it calls user code), in a `lax.cond` branch
-    that runs only where Python would evaluate it."""
+    that runs only where Python would evaluate it. `truth`: only the result's truth is tested
+    (an `if` test), which is the `and` of the operands' truths, whatever their shapes and
+    dtypes."""
     if is_staged(a):
+        site = Site("'and' expression")
+        if truth:
+            return _truths(a, b, lazy, "and", site)
         if lazy:
             return control_flow.if_exp(a, b, lambda: a)
-        site = Site("'and' expression")
         return _staged_select(a, _evaluated_where(b, a, True, site), "and", site)
     return a and b()
 
 
-def or_(a, b, lazy=False):
+def or_(a, b, lazy=False, truth=False):
     """Functional form of `a or b()`; see `and_`."""
     if is_staged(a):
+        site = Site("'or' expression")
+        if truth:
+            return _truths(a, b, lazy, "or", site)
         if lazy:
             return control_flow.if_exp(a, lambda: a, b)
-        site = Site("'or' expression")
         return _staged_select(a, _evaluated_where(b, a, False, site), "or", site)
     return a or b()
+
+
+def _truths(a, b, lazy: bool, op: str, site: Site):
+    """The truth of `a and b()` (`a or b()`) for a traced `a`: `b()` is evaluated where Python
+    evaluates it (where `a` is true for `and`), in a `lax.cond` branch if `lazy`."""
+    when = op == "and"
+    left = staging.scalar_predicate(a, site, "left operand")
+
+    if lazy:
+
+        def taken():  # a branch of the cond
+            value = staging.condition(b())
+            if is_staged(value):
+                return staging.scalar_predicate(value, site, "right operand")
+            return jnp.asarray(bool(value))  # Python's truth: None, 0, [] are false
+
+        def skipped():
+            return jnp.asarray(not when)
+
+        if when:
+            return control_flow.if_exp(left, taken, skipped)
+        return control_flow.if_exp(left, skipped, taken)
+    with staging.tracing_branch(left, when):
+        value = staging.condition(b())
+    if not is_staged(value):  # Python's answer is known now, or it is the left operand's
+        if when:
+            return left if value else False
+        return True if value else left
+    other = staging.scalar_predicate(value, site, "right operand")
+    return jnp.logical_and(left, other) if when else jnp.logical_or(left, other)
 
 
 def _evaluated_where(b, a, when: bool, site):
@@ -63,6 +99,8 @@ def in_(item, container):
     Python list, tuple, set, range or dict's keys: `==` with each element (as `in` does),
     combined with `or`.
     """
+    if isinstance(container, lists.StagedList):
+        return container.contains(item)
     if is_staged(container) or (is_staged(item) and isinstance(container, jax.Array)):
         return jnp.any(jnp.asarray(container) == item)
     python_container = isinstance(container, (list, tuple, set, frozenset, dict, range))

@@ -39,6 +39,10 @@ class Static(enum.Enum):
     EXTRA_TEST = (
         "an expression on a For node: the loop also stops once it is false (set by the break pass)"
     )
+    TRUTH_TEST = (
+        "True on a BoolOp whose value is only tested for truth (an if/while/ternary/assert "
+        "test, a `not` operand, or an operand of such a BoolOp): set by the truth-tests pass"
+    )
     EXIT_GUARD = (
         "True on the `if C: ...; break` that starts a For body, which the break pass leaves for "
         "the control-flow pass to hand to the runtime as the loop's exit test"

@@ -26,6 +26,7 @@ from transpiler.passes import (
     print_statements,
     return_statements,
     source_reads,
+    truth_tests,
     unbound_names,
 )
 
@@ -42,6 +43,9 @@ PASSES = (
     # Before anything moves an expression into a function of its own (a thunk, a loop test),
     # where a `:=` would bind in the wrong scope.
     assignment_expressions,
+    # Before anything moves a test into a function or a runtime call, where it is no longer
+    # seen to be one; after the walrus pass, which rewrites `and`/`or` operands that bind.
+    truth_tests,
     # On the code as written, with its breaks and returns: which reads Python proves bound.
     # After the walrus and match passes, which add reads and bindings of their own.
     source_reads,

@@ -396,3 +396,37 @@ def test_an_item_of_another_shape_is_refused_by_name():
         transpiler.jit(assign_a_wider_item)(jnp.array([1.0, -2.0]))
     with pytest.raises(StagingError, match=r"'out\[\.\.\.\] = \.\.\.' puts a float32\[2\]"):
         transpiler.jit(assign_a_wider_item_after)(jnp.array([1.0, -2.0]))
+
+
+def slices_of_a_staged_list(xs):
+    out = []
+    for v in xs:
+        out.append(v * 2)
+    return out[:1] + out[-1:], out[:1] * 2, out[1:], out[:] == out, out != out[:1]
+
+
+def membership_in_a_staged_list(xs):
+    out = []
+    for v in xs:
+        out.append(v * 2)
+    return xs[0] * 2 in out, xs[0] * 3 not in out
+
+
+def test_slices_and_operators_of_a_staged_list_act_on_the_python_list():
+    # A slice is a new Python list (was: one stacked array, so `+` added elementwise).
+    xs = jnp.array([1.0, 2.0, 3.0])
+    check_jit(slices_of_a_staged_list, xs)
+    check_jit(membership_in_a_staged_list, xs)
+
+
+def delete_an_item(xs):
+    out = []
+    for v in xs:
+        out.append(v)
+    del out[0]
+    return out
+
+
+def test_deleting_an_item_of_a_staged_list_is_refused_by_name():
+    with pytest.raises(StagingError, match=r"del out\[\.\.\.\] is not staged"):
+        transpiler.jit(delete_an_item)(jnp.array([1.0, 2.0]))

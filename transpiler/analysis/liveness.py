@@ -119,7 +119,9 @@ class _Liveness:
         after = self.block(node.finalbody, live_out)
         handlers = frozenset()
         for handler in node.handlers:
-            handlers |= self.block(handler.body, after)
+            # `except E as err`: bound as the handler starts, unbound as it ends.
+            caught = _caught(handler)
+            handlers |= self.block(handler.body, after - caught) - caught
             if handler.type is not None:
                 handlers |= activity.of(handler.type).reads
         orelse_in = self.block(node.orelse, after)
@@ -170,6 +172,11 @@ def _kill_either(a, b):  # along one path or the other: killed only if both kill
     if b is ALL:
         return a
     return a & b
+
+
+def _caught(handler: gast.ExceptHandler) -> frozenset[str]:
+    """The name `except E as name` binds, if any."""
+    return frozenset() if handler.name is None else frozenset({handler.name.id})
 
 
 class _Transfer:
@@ -273,7 +280,9 @@ class _Summaries:
         after = self.block(node.finalbody)
         handlers = _Transfer()
         for handler in node.handlers:
-            handlers |= self.block(handler.body).then(after)
+            # `except E as err`: bound as the handler starts, unbound as it ends.
+            caught = _Transfer(kill=_caught(handler))
+            handlers |= caught.then(self.block(handler.body)).then(caught).then(after)
             if handler.type is not None:
                 handlers |= _Transfer(activity.of(handler.type).reads)
         orelse = self.block(node.orelse).then(after)

@@ -27,7 +27,7 @@ import gast
 from transpiler import anno, libraries, structure, templates
 from transpiler.context import PassContext
 from transpiler.naming import Namer
-from transpiler.passes import guards
+from transpiler.passes import guards, truth_tests
 from transpiler.transformer import Transformer
 
 # What the pipeline looks for before running this pass, and what it may add (features.py).
@@ -69,6 +69,7 @@ class _BreakStatements(Transformer):
             node.test = templates.replace_as_expression(
                 "not flag and test", flag=flag, test=node.test
             )
+            truth_tests.mark(node.test)
         else:
             not_broken = templates.replace_as_expression("not flag", flag=flag)
             anno.setanno(node, anno.Static.EXTRA_TEST, not_broken)

@@ -349,7 +349,7 @@ class _ControlFlow(Transformer):
             replacements.update(state_tuple=templates.names_tuple(outputs))
         for test, key in (("test", "test_prologue"), ("exit_test", "exit_prologue")):
             if key in template:
-                replacements[key] = _prologue_for_test(prologue, replacements[test])
+                replacements[key], replacements[test] = _test_of_cells(prologue, replacements[test])
         return templates.replace(
             template,
             state_args=params,
@@ -360,19 +360,22 @@ class _ControlFlow(Transformer):
         )
 
 
-def _prologue_for_test(prologue: list[gast.stmt], test: gast.expr) -> list[gast.stmt]:
-    """The part of `prologue` (`nonlocal acc; acc = acc_1`, a pair per variable) a loop test
-    needs: the variables it reads, or all of them if it calls anything (a closure that reads
-    them). A test writes no cell it need not: the runtime refuses a test that changes Python
-    state, and a cell it writes holds a changed value."""
-    if any(isinstance(n, gast.Call) for n in structure.walk_nodes(test)):
-        return prologue
-    reads = activity.of(test).reads
-    kept = []
-    for declaration, assignment in zip(prologue[::2], prologue[1::2]):
-        if declaration.names[0] in reads:
-            kept += [declaration, assignment]
-    return kept
+def _test_of_cells(prologue: list[gast.stmt], test: gast.expr) -> tuple[list, gast.expr]:
+    """(the part of `prologue` a loop test needs, the test): a test that calls nothing reads
+    the parameters for the variables that live in cells (`i_1 < n`) and writes no cell; one
+    that calls something (a closure that may read them) writes them all. The runtime refuses
+    a test that changes Python state, and a cell it wrote would hold a changed value."""
+    nodes = list(structure.walk_nodes(test))
+    if any(isinstance(n, gast.Call) for n in nodes) or any(
+        isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load) for n in nodes
+    ):
+        return prologue, test
+    params = {assignment.targets[0].id: assignment.value.id for assignment in prologue[1::2]}
+    test = templates.clone(test)
+    for node in structure.walk_nodes(test):
+        if isinstance(node, gast.Name) and node.id in params:
+            node.id = params[node.id]
+    return [], test
 
 
 def _only_compared(test: gast.expr) -> set[str]:

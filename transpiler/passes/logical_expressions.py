@@ -4,6 +4,7 @@ The right operand becomes a thunk, so Python values keep Python's short-circuit 
 
     a and b or c     ->   rt__.or_(rt__.and_(a, lambda: b), lambda: c)
     a and f(x)       ->   rt__.and_(a, lambda: rt__.call(f, x), lazy=True)   (user code: a cond)
+    if a and b:      ->   if rt__.and_(a, lambda: b, truth=True):  (only its truth is tested)
     not x            ->   rt__.not_(x)
     0 < x < 1        ->   rt__.and_(0 < x, lambda: x < 1)
     0 < x < f(x)     ->   rt__.and_(0 < x, lambda: x < rt__.call(f, x), lazy=True)
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import structure, templates
+from transpiler import anno, structure, templates
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
@@ -33,15 +34,21 @@ class _LogicalExpressions(Transformer):
         self.namer = namer
 
     def visit_BoolOp(self, node):
+        tested = anno.hasanno(node, anno.Static.TRUTH_TEST)
         node = self.generic_visit(node)
         op = "and_" if isinstance(node.op, gast.And) else "or_"
         result = node.values[-1]
         for left in reversed(node.values[:-1]):
-            template = f"{RUNTIME}.{op}(left, lambda: right)"
+            options = []
             if may_have_effects(result):
                 # Staged, it is evaluated only where Python would (a cond), not alongside.
-                template = f"{RUNTIME}.{op}(left, lambda: right, lazy=True)"
-            result = templates.replace_as_expression(template, left=left, right=result)
+                options.append("lazy=True")
+            if tested:  # only its truth counts (see the truth-tests pass)
+                options.append("truth=True")
+            arguments = ", ".join(["left", "lambda: right", *options])
+            result = templates.replace_as_expression(
+                f"{RUNTIME}.{op}({arguments})", left=left, right=result
+            )
         return result
 
     def visit_UnaryOp(self, node):
