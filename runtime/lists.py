@@ -189,20 +189,24 @@ class StagedList:
         staging.host_callback(check, self.length, staging.branch_taken())
 
     def _check_index(self, index, message: str = "list index out of range") -> None:
-        """A check, when the program runs, that `index` (a Python int, or traced) is in range,
-        where the length or the index is traced; an IndexError now where both are known."""
+        """An IndexError now where the length and `index` are known and it is out of range; a
+        check when the program runs where only the length is traced. A traced index is not
+        checked: out of range, it is clamped, as JAX's indexing does (a check on every read
+        costs a host call per read: 800x slower in a scan that reads an item per step)."""
+        if is_staged(index):
+            return
         known = self.known_length()
-        if known is not None and not is_staged(index):
+        if known is not None:
             if not -known <= index < known:
                 raise python_error(IndexError(f"{message} ('{self.origin.name}'[{index}])"))
             return
         name = self.origin.name
 
-        def check(length, i, taken):
-            if np.all(taken) and not -length <= i < length:
-                raise IndexError(f"{message} ('{name}'[{i}])")
+        def check(length, taken):
+            if np.all(taken) and not -length <= index < length:
+                raise IndexError(f"{message} ('{name}'[{index}])")
 
-        staging.host_callback(check, self.length, index, staging.branch_taken())
+        staging.host_callback(check, self.length, staging.branch_taken())
 
     def _position(self, index, message: str = "list index out of range"):
         """Where item `index` (a Python int or a traced integer) is in the buffer, after
