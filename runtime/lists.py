@@ -211,34 +211,42 @@ class StagedList:
     def _position(self, index, message: str = "list index out of range"):
         """Where item `index` (a Python int or a traced integer) is in the buffer, after
         checking that it is in range (Python's IndexError)."""
-        if isinstance(index, (bool, np.bool_)) or not (
-            isinstance(index, (int, np.integer))
-            or (is_staged(index) and jnp.issubdtype(jnp.result_type(index), jnp.integer))
-        ):
-            raise self._index_type_error(index)
-        if is_staged(index) and jnp.ndim(index) != 0:
-            raise self._index_type_error(index)
+        staged = is_staged(index)
+        if staged:
+            integer = jnp.ndim(index) == 0 and jnp.issubdtype(jnp.result_type(index), jnp.integer)
+        else:
+            integer = isinstance(index, (int, np.integer)) and not isinstance(index, bool)
+        if not integer:
+            kind = staging.describe(index) if staged else type(index).__name__
+            raise python_error(
+                TypeError(
+                    f"list indices must be integers or slices, not {kind} ('{self.origin.name}')"
+                )
+            )
         self._check_index(index, message)
         known = self.known_length()
         length = self.length if known is None else known
-        if is_staged(index):
+        if staged:
             return jnp.where(index < 0, index + length, index)
         return index + length if index < 0 else index
 
-    def _index_type_error(self, index) -> TypeError:
-        kind = staging.describe(index) if is_staged(index) else type(index).__name__
-        return python_error(
-            TypeError(f"list indices must be integers or slices, not {kind} ('{self.origin.name}')")
-        )
+    def _item_at(self, position):
+        if is_staged(position):
+            return lax.dynamic_index_in_dim(self.buffer, position, 0, keepdims=False)
+        return self.buffer[position]
 
-    def with_item(self, index, value) -> StagedList:
-        """The list with `value` in place of item `index` (`out[i] = value`)."""
+    def with_item(self, index, value, update=None) -> StagedList:
+        """The list with `value` in place of item `index` (`out[i] = value`); with `update`
+        (`operator.iadd`), `update(item, value)` in place of it (`out[i] += value`)."""
         if isinstance(index, slice):
             raise StagingError(
                 f"'{self.origin.name}' is a list built in staged code, held as an array: "
                 f"assigning to a slice of it ({self.origin.name}[{index.start}:{index.stop}] = "
                 "...) may change its length, which is not staged. Assign items one by one."
             )
+        if update is not None:  # Python reads the item first: its index error is the read's
+            position = self._position(index)
+            value = update(self._item_at(position), value)
         item = jnp.asarray(value)
         row = jax.ShapeDtypeStruct(self.buffer.shape[1:], self.buffer.dtype)
         if item_type([value], self.buffer.dtype) != row:
@@ -247,7 +255,8 @@ class StagedList:
                 f"{staging.describe(self.buffer[0])} items built in staged code: its items are "
                 "stacked into one array, so the new item must have their shape and dtype."
             )
-        position = self._position(index, "list assignment index out of range")
+        if update is None:
+            position = self._position(index, "list assignment index out of range")
         buffer = lax.dynamic_update_index_in_dim(
             self.buffer, item.astype(self.buffer.dtype), position, 0
         )
@@ -294,10 +303,7 @@ class StagedList:
     def __getitem__(self, index):
         if isinstance(index, slice):  # a new Python list, as Python's slice is
             return self.items(f"the slice [{index.start}:{index.stop}:{index.step}]")[index]
-        position = self._position(index)
-        if is_staged(position):
-            return lax.dynamic_index_in_dim(self.buffer, position, 0, keepdims=False)
-        return self.buffer[position]
+        return self._item_at(self._position(index))
 
     def __iter__(self):
         return iter(self.stacked("iterating"))
@@ -475,7 +481,7 @@ def list_update(target, index, op: str, value):
     (the same object, if Python)."""
     update = _IN_PLACE[op]
     if isinstance(target, StagedList):
-        return target.with_item(index, update(target[index], value))
+        return target.with_item(index, value, update)
     target[index] = update(target[index], value)
     return target
 

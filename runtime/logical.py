@@ -29,7 +29,8 @@ def and_(a, b, lazy=False, truth=False):
             return _truths(a, b, lazy, "and", site)
         if lazy:
             return control_flow.if_exp(a, b, lambda: a)
-        return _staged_select(a, _evaluated_where(b, a, True, site), "and", site)
+        truth = staging.scalar_predicate(a, site, "left operand")
+        return _staged_select(a, truth, _evaluated_where(b, truth, True), "and", site)
     return a and b()
 
 
@@ -41,7 +42,8 @@ def or_(a, b, lazy=False, truth=False):
             return _truths(a, b, lazy, "or", site)
         if lazy:
             return control_flow.if_exp(a, lambda: a, b)
-        return _staged_select(a, _evaluated_where(b, a, False, site), "or", site)
+        truth = staging.scalar_predicate(a, site, "left operand")
+        return _staged_select(a, truth, _evaluated_where(b, truth, False), "or", site)
     return a or b()
 
 
@@ -50,14 +52,10 @@ def _truths(a, b, lazy: bool, op: str, site: Site):
     evaluates it (where `a` is true for `and`), in a `lax.cond` branch if `lazy`."""
     when = op == "and"
     left = staging.scalar_predicate(a, site, "left operand")
-
     if lazy:
 
         def taken():  # a branch of the cond
-            value = staging.condition(b())
-            if is_staged(value):
-                return staging.scalar_predicate(value, site, "right operand")
-            return jnp.asarray(bool(value))  # Python's truth: None, 0, [] are false
+            return jnp.asarray(_truth(b(), site))
 
         def skipped():
             return jnp.asarray(not when)
@@ -65,21 +63,26 @@ def _truths(a, b, lazy: bool, op: str, site: Site):
         if when:
             return control_flow.if_exp(left, taken, skipped)
         return control_flow.if_exp(left, skipped, taken)
-    with staging.tracing_branch(left, when):
-        value = staging.condition(b())
-    if not is_staged(value):  # Python's answer is known now, or it is the left operand's
+    right = _truth(_evaluated_where(b, left, when), site)
+    if not is_staged(right):  # Python's answer is known now, or it is the left operand's
         if when:
-            return left if value else False
-        return True if value else left
-    other = staging.scalar_predicate(value, site, "right operand")
-    return jnp.logical_and(left, other) if when else jnp.logical_or(left, other)
+            return left if right else False
+        return True if right else left
+    return jnp.logical_and(left, right) if when else jnp.logical_or(left, right)
 
 
-def _evaluated_where(b, a, when: bool, site):
+def _truth(value, site: Site):
+    """Python's truth of `value` (None, 0, [] are false), or a traced bool where it is traced."""
+    value = staging.condition(value)
+    if is_staged(value):
+        return staging.scalar_predicate(value, site, "right operand")
+    return bool(value)
+
+
+def _evaluated_where(b, truth, when: bool):
     """`b()`, computed alongside, its checks (an index into a list of traced length, a
-    placeholder read) made only where Python evaluates it: where the truth of `a` is `when`
-    (`len(out) == 0 or out[-1] != v` reads `out[-1]` only where the list has items)."""
-    truth = staging.scalar_predicate(staging.condition(a), site, "left operand")
+    placeholder read) made only where Python evaluates it: where `truth` (the left operand's)
+    is `when` (`len(out) == 0 or out[-1] != v` reads `out[-1]` only where the list has items)."""
     with staging.tracing_branch(truth, when):
         return b()
 
@@ -122,14 +125,15 @@ def not_in(item, container):
     return not_(in_(item, container))
 
 
-def _staged_select(a, b, op, site):
+def _staged_select(a, truth, b, op, site):
+    """`a and b` (`a or b`) for a traced `a` whose truth is `truth`: one of the operands,
+    chosen in the graph."""
     # A Python bool on the right of a traced bool: Python's answer is known now, or it is `a`.
     # (`traced and x.shape == y.shape`: a branch Python never runs is not traced at all.)
     if type(b) is bool and jnp.result_type(a) == jnp.bool_ and jnp.ndim(a) == 0:
         if op == "and":
             return a if b else False
         return True if b else a
-    truth = staging.scalar_predicate(a, site, "left operand")
     if not staging.is_array_leaf(b):
         raise StagingError(
             f"the right operand of '{op}' is {describe(b)} while the left one is traced "
