@@ -88,12 +88,24 @@ def _extreme(python_fn, args, key, default):
         (items,) = args
         if isinstance(items, lists.StagedList) and items.known_length() is None:
             # A list of traced length: its items, the padding made to never win.
-            if items.buffer.ndim != 1 or key is not None:
-                raise TypeError(f"{python_fn.__name__}() of a list of arrays compares arrays")
-            items.check_not_empty(f"{python_fn.__name__}()")
-            dtype = items.buffer.dtype
-            info = jnp.finfo(dtype) if jnp.issubdtype(dtype, jnp.floating) else jnp.iinfo(dtype)
-            return _first_best(items.masked(info.min if beats is jnp.greater else info.max), beats)
+            name = python_fn.__name__
+            if key is not None:
+                raise StagingError(
+                    f"{name}(..., key=...) of '{items.origin.name}', a list whose length is "
+                    f"traced ({Site(f'{name}()')}), is not supported: the key would be computed "
+                    "on the padding after its last item too. Compute the keys as an array "
+                    "(`transpiler.padded`) and pick with jnp.argmax/argmin."
+                )
+            if items.buffer.ndim != 1:
+                raise errors.python_error(
+                    ValueError(
+                        f"{name}() of '{items.origin.name}', a list of arrays of shape "
+                        f"{items.buffer.shape[1:]}, compares arrays: the truth value of an array "
+                        "with more than one element is ambiguous"
+                    )
+                )
+            items.check_not_empty(f"{name}()")
+            return _first_best(items.masked(_never_best(items.buffer.dtype, beats)), beats)
         if is_staged(items) and key is None:
             if jnp.ndim(items) != 1:
                 raise errors.python_error(
@@ -123,6 +135,19 @@ def _best_by_key(items, keys, beats, site):
         best = jax.tree_util.tree_map(lambda v, b, wins=wins: jnp.where(wins, v, b), value, best)
         best_key = jnp.where(wins, value_key, best_key)
     return best
+
+
+def _never_best(dtype, beats):
+    """A value no item beats for `beats` (ties keep the first item, a real one): -inf for
+    `max` of floats (not the float's lowest: a real -inf would lose to it), False for `max` of
+    booleans, the lowest integer for `max` of integers; their opposites for `min`."""
+    low = beats is jnp.greater
+    if jnp.issubdtype(dtype, jnp.floating):
+        return -jnp.inf if low else jnp.inf
+    if jnp.issubdtype(dtype, jnp.bool_):
+        return not low
+    info = jnp.iinfo(dtype)
+    return info.min if low else info.max
 
 
 def _first_best(items, beats):

@@ -370,14 +370,11 @@ def _compare_branches(first, second, names, site, state):
                 f"'{name}' a value before the if, or in both branches."
             )
         # Lists are compared as the branches left them: the items both kept are the same objects.
-        grown = _appended_in_one_branch(raw["true"], raw["false"])
         entered = state[index] if index < len(state) else None
-        if (
-            grown is not None
-            and type(entered) is list
-            and min(map(len, raw.values())) == len(entered)
-        ):
-            # One list, grown in one branch only (not two lists of their own, `[x] if p else []`).
+        grown = _appended_in_branches(raw["true"], raw["false"], entered)
+        if grown is not None:
+            # One list, grown by different numbers of items in the two branches (not two lists
+            # of their own, `[x] if p else []`).
             raise _Retrace(lists={index: grown})
         staged = [v for v in (a, b) if isinstance(v, lists.StagedList)]
         if len(staged) == 1 and type(a if staged[0] is b else b) is list:
@@ -417,16 +414,21 @@ def _bound_on_one_path(a, b):
     return staging.shapes_of(staging.as_arrays(bound[0]))
 
 
-def _appended_in_one_branch(a, b):
-    """(capacity, item type) if `a` and `b` are Python lists of arrays, one the other plus
-    appended items of one shape and dtype (an `append` under a traced condition); else None."""
-    if type(a) is not list or type(b) is not list or len(a) == len(b):
+def _appended_in_branches(a, b, entered):
+    """(capacity, item type) if `a` and `b` are the Python list `entered` plus different numbers
+    of appended arrays, all of one shape and dtype (appends under a traced condition); else
+    None."""
+    if type(a) is not list or type(b) is not list or type(entered) is not list or len(a) == len(b):
         return None
-    short, long = (a, b) if len(a) < len(b) else (b, a)
-    if any(x is not y for x, y in zip(short, long)):
+    n = len(entered)
+    if any(x is not y for x, y in zip(entered, a[:n])) or any(
+        x is not y for x, y in zip(entered, b[:n])
+    ):
         return None
-    element = lists.item_type(long)
-    return None if element is None else (len(long), element)
+    if min(len(a), len(b)) < n:
+        return None  # a branch popped: not a list that only grew
+    element = lists.item_type([*entered, *a[n:], *b[n:]])
+    return None if element is None else (max(len(a), len(b)), element)
 
 
 def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:

@@ -357,7 +357,10 @@ class Snapshot:
             attributes = {k: v for k, v in vars(obj).items() if not k.startswith("__")}
             self._records.append((obj, "class", attributes, label))
             return [(f"{label}.{k}", v) for k, v in attributes.items()]
-        children = []
+        # Its class's attributes are state it reaches too (`type(self).calls += 1`,
+        # `self.history.append(x)` of a class-level list), and those of the user classes the
+        # class derives from.
+        children = [(c.__qualname__, c) for c in type(obj).__mro__ if _class_in_user_module(c)]
         own = _plain_attribute(obj, "__dict__", None)  # not through a user's __getattr__
         if isinstance(own, dict):
             self._records.append((own, "attributes", dict(own), label))
@@ -504,6 +507,13 @@ def _code_in_user_module(module: str, file: str) -> bool:
 def _in_user_module(fn: types.FunctionType) -> bool:
     """Whether `fn` is defined in a module of the user's (not in an installed package)."""
     return _code_in_user_module(fn.__module__ or "", fn.__code__.co_filename)
+
+
+def _class_in_user_module(cls: type) -> bool:
+    """Whether `cls` is defined in a module of the user's (not a library's: a class of theirs,
+    `nnx.Module`, keeps the library's state)."""
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    return module is not None and _is_user_module(module)
 
 
 def _is_user_module(module: types.ModuleType) -> bool:

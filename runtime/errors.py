@@ -30,24 +30,54 @@ class TracerAsKey(StagingError):
     """A traced value was used where Python hashes it (a dict key, a set item, `in` a dict)."""
 
 
+class TracerAsStatic(StagingError):
+    """A traced value was used where JAX needs a Python value: a shape (`jnp.ones(i)`), a slice
+    bound of a multi-dimensional index (`m[:, :i]`), a static argument (`jnp.tril(m, k=i)`)."""
+
+
 def as_cannot_stage(error: BaseException) -> BaseException | None:
     """The "cannot stage" error `error` stands for, or None: Python's TypeError for hashing a
-    tracer (`table[i]` with a traced `i`) means the code needs a Python value there, as JAX's
-    own errors for a tracer where a value is needed do; raised while tracing, it is never the
-    program's to raise (nor a user's `except TypeError` to catch)."""
-    if isinstance(error, TypeError) and not isinstance(error, StagingError):
-        text = str(error)
-        if text.startswith("unhashable type") and "Tracer" in text:
-            where = user_frames_note(error.__traceback__)
-            where = f" ({where.removeprefix('while running converted code at ')})" if where else ""
-            found = TracerAsKey(
-                f"a traced value is used as a dict key or set item{where}: the staged code "
-                "needs a Python value there. Index an array instead (jnp.asarray of the "
-                "table's values), or keep the value Python (a static argument)."
-            )
-            found.__cause__ = error
-            return found
-    return None
+    tracer (`table[i]` with a traced `i`), and JAX's TypeError, ValueError or IndexError for a
+    tracer where it needs a Python value (a shape), mean the code needs a Python value there, as
+    JAX's own errors for a tracer where a value is needed do; raised while tracing, they are
+    never the program's to raise (nor a user's `except TypeError` to catch)."""
+    if isinstance(error, StagingError):
+        return None
+    text = str(error)
+    if isinstance(error, TypeError) and text.startswith("unhashable type") and "Tracer" in text:
+        found = TracerAsKey(
+            f"a traced value is used as a dict key or set item{_where(error)}: the staged code "
+            "needs a Python value there. Index an array instead (jnp.asarray of the "
+            "table's values), or keep the value Python (a static argument)."
+        )
+    elif isinstance(error, (TypeError, ValueError, IndexError)) and _tracer_for_static(error):
+        found = TracerAsStatic(
+            f"a traced value is used where JAX needs a Python value{_where(error)}: "
+            f"{text.splitlines()[0]} Keep the value Python there: a loop index of a `for` over "
+            "a range is a Python int where the loop runs unrolled; a function argument can be "
+            "static (`static_argnames`)."
+        )
+    else:
+        return None
+    found.__cause__ = error
+    return found
+
+
+def _where(error: BaseException) -> str:
+    """` (file:line: code)` of the user's line `error` passed through, or ''."""
+    where = user_frames_note(error.__traceback__)
+    return f" ({where.removeprefix('while running converted code at ')})" if where else ""
+
+
+def _tracer_for_static(error: BaseException) -> bool:
+    """Whether `error` is JAX's for a tracer where it needs a concrete value (a shape, a static
+    slice bound, a hashable static argument): raised inside JAX, naming the tracer."""
+    if "Tracer" not in str(error):
+        return False
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename.startswith(_JAX_DIRECTORIES)
 
 
 def python_error(error: Exception) -> Exception:
@@ -92,6 +122,7 @@ def _own_directories() -> tuple[str, ...]:
 _OWN_DIRECTORIES = _own_directories()
 """Where the runtime's and the transpiler's own code lives: never the user's frames."""
 _LIBRARY_DIRECTORIES = tuple(_directory_of(__import__(name)) for name in ("jax", "jaxlib", "numpy"))
+_JAX_DIRECTORIES = _LIBRARY_DIRECTORIES[:2]
 
 
 GENERATED_SUFFIX = ".astgraph.py"

@@ -17,6 +17,7 @@ import warnings
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from runtime import carry as carry_
@@ -86,7 +87,19 @@ def range_(*args):
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
     if not is_staged(step) and step == 0:
         raise errors.python_error(ValueError("range() arg 3 must not be zero"))
+    if is_staged(step):
+        _check_step(step)
     return TracedRange(start, stop, step)
+
+
+def _check_step(step) -> None:
+    """A check, when the program runs, that a traced step is not zero, as `range` makes."""
+
+    def check(step, taken):
+        if np.all(taken) and np.any(step == 0):
+            raise ValueError("range() arg 3 must not be zero")
+
+    staging.host_callback(check, step, staging.branch_taken())
 
 
 def for_stmt(
@@ -376,7 +389,8 @@ _SCAN_REFUSED = (
 def _scan(seq, k, n, body, test, state, names, site, stop_early=True, exit_=None):
     try:
         return _staged_scan(seq, k, n, body, state, names, site, test, stop_early, exit_)
-    except TypeError as e:  # the index as a dict key, say: the loop runs as Python
+    except (TypeError, ValueError, IndexError) as e:
+        # The index as a dict key or a shape, say: the loop runs as Python.
         cannot_stage = errors.as_cannot_stage(e)
         if cannot_stage is None:
             raise

@@ -133,15 +133,24 @@ def while_stmt(
         if iterations == 0 and max_iterations != 1:
             # Python runs it, and tells whether the loop is staged after it: if so, staged
             # from before it where that is exact (see runtime.peeling).
+            retest = None
+
             def iteration(state):
+                nonlocal retest
                 after = body(*state)
-                return after, staging.condition(loop_test(*after))
+                decides, retest = _first_test(
+                    loop_test, after, symbol_names, test_reads, compared, functions
+                )
+                return after, decides
 
             state, pred, start = peeling.first_iteration(
                 iteration, state, symbol_names, functions, reads, sums
             )
-            if is_staged(pred) and start is not None:
-                return staged(start, 0, True)  # True: the test Python evaluated before it
+            if is_staged(pred):
+                # From before it: True, the test Python evaluated before it. From after it:
+                # the test evaluated again by the loop's condition where that is exact (the
+                # evaluation after the iteration is then dead code), else carried in.
+                return staged(start, 0, True) if start is not None else staged(state, 1, retest)
         else:
             state = body(*state)
             if max_iterations is not None and iterations + 1 >= max_iterations:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 
+import jax
 import numpy as np
 
 from runtime import lists, staging
@@ -112,8 +113,8 @@ def percent(template, values):
 class _Shown:
     """What a traced value looks like in text made while tracing (a tracer has no format)."""
 
-    def __init__(self, value):
-        self.text = f"Traced<{staging.describe(value)}>"
+    def __init__(self, value, what: str | None = None):
+        self.text = f"Traced<{what or staging.describe(value)}>"
 
     def __format__(self, spec):
         return self.text
@@ -128,6 +129,8 @@ def _collect(obj, leaves: list) -> None:
     """Appends the traced values in `obj` (walked as `_rebuild` walks it) to `leaves`."""
     if isinstance(obj, DeferredText):
         leaves.extend(obj.values)
+    elif isinstance(obj, lists.StagedList):  # of traced length: its buffer and its length
+        leaves.extend((obj.buffer, obj.length))
     elif staging.is_staged(obj):
         leaves.append(obj)
     elif isinstance(obj, (list, tuple)):
@@ -144,6 +147,12 @@ def _rebuild(obj, values, concrete: bool):
     if isinstance(obj, DeferredText):
         mine = [next(values) for _ in obj.values]
         return obj.render(mine) if concrete else str(obj)
+    if isinstance(obj, lists.StagedList):
+        buffer, length = next(values), next(values)
+        if not concrete:
+            row = jax.ShapeDtypeStruct(buffer.shape[1:], buffer.dtype)
+            return _Shown(buffer, f"a list of traced length, of {staging.describe(row)}")
+        return [item[()] for item in np.asarray(buffer)[: int(np.asarray(length))]]
     if staging.is_staged(obj):
         value = next(values)
         return np.asarray(value)[()] if concrete else _Shown(value)

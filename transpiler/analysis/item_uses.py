@@ -67,10 +67,10 @@ def uses_items_as_python(loop: gast.For, live_after: frozenset[str] = frozenset(
             break
         tainted = grown
     for stmt in statements:
-        if isinstance(stmt, structure.SCOPES) and any(
-            isinstance(n, gast.Name) and n.id in tainted for n in structure.walk_nodes(stmt)
-        ):
+        if isinstance(stmt, structure.SCOPES) and _reads(stmt, tainted):
             return True  # a nested function reads an item: it may do anything with it
+        if isinstance(stmt, gast.If) and _decided_by(stmt.test, tainted) and _resizes_a_list(stmt):
+            return True  # `if t % 2 == 0: outs.append(h)`: Python knows how long `outs` is
         reads = [
             node
             for node in _own_nodes(stmt)
@@ -83,6 +83,30 @@ def uses_items_as_python(loop: gast.For, live_after: frozenset[str] = frozenset(
             if not all(_array_use(node, parents, counter) for node in reads):
                 return True
     return False
+
+
+def _reads(node: gast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, gast.Name) and n.id in names for n in structure.walk_nodes(node))
+
+
+def _decided_by(test: gast.expr, names: set[str]) -> bool:
+    """Whether `test` reads some of `names` and no other variable (`t % 2 == 0`, not `i >= n`,
+    which may be traced whatever the loop does)."""
+    read = {n.id for n in structure.walk_nodes(test) if isinstance(n, gast.Name)}
+    return bool(read) and read <= names
+
+
+def _resizes_a_list(stmt: gast.If) -> bool:
+    """Whether the branches of `stmt` append to or pop from a list (as the lists pass wrote)."""
+    return any(
+        isinstance(node, gast.Call) and _runtime_name(node.func) in _RESIZING
+        for branch in (stmt.body, stmt.orelse)
+        for child in branch
+        for node in structure.walk_nodes(child)
+    )
+
+
+_RESIZING = frozenset({"list_append", "list_pop"})
 
 
 def _nonnegative_range(iterable: gast.expr) -> bool:
@@ -167,7 +191,17 @@ def _array_use(name: gast.Name, parents: dict[int, gast.AST], counter: str | Non
     function or into an assignment (followed as a binding); not into text, a type test, an
     exponent, or user code."""
     node, parent = name, parents.get(id(name))
+    sliced = False  # passed through a slice bound: `m[:, :i]` needs a static bound
     while parent is not None:
+        power = isinstance(parent, gast.BinOp) and isinstance(parent.op, gast.Pow)
+        if power and parent.left is node:
+            # `i ** -1` is a float in Python, an error for an int32; `i ** 2` and `i ** i` (the
+            # counter of a range from 0 up: never negative) are the same.
+            exponent = parent.right
+            counted = isinstance(exponent, gast.Name) and exponent.id == counter
+            constant = isinstance(exponent, gast.Constant) and type(exponent.value) is int
+            if not (counted or (constant and exponent.value >= 0)):
+                return False
         if isinstance(parent, gast.BinOp) and parent.right is node:
             if isinstance(parent.op, gast.Pow):
                 # `2 ** -i` is a float in Python, an int power staged; `10 ** i` grows past
@@ -177,11 +211,15 @@ def _array_use(name: gast.Name, parents: dict[int, gast.AST], counter: str | Non
                     return False
             if isinstance(parent.op, (gast.Div, gast.FloorDiv, gast.Mod)):
                 return False  # `1 / i` raises ZeroDivisionError in Python; `"w%d" % i` is text
+        elif isinstance(parent, gast.Compare) and any(
+            isinstance(op, (gast.Is, gast.IsNot)) for op in parent.ops
+        ):
+            return False  # `i is 0`: the identity of a Python int, never of a tracer
         elif isinstance(parent, gast.IfExp) and parent.test is node:
             return True
         elif isinstance(parent, gast.Subscript):
-            if parent.slice is not node or isinstance(node, gast.Slice):
-                return False  # `i[0]`; `x[:i]` needs a static bound
+            if parent.slice is not node or sliced or isinstance(node, gast.Slice):
+                return False  # `i[0]`; `x[:i]`, `m[:, :i]` need a static bound
             # `(a, b)[i > 0]` indexes a Python tuple: it needs a Python int.
             return not isinstance(parent.value, (gast.Tuple, gast.List, gast.Dict, gast.Constant))
         elif isinstance(parent, gast.Call):
@@ -193,6 +231,7 @@ def _array_use(name: gast.Name, parents: dict[int, gast.AST], counter: str | Non
             return not isinstance(parent, gast.Expr)
         elif not isinstance(parent, _VALUE_PASSING):
             return False  # an f-string, an attribute of the item, a dict key, a lambda, ...
+        sliced = sliced or isinstance(parent, gast.Slice)
         node, parent = parent, parents.get(id(parent))
     return True
 

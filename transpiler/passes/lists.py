@@ -235,6 +235,9 @@ def _reading_call_args(call: gast.Call, globals_: dict) -> list[gast.expr]:
     """The arguments of `call` it reads without keeping: all of them for a builtin of
     `_READERS` or a function of JAX or NumPy, none for any other call."""
     if _builtin(call.func, _READERS, globals_) or structure.root_name(call.func) == RUNTIME:
+        if isinstance(call.func, gast.Attribute) and call.func.attr == "fstring":
+            # `f"got {out}"`: `rt__.fstring("got ", (out, '', ''))` formats each field's value.
+            return [a.elts[0] if isinstance(a, gast.Tuple) and a.elts else a for a in call.args]
         return [*call.args, *(k.value for k in call.keywords)]
     if _builtin(call.func, _FIRST_READERS, globals_):
         first_only = call.func.id == "sum" or len(call.args) == 1

@@ -23,6 +23,10 @@ def loop(body: str) -> gast.For:
         "rt__.print_(rt__.fstring('i=', (i, '', '')))",
         "x = x + (i if x > 0 else 0)",
         "x = x ** i",
+        "x = x + i ** 2",
+        "x = x + jnp.sum(m[i, :])",
+        "if i >= n:\n    out = rt__.list_append(out, x)",  # n may be traced anyway
+        "if i % 2 == 0:\n    x = x + 1",
     ],
 )
 def test_array_uses(body):
@@ -48,6 +52,12 @@ def test_array_uses(body):
         "x = x + (1.0, 5.0)[i > 0]",
         "x = x + jnp.sum(xs[:i])",
         "key = 'w%d' % i",
+        "x = x + i ** -1",
+        "x = x + i ** k",
+        "x = x + jnp.sum(m[:, :i])",
+        "if i is ZERO:\n    x = x + 1",
+        "if i % 2 == 0:\n    out = rt__.list_append(out, x)",
+        "if i > 1:\n    pass\nelse:\n    out, last = rt__.list_pop(out)",
     ],
 )
 def test_python_uses(body):

@@ -1,0 +1,95 @@
+"""A `for` over a range whose body needs the index as a Python int runs unrolled, as Python: the
+index's identity (`i is ZERO`), a negative power of it, a shape or a static slice bound made from
+it, an `if` on it that decides how long a list grows. Staged as a scan, the index would be an
+int32 tracer: a different result, or JAX's error for a tracer where it needs a value."""
+
+import jax.numpy as jnp
+import pytest
+
+import transpiler
+from runtime import StagingError
+from tests.end_to_end.checks import assert_tree_close
+
+ZERO = 0
+
+
+def identity_of_the_index(x):
+    for i in range(3):
+        if i is ZERO:
+            x = x + 10
+        x = x * 2
+    return x
+
+
+def negative_power_of_the_index(x):
+    acc = x
+    for i in range(1, 4):
+        acc = acc + x * i**-1
+    return acc
+
+
+def shape_from_the_index(x):
+    acc = 0.0
+    for i in range(1, 4):
+        acc = acc + jnp.sum(jnp.ones(i) * x)
+    return acc
+
+
+def concatenated_pieces(x):
+    pieces = []
+    for i in range(1, 4):
+        pieces.append(jnp.ones((i + 1, 2)) * x)
+    return jnp.concatenate(pieces)
+
+
+def slice_bound_from_the_index(m):
+    acc = 0.0
+    for i in range(1, 3):
+        acc = acc + jnp.sum(m[:, :i])
+    return acc
+
+
+def static_argument_from_the_index(x):
+    acc = 0.0
+    for i in range(1, 4):
+        acc = acc + jnp.sum(jnp.tril(jnp.ones((3, 3)) * x, k=i - 1))
+    return acc
+
+
+def every_other_state(xs, h):
+    outs = []
+    for t in range(xs.shape[0]):
+        h = jnp.tanh(h + xs[t])
+        if t % 2 == 0:
+            outs.append(h)
+    return jnp.stack(outs)
+
+
+CASES = [
+    (identity_of_the_index, (1.0,)),
+    (negative_power_of_the_index, (1.0,)),
+    (shape_from_the_index, (1.0,)),
+    (concatenated_pieces, (2.0,)),
+    (slice_bound_from_the_index, (jnp.arange(6.0).reshape(2, 3),)),
+    (static_argument_from_the_index, (1.5,)),
+    (every_other_state, (jnp.ones((5, 2)), jnp.zeros(2))),
+]
+
+
+@pytest.mark.parametrize("fn, args", CASES, ids=[fn.__name__ for fn, _ in CASES])
+def test_the_index_used_as_a_python_int_runs_unrolled(fn, args):
+    expected = fn(*args)
+    assert_tree_close(transpiler.jit(fn)(*args), expected)
+    assert_tree_close(transpiler.convert(fn)(*args), expected)
+
+
+def shape_in_a_staged_while(x, n):
+    while x < 10:
+        x = x + jnp.sum(jnp.ones(n))
+    return x
+
+
+def test_a_shape_from_a_traced_value_in_a_staged_loop_names_the_line():
+    where = r"where JAX needs a Python value \(\S*test_loop_index.py:\d+: x = x"
+    with pytest.raises(StagingError, match=where):
+        transpiler.jit(shape_in_a_staged_while)(1.0, 3)

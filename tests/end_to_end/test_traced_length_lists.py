@@ -1,0 +1,123 @@
+"""Lists whose length is traced (appended to under a traced condition): what Python does with a
+list, on the items before the padding only: `max`/`min` (a real -inf or a boolean item included),
+printing and formatting them; and `range` with a traced step checks it is not zero."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import transpiler
+from runtime import StagingError
+
+
+def negatives(x):
+    out = []
+    for v in x:
+        if v < 0:
+            out.append(v)
+    return out
+
+
+def extremes_of_negatives(x):
+    out = negatives(x)
+    return max(out), min(out)
+
+
+def extremes_of_flags(x):
+    out = []
+    for v in x:
+        if v != 0:
+            out.append(v > 0)
+    return max(out), min(out)
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (extremes_of_negatives, [-jnp.inf, 1.0, 2.0]),
+        (extremes_of_negatives, [1.0, -jnp.inf, -2.0]),
+        (extremes_of_negatives, [-3.0, 1.0, -jnp.inf]),
+        (extremes_of_flags, [1.0, -2.0, 0.0]),
+        (extremes_of_flags, [0.0, 3.0, 2.0]),
+    ],
+)
+def test_max_and_min_of_a_list_of_traced_length_see_its_items_only(fn, x):
+    x = jnp.array(x)
+    expected = fn(x)
+    got = transpiler.jit(fn)(x)
+    assert [v.item() for v in got] == [v.item() for v in expected]
+
+
+def max_by_key(x):
+    return max(negatives(x), key=lambda t: -t)
+
+
+def test_max_with_a_key_of_a_list_of_traced_length_is_refused_by_name():
+    with pytest.raises(StagingError, match=r"max\(\.\.\., key=\.\.\.\) of 'out'.*traced"):
+        transpiler.jit(max_by_key)(jnp.array([-1.0, 2.0]))
+
+
+def printed(x):
+    out = []
+    for v in x:
+        if v > 0:
+            out.append(v)
+    print(out)
+    print("got " + str(out))
+    print(f"got {out}")
+    return len(out)
+
+
+def test_a_list_of_traced_length_prints_its_items(capfd):
+    x = jnp.array([1.0, -1.0, 2.0])
+    assert int(transpiler.jit(printed)(x)) == 2
+    jax.effects_barrier()
+    lines = capfd.readouterr().out.splitlines()
+    items = "[np.float32(1.0), np.float32(2.0)]"
+    assert lines == [items, f"got {items}", f"got {items}"]
+
+
+def steps(n, k):
+    s = 0
+    for _ in range(0, n, k):
+        s += 1
+    return s
+
+
+def test_range_with_a_traced_step():
+    assert int(transpiler.jit(steps)(jnp.int32(7), jnp.int32(2))) == steps(7, 2)
+    assert int(transpiler.jit(steps)(jnp.int32(7), jnp.int32(-2))) == steps(7, -2)
+    with pytest.raises(Exception, match="range\\(\\) arg 3 must not be zero"):
+        transpiler.jit(steps)(jnp.int32(3), jnp.int32(0)).block_until_ready()
+
+
+def appends_two_or_one(x):
+    out = []
+    if x[0] > 0:
+        out.append(x[0])
+        out.append(x[1])
+    else:
+        out.append(x[1])
+    return len(out), sum(out)
+
+
+def appends_one_or_three(x):
+    out = [x[2]]
+    if x[0] > 0:
+        out.append(x[0])
+    else:
+        out.append(x[1])
+        out.append(x[0])
+        out.append(x[2])
+    return len(out), sum(out), max(out)
+
+
+@pytest.mark.parametrize("fn", [appends_two_or_one, appends_one_or_three])
+def test_branches_that_append_different_numbers_of_items(fn):
+    for x in (jnp.array([1.0, 2.0, 3.0]), jnp.array([-1.0, 2.0, 3.0])):
+        expected = [float(v) for v in fn(x)]
+        assert [float(v) for v in transpiler.jit(fn)(x)] == expected
+    batch = jnp.array([[1.0, 2.0, 3.0], [-1.0, -2.0, 5.0]])
+    got = jax.vmap(transpiler.convert(fn))(batch)
+    for i, row in enumerate(batch):
+        assert [float(v[i]) for v in got] == [float(v) for v in fn(row)]
