@@ -33,7 +33,7 @@ def int_(x=0, *args, **kwargs):
     """`int(x)`; a traced `x` -> an integer array (truncated toward zero, like `int`: its
     derivative is zero)."""
     if args or kwargs or not isinstance(x, jax.core.Tracer):
-        return builtins.int(x, *args, **kwargs)
+        return errors.python_call(builtins.int, x, *args, **kwargs)
     return _scalar(x, "int").astype(int)
 
 
@@ -43,14 +43,14 @@ def float_(x=0.0):
     Any tracer, also one that holds a concrete value (`jax.grad` outside `jax.jit`, where JAX
     refuses `float()`), so that a derivative is the same compiled or not."""
     if not isinstance(x, jax.core.Tracer):
-        return builtins.float(x)
+        return errors.python_call(builtins.float, x)
     return _scalar(x, "float").astype(float)
 
 
 def bool_(x=False):
     """`bool(x)`; a traced `x` -> a boolean array (`x != 0`, as Python's truth test)."""
     if not is_staged(x):
-        return builtins.bool(x)
+        return errors.python_call(builtins.bool, x)
     return staging.scalar_predicate(x, Site("bool()"), "argument")
 
 
@@ -61,7 +61,7 @@ def len_(obj):
     if isinstance(obj, lists.StagedList):
         known = obj.known_length()
         return obj.length if known is None else known
-    return builtins.len(obj)
+    return errors.python_call(builtins.len, obj)
 
 
 def _extreme(python_fn, args, key, default):
@@ -77,13 +77,14 @@ def _extreme(python_fn, args, key, default):
         # key computed once, as Python does; the item whose key wins.
         items = list(args[0]) if len(args) == 1 else list(args)
         if not items:
-            return python_fn(items, key=key, **kwargs)  # the default, or Python's ValueError
+            # The default, or Python's ValueError.
+            return errors.python_call(python_fn, items, key=key, **kwargs)
         keys = [key(item) for item in items]
         if not has_staged(keys):
             return items[python_fn(range(len(items)), key=keys.__getitem__)]
         return _best_by_key(items, keys, beats, Site(f"{python_fn.__name__}()"))
     if default is not _NO_DEFAULT or not has_staged(args):
-        return python_fn(*args, key=key, **kwargs)
+        return errors.python_call(python_fn, *args, key=key, **kwargs)
     if len(args) == 1:
         (items,) = args
         if isinstance(items, lists.StagedList) and items.known_length() is None:
@@ -127,6 +128,15 @@ def _extreme(python_fn, args, key, default):
 
 def _best_by_key(items, keys, beats, site):
     """The first item whose key no later one beats, staged."""
+    for key in keys:
+        if jnp.size(key) != 1:  # Python's `value > best` of such arrays has no truth value
+            raise errors.python_error(
+                ValueError(
+                    f"The truth value of an array with more than one element is ambiguous: "
+                    f"{site.construct} compares values of shape {jnp.shape(key)} ({site}). Use "
+                    f"jnp.{'maximum' if beats is jnp.greater else 'minimum'} for elementwise."
+                )
+            )
     best, best_key = items[0], keys[0]
     for value, value_key in zip(items[1:], keys[1:]):
         for v, b in zip(jax.tree_util.tree_leaves(value), jax.tree_util.tree_leaves(best)):
@@ -183,7 +193,7 @@ def sum_(iterable, /, start=0):
     masked out)."""
     if isinstance(iterable, lists.StagedList) and iterable.known_length() is None:
         return start + jnp.sum(iterable.masked(0), axis=0)
-    return builtins.sum(iterable, start)
+    return errors.python_call(builtins.sum, iterable, start)
 
 
 def all_(iterable, /, *, lazy=False):
@@ -239,7 +249,10 @@ def _rest_in_a_branch(truth, items, stops_on, site):
 
 
 def enumerate_(iterable, start=0):
-    """`enumerate(iterable, start)`; over an array, a view a `for` loop can scan."""
+    """`enumerate(iterable, start)`; over an array, a view a `for` loop can scan; over a list
+    of traced length, one it can loop over staged."""
+    if isinstance(iterable, lists.StagedList) and iterable.known_length() is None:
+        return for_loops.EnumeratedList(iterable, start)
     base = sequences.as_sequence(iterable)
     if base is None:
         return builtins.enumerate(iterable, start)

@@ -153,7 +153,11 @@ def caller(
             resolved = _REVERSIBLE.get(fn, fn)
             args = tuple(resolve_argument(arg) for arg in args)
             kwargs = {name: resolve_argument(value) for name, value in kwargs.items()}
-        return resolved(*args, **kwargs)
+        try:
+            return resolved(*args, **kwargs)
+        except Exception as e:
+            errors.raised_by_callee(e)  # `math.sqrt(-1)`: the program's error, to raise as it runs
+            raise
 
     return call
 

@@ -484,8 +484,11 @@ def _raise_mismatch(name, a, b, site):
             "structure, shapes and dtypes."
         )
     label = _label(name, site)
+    first, second = describe_tree(a), describe_tree(b)
+    if first == second and first.startswith(("a ", "an ")):  # two objects of one type
+        second = "a different " + second.split(" ", 1)[1]
     raise StagingError(
-        f"{label} is {describe_tree(a)} in the true branch but {describe_tree(b)} in the false "
-        f"branch ({site}). With a traced condition both branches must give {label} the same "
-        "structure: arrays (or tuples, lists, dicts of arrays), or the very same Python object."
+        f"{label} is {first} in the true branch but {second} in the false branch ({site}). "
+        f"With a traced condition both branches must give {label} the same structure: arrays "
+        "(or tuples, lists, dicts of arrays, registered pytrees), or the very same Python object."
     )

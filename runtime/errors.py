@@ -87,6 +87,26 @@ def python_error(error: Exception) -> Exception:
     return error
 
 
+def python_call(fn, /, *args, **kwargs):
+    """`fn(*args, **kwargs)` on the program's behalf (a builtin the program calls: `int(s)`):
+    what it raises is the program's, to raise where that code runs (see `is_users`), also where
+    `fn` has no Python frame of its own to tell."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:
+        raised_by_callee(e)
+        raise
+
+
+def raised_by_callee(error: Exception) -> None:
+    """Marks `error` the program's (see `python_error`) where, caught in the runtime frame that
+    called a function for the program, its traceback ends in that frame: the callee raised it
+    with no Python frame of its own (`math.sqrt(-1)`, `len(3)`)."""
+    tb = error.__traceback__
+    if tb is not None and tb.tb_next is None:
+        python_error(error)
+
+
 def is_users(error: Exception) -> bool:
     """Whether `error`, raised while tracing, is what the user's code raises as Python would (a
     `raise`, an IndexError, a shape error in a JAX call) rather than a fault of this project:

@@ -71,10 +71,25 @@ class TracedRange:
         return f"range({self.start}, {self.stop}, {self.step})"
 
 
+class EnumeratedList:
+    """`enumerate(items, start)` of a list of traced length: only a for statement can loop over
+    it (staged as a while loop over the length)."""
+
+    def __init__(self, items, start):
+        self.items, self.start = items, start
+
+    def __iter__(self):
+        raise TypeError(
+            f"enumerate() of '{self.items.origin.name}', a list whose length is traced: only a "
+            "for statement can loop over it (staged as a while loop); a comprehension or a "
+            "call such as list() cannot."
+        )
+
+
 def range_(*args):
     """`range(*args)`, or a `TracedRange` when a bound is traced."""
     if not any(is_staged(a) for a in args):
-        return range(*args)
+        return errors.python_call(range, *args)
     if not 1 <= len(args) <= 3:
         raise TypeError(f"range expected at most 3 arguments, got {len(args)}")
     for arg in args:
@@ -200,20 +215,27 @@ def for_stmt(
                 unfired,
             )
         )
-    if isinstance(iterable, lists_.StagedList) and iterable.known_length() is None:
-        # A list of traced length: a while loop over its items, however many there are.
-        items = iterable.buffer
+    counted = isinstance(iterable, EnumeratedList)
+    if counted or (isinstance(iterable, lists_.StagedList) and iterable.known_length() is None):
+        # A list of traced length (or `enumerate` of one): a while loop over its items,
+        # however many there are. (No other name may hold `iterable` past here: the reference
+        # count of a Python iterator tells below whether other code holds it.)
+        listed = iterable.items if counted else iterable
+        buffer = listed.buffer
+
+        def item(j):
+            return (iterable.start + j, buffer[j]) if counted else buffer[j]
 
         def over_items(body, test, exit_, state, names):
             if exit_ is not None:
                 on_item = exit_
                 exit_ = exits.Exit(
-                    lambda j, *s: on_item.test(items[j], *s),
-                    lambda j, *s: on_item.on_exit(items[j], *s),
+                    lambda j, *s: on_item.test(item(j), *s),
+                    lambda j, *s: on_item.on_exit(item(j), *s),
                 )
             return _staged_range_while(
-                TracedRange(0, iterable.length, 1),
-                lambda j, *s: body(items[j], *s),
+                TracedRange(0, listed.length, 1),
+                lambda j, *s: body(item(j), *s),
                 state,
                 names,
                 site,

@@ -421,6 +421,12 @@ def item_type(items, dtype=None) -> jax.ShapeDtypeStruct | None:
     shapes = {item.shape for item in items}
     if len(shapes) != 1:
         return None
+    if any(jax.dtypes.issubdtype(item.dtype, jax.dtypes.extended) for item in items):
+        # PRNG keys (`jax.random.key`): no promotion, one key type.
+        dtypes = {item.dtype for item in items}
+        if len(dtypes) != 1 or (dtype is not None and dtype not in dtypes):
+            return None
+        return jax.ShapeDtypeStruct(shapes.pop(), dtypes.pop())
     proxies = [staging.dtype_like(item) for item in items]
     if dtype is None:
         dtype = jnp.result_type(*proxies)

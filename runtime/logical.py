@@ -99,8 +99,8 @@ def in_(item, container):
     """Functional form of `item in container`.
 
     In a traced array: `jnp.any(container == item)`. A traced item, or traced elements, in a
-    Python list, tuple, set, range or dict's keys: `==` with each element (as `in` does),
-    combined with `or`.
+    Python list, tuple, set, range or dict's keys: True if the item is one of them, else `==`
+    with each element (as `in` does), combined with `or`.
     """
     if isinstance(container, lists.StagedList):
         return container.contains(item)
@@ -113,6 +113,8 @@ def in_(item, container):
             if container.step < 0:
                 inside = (item <= container.start) & (item > container.stop)
             return inside & ((item - container.start) % container.step == 0)
+        if any(element is item for element in container):
+            return True  # Python's `in` tests identity first: `x in [x]` even for a NaN
         found = jnp.asarray(False)
         for element in container:
             found = jnp.logical_or(found, jnp.asarray(item == element))

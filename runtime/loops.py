@@ -235,9 +235,9 @@ def staged_while(
     """`trip_count`: at most that many iterations run (known for a `for` loop that may stop
     early); lists the body appends to get room for that many. `first`: the test's value on
     `state`, if it was evaluated already (it is not evaluated again)."""
-    if max_iterations is not None:
-        return _bounded_while(test, body, state, names, site, max_iterations, first)
     try:
+        if max_iterations is not None:
+            return _bounded_while(test, body, state, names, site, max_iterations, first)
         return _while_loop(test, body, state, names, site, checkpoints, trip_count, first)
     except staging.CANNOT_STAGE:
         raise

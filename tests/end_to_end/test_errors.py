@@ -116,8 +116,8 @@ def test_branches_disagree_on_structure():
     assert str(e.value) == (
         f"'s' is (float32[], float32[]) in the true branch but float32[] in the false branch "
         f"({HERE}:{line}, if statement). With a traced condition both branches must give 's' the "
-        "same structure: arrays (or tuples, lists, dicts of arrays), or the very same Python "
-        "object."
+        "same structure: arrays (or tuples, lists, dicts of arrays, registered pytrees), or the "
+        "very same Python object."
     )
 
 

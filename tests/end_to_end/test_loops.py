@@ -348,3 +348,17 @@ def test_python_loops_under_jit_run_each_iteration_once():
     # function jax.jit traces unconverted: no iteration is run twice to look ahead.
     expected = jax.jit(noisy_steps)(jnp.float32(1.0))
     assert float(jax.jit(transpiler.convert(noisy_steps))(jnp.float32(1.0))) == float(expected)
+
+
+def halvings_logged_but_never_read(x):
+    log = []
+    while x > 1.0:
+        x = x * 0.5
+        log.append(x)
+    return x
+
+
+def test_a_list_nothing_reads_does_not_stop_a_staged_while():
+    # Were it carried, the unbounded loop could not size it (a StagingError asking for
+    # max_iterations); nothing reads it, so nothing needs it.
+    assert float(transpiler.jit(halvings_logged_but_never_read)(10.0)) == 0.625

@@ -121,3 +121,26 @@ def test_branches_that_append_different_numbers_of_items(fn):
     got = jax.vmap(transpiler.convert(fn))(batch)
     for i, row in enumerate(batch):
         assert [float(v[i]) for v in got] == [float(v) for v in fn(row)]
+
+
+def weighted_until_large(xs, t):
+    out = []
+    for v in xs:
+        if v > t:
+            out.append(v)
+    s = 0.0
+    for i, v in enumerate(out, 1):
+        if v > 3.5:
+            break
+        s = s + i * v
+    return s
+
+
+def test_enumerate_of_a_list_of_traced_length_is_a_staged_loop():
+    xs = jnp.arange(5.0)
+    for t in (1.5, 0.5):
+        assert float(transpiler.jit(weighted_until_large)(xs, t)) == weighted_until_large(xs, t)
+    batched = jax.vmap(transpiler.convert(weighted_until_large), in_axes=(None, 0))
+    assert batched(xs, jnp.array([1.5, 0.5])).tolist() == [8.0, 14.0]
+    grad = jax.grad(lambda x: transpiler.convert(weighted_until_large)(x, 1.5))(xs)
+    assert grad.tolist() == jax.grad(lambda x: weighted_until_large(x, 1.5))(xs).tolist()

@@ -6,6 +6,7 @@
     out[i] = v              ->   out = rt__.list_setitem(out, i, v)
     out[-1] += v            ->   out = rt__.list_update(out, -1, '+', v)
     y = jnp.stack(out)      ->   y = rt__.stack_list(jnp.stack, out)   (out is appended to here)
+    log.append(x)           ->   x                  (nothing reads `log`: nothing to carry)
 
 Only local names are rewritten: an assignment would make a global or closure variable local
 (`self.items.append(x)` and `log.append(x)` for a global `log` are left alone). And only names
@@ -266,6 +267,7 @@ class _Lists(Transformer):
         # The names of the functions being visited that hold a list no other reference sees.
         self.scopes: list[frozenset[str]] = []
         self.appended: list[frozenset[str]] = []  # the local names they append to
+        self.unread: list[frozenset[str]] = []  # of those, the lists nothing reads
 
     def visit_FunctionDef(self, node):
         appended, popped = set(), set()
@@ -278,9 +280,11 @@ class _Lists(Transformer):
         private = private_lists(node, mutated, self.globals, self.return_values)
         self.scopes.append(private)
         self.appended.append(frozenset(appended) & private)
+        self.unread.append(_never_read(node, frozenset(appended) & private))
         node.body = [s for stmt in node.body for s in _as_list(self.visit(stmt))]
         self.scopes.pop()
         self.appended.pop()
+        self.unread.pop()
         return node
 
     def _local(self, call: gast.Call | None) -> gast.Call | None:
@@ -290,6 +294,11 @@ class _Lists(Transformer):
         node = self.generic_visit(node)
         append = self._local(_method_call(node.value, "append"))
         if append is not None and len(append.args) == 1:
+            if append.func.value.id in self.unread[-1]:
+                # Nothing reads the list: its item is evaluated, as Python would, and dropped
+                # (a staged `while` would otherwise carry a list it cannot size).
+                node.value = append.args[0]
+                return node
             return templates.replace(
                 f"target = {RUNTIME}.list_append(target, item)",
                 target=append.func.value.id,
@@ -411,6 +420,25 @@ def _simple(index: gast.expr) -> bool:
     if isinstance(index, gast.UnaryOp) and isinstance(index.op, (gast.USub, gast.UAdd)):
         index = index.operand
     return isinstance(index, (gast.Name, gast.Constant))
+
+
+def _never_read(scope: gast.FunctionDef, names: frozenset[str]) -> frozenset[str]:
+    """Those of `names` (lists no other reference sees) that `scope` reads only to append to
+    them (`log.append(x)`, and nothing else: no `len(log)`, no `return log`)."""
+    appending = {
+        id(node.func.value)
+        for node in activity.walk_scope(scope.body)
+        if _method_call(node, "append") is not None
+    }
+    read = {
+        node.id
+        for node in activity.walk_scope(scope.body)
+        if isinstance(node, gast.Name)
+        and node.id in names
+        and not isinstance(node.ctx, gast.Store)
+        and id(node) not in appending
+    }
+    return names - read
 
 
 def _as_list(result) -> list:

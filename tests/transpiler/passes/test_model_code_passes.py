@@ -104,6 +104,34 @@ def test_lists_pass_rewrites_item_assignment():
     assert new([1.0, 2.0], 0) == old([1.0, 2.0], 0) == [6.0]
 
 
+def test_lists_pass_drops_a_list_nothing_reads():
+    generated, new, old = apply(
+        """
+        def f(x, calls):
+            log = []
+            while x > 1.0:
+                x = x * 0.5
+                log.append(calls.append(x))
+            return x
+        """,
+        lists,
+    )
+    # The item is still evaluated (here: a call), and nothing is carried for `log`.
+    assert generated == expect(
+        """
+        def f(x, calls):
+            log = []
+            while x > 1.0:
+                x = x * 0.5
+                calls.append(x)
+            return x
+        """
+    )
+    seen_new, seen_old = [], []
+    assert new(10.0, seen_new) == old(10.0, seen_old) == 0.625
+    assert seen_new == seen_old == [5.0, 2.5, 1.25, 0.625]
+
+
 def test_lists_pass_leaves_globals_closures_and_attributes_alone():
     generated, _, _ = apply(
         """

@@ -1,0 +1,149 @@
+"""Builtins in staged code behave as Python's: an error a builtin raises in a branch is raised
+only where that branch runs; `max`/`min` of arrays compare them as Python does (or raise as it
+does); `in` tests identity first; PRNG keys go into staged lists like any array."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import transpiler
+from runtime import StagingError
+
+
+def root_where_positive(x, d):
+    if x > 0:
+        r = x / math.sqrt(d)
+    else:
+        r = x
+    return r
+
+
+def parsed_where_positive(x, s):
+    n = 0
+    if x > 0:
+        n = int(s)
+    return x + n
+
+
+def counted_where_positive(x, s):
+    n = 0
+    if x > 0:
+        n = len(s)
+    return x + n
+
+
+def caught_around_a_loop(x, d):
+    n = 0
+    try:
+        while x < 10:
+            x = x * 2
+            if x > 100:
+                n = n + math.sqrt(d)
+    except ValueError:
+        n = -1
+    return x, n
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (root_where_positive, (-2.0, -1.0)),
+        (parsed_where_positive, (-2.0, "n/a")),
+        (counted_where_positive, (-2.0, 3)),
+        (caught_around_a_loop, (1.0, -1.0)),
+    ],
+)
+def test_a_builtins_error_in_a_branch_not_taken_is_not_raised(fn, args):
+    expected = fn(*args)
+    got = jax.jit(transpiler.convert(fn), static_argnums=1)(*args)
+    assert jax.tree.map(float, got) == jax.tree.map(float, expected)
+
+
+def test_a_builtins_error_in_the_branch_taken_is_raised_when_it_runs():
+    with pytest.raises(Exception, match="math domain error"):
+        jax.jit(transpiler.convert(root_where_positive), static_argnums=1)(2.0, -1.0)
+
+
+def larger(a, b):
+    return max(a, b)
+
+
+def test_max_of_two_arrays_compares_them_as_python_does():
+    assert float(transpiler.jit(larger)(jnp.float32(1.0), jnp.float32(3.0))) == 3.0
+    with pytest.raises(ValueError, match="truth value of an array with more than one element"):
+        transpiler.jit(larger)(jnp.array([1.0, 5.0]), jnp.array([3.0, 2.0]))
+
+
+def among_itself(x):
+    return x in [x, x + 1], x not in (x,)
+
+
+def test_in_tests_identity_first():
+    nan = jnp.float32(jnp.nan)
+    assert among_itself(nan) == (True, False)
+    assert transpiler.jit(among_itself)(nan) == (True, False)
+
+
+def split_keys(key, xs):
+    keys = []
+    for v in xs:
+        key, sub = jax.random.split(key)
+        if v > 0:
+            keys.append(sub)
+    return len(keys)
+
+
+def all_keys(key, xs):
+    keys = []
+    for _ in xs:
+        key, sub = jax.random.split(key)
+        keys.append(sub)
+    return jnp.stack([jax.random.key_data(k) for k in keys])
+
+
+def test_prng_keys_in_a_list_a_staged_loop_builds():
+    key, xs = jax.random.key(0), jnp.array([1.0, -1.0, 2.0])
+    assert int(transpiler.jit(split_keys)(key, xs)) == split_keys(key, xs) == 2
+    assert (transpiler.jit(all_keys)(key, xs) == all_keys(key, xs)).all()
+
+
+def replaced_object(x):
+    s = Plain(1.0)
+    if x > 0:
+        s = Plain(2.0)
+    return x * s.v
+
+
+class Plain:
+    def __init__(self, v):
+        self.v = v
+
+
+def test_two_objects_of_one_class_from_two_branches_are_named_as_such():
+    with pytest.raises(StagingError, match="'s' is a Plain in the true branch but a different"):
+        transpiler.jit(replaced_object)(1.0)
+
+
+def largest_where_big(x):
+    out = []
+    s = x[1]
+    if x[1] > 5:
+        s = s + max(out)  # an empty list: Python raises only where this runs
+    return s
+
+
+def last_in_a_bounded_loop_never_run(x):
+    out = []
+    s = x[0]
+    while x[0] > 5:
+        transpiler.loop_options(max_iterations=2)
+        s = s + out[-1]
+    return s
+
+
+@pytest.mark.parametrize("fn", [largest_where_big, last_in_a_bounded_loop_never_run])
+def test_an_error_of_code_that_never_runs_is_not_raised(fn):
+    x = jnp.array([1.0, 2.0])
+    assert float(transpiler.jit(fn)(x)) == float(fn(x))
