@@ -54,7 +54,9 @@ def _method_call(node: gast.AST, method: str) -> gast.Call | None:
 
 # Builtins that read a list they are given and keep no reference to it (`min`, `max`, `sum`:
 # as their only, or first, argument: `min(out, [1.0])` and `sum([], out)` give it back).
-_READERS = frozenset({"len", "list", "tuple", "sorted", "any", "all", "print", "str", "repr"})
+_READERS = frozenset(
+    {"len", "bool", "list", "tuple", "sorted", "any", "all", "print", "str", "repr"}
+)
 _FIRST_READERS = frozenset({"min", "max", "sum"})
 # List methods that give back no reference to the list (`out.__iadd__(x)` does).
 _METHODS = frozenset(
@@ -140,6 +142,8 @@ def private_lists(
                 allowed.update(id(a) for a in node.iter.args)
         elif isinstance(node, gast.Subscript):
             allowed.add(id(node.value))
+        elif isinstance(node, gast.FormattedValue):
+            allowed.add(id(node.value))  # `f"{out}"` formats it, keeps nothing
         elif isinstance(node, gast.Compare):
             allowed.update(id(e) for e in (node.left, *node.comparators))
         elif isinstance(node, (gast.If, gast.While, gast.IfExp, gast.Assert)):

@@ -178,8 +178,8 @@ def test_lists_pass_rewrites_a_list_only_read_where_no_reference_stays():
             total = sum(out) + len(out) + out[0] + out[-1]
             for i, v in enumerate(out):
                 total = total + v
-            if out and not out == [] and xs[0] in out:
-                print(out, sorted(out))
+            if out and not out == [] and xs[0] in out and bool(out):
+                print(out, sorted(out), f"{out}")
             return np.mean(np.stack(out)) + total, out
         """,
         lists,
