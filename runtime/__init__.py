@@ -22,7 +22,14 @@ from runtime.control_flow import if_exp, if_stmt
 from runtime.debugging import assert_, effect, print_
 from runtime.errors import StagingError
 from runtime.for_loops import for_stmt, range_
-from runtime.lists import list_append, list_pop, list_setitem, list_update, stack_list
+from runtime.lists import (
+    list_append,
+    list_pop,
+    list_reverse,
+    list_setitem,
+    list_update,
+    stack_list,
+)
 from runtime.logical import and_, in_, not_, not_in, or_
 from runtime.loops import while_stmt
 from runtime.staging import CANNOT_STAGE, raise_cannot_stage
@@ -47,6 +54,7 @@ __all__ = [
     "len_",
     "list_append",
     "list_pop",
+    "list_reverse",
     "list_setitem",
     "list_update",
     "max_",

@@ -157,6 +157,14 @@ class StagedList:
         popped = self._with(length=last, static_length=None if known is None else known - 1)
         return popped, item
 
+    def reversed_in_place(self) -> StagedList:
+        """The list after `reverse()`: its items, last first."""
+        known = self.known_length()
+        if known is None:
+            raise self._traced_length("reverse()")
+        items = jnp.flip(self.buffer[:known], axis=0)
+        return self._with(buffer=jnp.concatenate([items, self.buffer[known:]]))
+
     def stacked(self, what: str = "jnp.stack"):
         """The items as one array; StagingError if how many there are is known only at run time."""
         known = self.known_length()
@@ -521,6 +529,15 @@ def list_pop(target, *index):
         return target.popped()
     item = target.pop(*index)
     return target, item
+
+
+def list_reverse(target):
+    """Functional form of `target.reverse()`: returns the reversed list (a Python list: itself,
+    reversed in place, as Python does)."""
+    if isinstance(target, StagedList):
+        return target.reversed_in_place()
+    target.reverse()
+    return target
 
 
 def stack_list(stack, target, *args, **kwargs):

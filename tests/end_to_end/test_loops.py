@@ -362,3 +362,30 @@ def test_a_list_nothing_reads_does_not_stop_a_staged_while():
     # Were it carried, the unbounded loop could not size it (a StagingError asking for
     # max_iterations); nothing reads it, so nothing needs it.
     assert float(transpiler.jit(halvings_logged_but_never_read)(10.0)) == 0.625
+
+
+def discounted_returns(rewards, gamma=0.9):
+    returns = []
+    g = 0.0
+    for r in reversed(rewards):
+        g = r + gamma * g
+        returns.append(g)
+    returns.reverse()
+    return jnp.stack(returns), returns[0]
+
+
+def reversed_python_list(x):
+    out = []
+    for i in range(3):
+        out.append(x * i)
+    out.reverse()
+    return out
+
+
+def test_reverse_of_a_list_a_staged_loop_built():
+    rewards = jnp.array([1.0, 0.0, 2.0, 1.0])
+    check_jit(discounted_returns, rewards)
+    grad = jax.grad(lambda r: transpiler.convert(discounted_returns)(r)[1])(rewards)
+    assert_tree_close(grad, jax.grad(lambda r: discounted_returns(r)[1])(rewards))
+    assert transpiler.convert(reversed_python_list)(2.0) == [4.0, 2.0, 0.0]
+    assert [float(v) for v in transpiler.jit(reversed_python_list)(2.0)] == [4.0, 2.0, 0.0]

@@ -5,6 +5,7 @@
     out.pop()               ->   out, _ = rt__.list_pop(out)
     out[i] = v              ->   out = rt__.list_setitem(out, i, v)
     out[-1] += v            ->   out = rt__.list_update(out, -1, '+', v)
+    out.reverse()           ->   out = rt__.list_reverse(out)
     y = jnp.stack(out)      ->   y = rt__.stack_list(jnp.stack, out)   (out is appended to here)
     log.append(x)           ->   x                  (nothing reads `log`: nothing to carry)
 
@@ -311,6 +312,11 @@ class _Lists(Transformer):
         pop = self._local(_method_call(node.value, "pop"))
         if pop is not None:
             return self._pop(pop, self.namer.new("_"))
+        reverse = self._local(_method_call(node.value, "reverse"))
+        if reverse is not None and not reverse.args:
+            return templates.replace(
+                f"target = {RUNTIME}.list_reverse(target)", target=reverse.func.value.id
+            )
         return node
 
     def visit_Assign(self, node):
