@@ -49,6 +49,8 @@ def float_(x=0.0):
 
 def bool_(x=False):
     """`bool(x)`; a traced `x` -> a boolean array (`x != 0`, as Python's truth test)."""
+    if isinstance(x, lists.StagedList) and x.known_length() is None:
+        return x.length > 0  # a list of traced length: whether it holds items
     if not is_staged(x):
         return errors.python_call(builtins.bool, x)
     return staging.scalar_predicate(x, Site("bool()"), "argument")
@@ -108,6 +110,8 @@ def _extreme(python_fn, args, key, default):
             items.check_not_empty(f"{name}()")
             return _first_best(items.masked(_never_best(items.buffer.dtype, beats)), beats)
         if is_staged(items) and key is None:
+            if jnp.ndim(items) == 0:
+                raise errors.python_error(TypeError("iteration over a 0-d array"))
             if jnp.ndim(items) != 1:
                 raise errors.python_error(
                     ValueError(
@@ -141,6 +145,13 @@ def _best_by_key(items, keys, beats, site):
     for value, value_key in zip(items[1:], keys[1:]):
         for v, b in zip(jax.tree_util.tree_leaves(value), jax.tree_util.tree_leaves(best)):
             staging.check_same_dtypes(b, v, "the items compared", site)
+            if jnp.shape(v) != jnp.shape(b):  # Python gives one of them, with its own shape
+                raise StagingError(
+                    f"the items compared are of shapes {jnp.shape(b)} and {jnp.shape(v)} "
+                    f"({site}); with traced values the result is one of them, chosen in the "
+                    "graph, so they must have one shape (Python would give each its own): "
+                    "reshape one of them."
+                )
         wins = beats(value_key, best_key)
         best = jax.tree_util.tree_map(lambda v, b, wins=wins: jnp.where(wins, v, b), value, best)
         best_key = jnp.where(wins, value_key, best_key)

@@ -50,12 +50,18 @@ def as_cannot_stage(error: BaseException) -> BaseException | None:
             "needs a Python value there. Index an array instead (jnp.asarray of the "
             "table's values), or keep the value Python (a static argument)."
         )
-    elif isinstance(error, (TypeError, ValueError, IndexError)) and _tracer_for_static(error):
+    elif isinstance(error, (TypeError, ValueError, IndexError, OverflowError)) and (
+        _tracer_for_static(error)
+    ):
+        what = (
+            "a Python int that no int32 holds meets a traced value"
+            if isinstance(error, OverflowError)
+            else "a traced value is used where JAX needs a Python value"
+        )
         found = TracerAsStatic(
-            f"a traced value is used where JAX needs a Python value{_where(error)}: "
-            f"{text.splitlines()[0]} Keep the value Python there: a loop index of a `for` over "
-            "a range is a Python int where the loop runs unrolled; a function argument can be "
-            "static (`static_argnames`)."
+            f"{what}{_where(error)}: {text.splitlines()[0]} Keep the value Python there: a loop "
+            "index of a `for` over a range is a Python int where the loop runs unrolled; a "
+            "function argument can be static (`static_argnames`)."
         )
     else:
         return None
@@ -71,13 +77,23 @@ def _where(error: BaseException) -> str:
 
 def _tracer_for_static(error: BaseException) -> bool:
     """Whether `error` is JAX's for a tracer where it needs a concrete value (a shape, a static
-    slice bound, a hashable static argument): raised inside JAX, naming the tracer."""
-    if "Tracer" not in str(error):
-        return False
+    slice bound, a hashable static argument), naming the tracer, or for a Python int too large
+    for the traced value it meets (an OverflowError); or a C function's given a tracer."""
     tb = error.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return tb is not None and tb.tb_frame.f_code.co_filename.startswith(_JAX_DIRECTORIES)
+    where = tb.tb_frame.f_code.co_filename if tb is not None else ""
+    if isinstance(error, OverflowError):  # a Python int no int32 holds, met with a traced value
+        return where.startswith(_JAX_DIRECTORIES)
+    if "Tracer" not in str(error):
+        return False
+    # Raised inside JAX; by a C function the runtime called (see `raised_by_callee`), or one
+    # generated code called (`np.zeros(i)`): no Python frame of its own.
+    return (
+        where.startswith(_JAX_DIRECTORIES)
+        or getattr(error, "_transpiler_callee", False)
+        or where.endswith(GENERATED_SUFFIX)
+    )
 
 
 def python_error(error: Exception) -> Exception:
@@ -101,10 +117,14 @@ def python_call(fn, /, *args, **kwargs):
 def raised_by_callee(error: Exception) -> None:
     """Marks `error` the program's (see `python_error`) where, caught in the runtime frame that
     called a function for the program, its traceback ends in that frame: the callee raised it
-    with no Python frame of its own (`math.sqrt(-1)`, `len(3)`)."""
+    with no Python frame of its own (`math.sqrt(-1)`, `len(3)`). Unless it names a tracer
+    (`np.zeros(n)` of a traced `n`): that one says the code needs a Python value there."""
     tb = error.__traceback__
     if tb is not None and tb.tb_next is None:
-        python_error(error)
+        if "Tracer" in str(error):
+            error._transpiler_callee = True  # see `_tracer_for_static`
+        else:
+            python_error(error)
 
 
 def is_users(error: Exception) -> bool:

@@ -411,8 +411,9 @@ _SCAN_REFUSED = (
 def _scan(seq, k, n, body, test, state, names, site, stop_early=True, exit_=None):
     try:
         return _staged_scan(seq, k, n, body, state, names, site, test, stop_early, exit_)
-    except (TypeError, ValueError, IndexError) as e:
-        # The index as a dict key or a shape, say: the loop runs as Python.
+    except (TypeError, ValueError, IndexError, OverflowError) as e:
+        # The index as a dict key or a shape, or times an int no int32 holds, say: the loop
+        # runs as Python.
         cannot_stage = errors.as_cannot_stage(e)
         if cannot_stage is None:
             raise

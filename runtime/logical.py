@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from runtime import control_flow, lists, staging
+from runtime import control_flow, errors, lists, staging
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, is_staged
 
@@ -117,7 +117,16 @@ def in_(item, container):
             return True  # Python's `in` tests identity first: `x in [x]` even for a NaN
         found = jnp.asarray(False)
         for element in container:
-            found = jnp.logical_or(found, jnp.asarray(item == element))
+            equal = jnp.asarray(item == element)
+            if equal.size != 1:  # Python's `in` takes the truth of `item == element`
+                raise errors.python_error(
+                    ValueError(
+                        "The truth value of an array with more than one element is ambiguous: "
+                        f"`in` compares values of shapes {jnp.shape(item)} and "
+                        f"{jnp.shape(element)} ({Site('in')})"
+                    )
+                )
+            found = jnp.logical_or(found, equal.reshape(()))
         return found
     return item in container
 

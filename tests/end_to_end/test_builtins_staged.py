@@ -6,6 +6,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import transpiler
@@ -147,3 +148,65 @@ def last_in_a_bounded_loop_never_run(x):
 def test_an_error_of_code_that_never_runs_is_not_raised(fn):
     x = jnp.array([1.0, 2.0])
     assert float(transpiler.jit(fn)(x)) == float(fn(x))
+
+
+def pick(a, b):
+    return max(a, b), min(a, b)
+
+
+def among_arrays(x):
+    return x in [jnp.array([1.0, 2.0])]
+
+
+def largest_item(a):
+    return max(a)
+
+
+def any_positive(x):
+    out = []
+    if x > 0:
+        out.append(x)
+    return bool(out)
+
+
+def allocated_where_positive(x, n, alloc):
+    if x > 0:
+        y = x + alloc(n).sum()
+    else:
+        y = x
+    return y
+
+
+def test_comparisons_python_refuses_or_shapes_python_keeps():
+    with pytest.raises(StagingError, match=r"of shapes \(1,\) and \(\)"):
+        transpiler.jit(pick)(jnp.array([3.0]), jnp.float32(2.0))
+    with pytest.raises(ValueError, match="truth value of an array"):
+        transpiler.jit(among_arrays)(jnp.float32(1.0))
+    with pytest.raises(TypeError, match="iteration over a 0-d array"):
+        transpiler.jit(largest_item)(jnp.float32(1.0))
+    assert [bool(transpiler.jit(any_positive)(v)) for v in (1.0, -1.0)] == [True, False]
+
+
+def test_a_c_function_given_a_tracer_is_refused_by_name_while_tracing():
+    staged = jax.jit(lambda x, n: transpiler.convert(allocated_where_positive)(x, n, np.zeros))
+    with pytest.raises(StagingError, match=r"where JAX needs a Python value \(\S+:\d+: y = x"):
+        staged(-1.0, 3)  # refused while tracing, whichever branch would run
+
+
+def maybe_logged(x, make_log):
+    if make_log:
+        log = []
+    log.append(x)
+    return x * 2
+
+
+def logged_starred(x):
+    log = []
+    log.append(*[x])
+    return x
+
+
+def test_an_unread_list_keeps_pythons_errors_and_syntax():
+    with pytest.raises(UnboundLocalError):
+        jax.jit(lambda x: transpiler.convert(maybe_logged)(x, False))(1.0)
+    assert float(transpiler.jit(logged_starred)(1.0)) == 1.0

@@ -529,3 +529,21 @@ def hash_break(x, y):
 @pytest.mark.parametrize("args", [(0, 3), (0, 0), (5, 6)])
 def test_a_leading_break_traced_at_first_keeps_python_arithmetic(args):
     assert int(jax.jit(transpiler.convert(hash_break))(*args)) == hash_break(*args)
+
+
+def counted_by_type(x):
+    n = 0
+    done = False
+    while not done:
+        n += 1
+        done = x * n > 3
+        if isinstance(n, int):  # True for the Python iteration only: n is traced after it
+            x = x + 1.0
+    return x, n
+
+
+def test_a_counter_used_as_a_python_value_keeps_the_python_first_iteration():
+    # Restarted from before the first iteration, `n` would be an int32 there too, and the
+    # iteration Python ran with a Python int would compute differently.
+    x, n = transpiler.jit(counted_by_type)(1.0)
+    assert (float(x), int(n)) == (2.0, 2)

@@ -4,6 +4,7 @@ it, an `if` on it that decides how long a list grows. Staged as a scan, the inde
 int32 tracer: a different result, or JAX's error for a tracer where it needs a value."""
 
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import transpiler
@@ -93,3 +94,22 @@ def test_a_shape_from_a_traced_value_in_a_staged_loop_names_the_line():
     where = r"where JAX needs a Python value \(\S*test_loop_index.py:\d+: x = x"
     with pytest.raises(StagingError, match=where):
         transpiler.jit(shape_in_a_staged_while)(1.0, 3)
+
+
+def numpy_shape_from_the_index(x):
+    acc = x
+    for i in range(3):
+        acc = acc + np.zeros(i).sum() + i
+    return acc
+
+
+def index_times_a_large_int(x):
+    acc = x
+    for i in range(3):
+        acc = acc + (i * 2654435761) % 1000
+    return acc
+
+
+@pytest.mark.parametrize("fn", [numpy_shape_from_the_index, index_times_a_large_int])
+def test_what_a_traced_index_cannot_do_runs_unrolled(fn):
+    assert float(transpiler.jit(fn)(0.0)) == fn(0.0)

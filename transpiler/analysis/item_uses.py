@@ -56,7 +56,18 @@ def uses_items_as_python(loop: gast.For, live_after: frozenset[str] = frozenset(
     counter = None
     if isinstance(loop.target, gast.Name) and _nonnegative_range(loop.iter):
         counter = loop.target.id
-    statements = list(structure.walk(loop.body))
+    return _used_as_python(list(structure.walk(loop.body)), tainted, counter)
+
+
+def used_as_python(body: list[gast.stmt], names) -> frozenset[str]:
+    """Those of `names` (variables of a loop's state) whose values `body` uses as Python
+    values (`isinstance(n, int)`, `n is 1`, `f"{n}"`, ...), directly or through the names bound
+    from them: where a Python number became an array, the body would compute differently."""
+    statements = list(structure.walk(body))
+    return frozenset(n for n in names if _used_as_python(statements, {n}, None))
+
+
+def _used_as_python(statements: list[gast.stmt], tainted: set[str], counter) -> bool:
     while True:  # names bound from the items, through any number of assignments
         grown = set(tainted)
         for stmt in statements:

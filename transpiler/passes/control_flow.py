@@ -307,6 +307,12 @@ class _ControlFlow(Transformer):
             live = live - activity.of(node.target).bound
         read = [n for n in names if n in live and n not in self.namer.generated]
         sums = [n for n in read if _adds_to_first(node.body, n)]
+        # A variable the body uses as a Python value (`isinstance(n, int)`) counts as read: a
+        # restart from its promoted value would compute that use differently.
+        plain = [n for n in names if n not in read and n not in self.namer.generated]
+        pythonic = item_uses.used_as_python(node.body, [*sums, *plain])
+        sums = [n for n in sums if n not in pythonic]
+        read = [n for n in names if n in read or n in pythonic]
         keywords = []
         for option, found in (("reads", [n for n in read if n not in sums]), ("sums", sums)):
             if found:

@@ -299,7 +299,8 @@ class _Lists(Transformer):
         node = self.generic_visit(node)
         append = self._local(_method_call(node.value, "append"))
         if append is not None and len(append.args) == 1:
-            if append.func.value.id in self.unread[-1]:
+            starred = isinstance(append.args[0], gast.Starred)
+            if append.func.value.id in self.unread[-1] and not starred:
                 # Nothing reads the list: its item is evaluated, as Python would, and dropped
                 # (a staged `while` would otherwise carry a list it cannot size).
                 node.value = append.args[0]
@@ -434,21 +435,49 @@ def _simple(index: gast.expr) -> bool:
 
 def _never_read(scope: gast.FunctionDef, names: frozenset[str]) -> frozenset[str]:
     """Those of `names` (lists no other reference sees) that `scope` reads only to append to
-    them (`log.append(x)`, and nothing else: no `len(log)`, no `return log`)."""
-    appending = {
-        id(node.func.value)
+    them (`log.append(x)`, and nothing else: no `len(log)`, no `return log`), bound once, by a
+    statement of the function's own body before every append (so each append finds it bound:
+    dropping one drops no UnboundLocalError)."""
+    appends = [
+        node
         for node in activity.walk_scope(scope.body)
-        if _method_call(node, "append") is not None
-    }
-    read = {
-        node.id
-        for node in activity.walk_scope(scope.body)
-        if isinstance(node, gast.Name)
-        and node.id in names
-        and not isinstance(node.ctx, gast.Store)
-        and id(node) not in appending
-    }
-    return names - read
+        if _method_call(node, "append") is not None and node.func.value.id in names
+    ]
+    appending = {id(node.func.value) for node in appends}
+    found = set(names)
+    for node in activity.walk_scope(scope.body):
+        if isinstance(node, gast.Name) and node.id in names and id(node) not in appending:
+            if not isinstance(node.ctx, gast.Store):
+                found.discard(node.id)
+    for name in list(found):
+        binders = [
+            i
+            for i, stmt in enumerate(scope.body)
+            for node in structure.walk_nodes(stmt)
+            if isinstance(node, gast.Name) and node.id == name and isinstance(node.ctx, gast.Store)
+        ]
+        top = [
+            i
+            for i, stmt in enumerate(scope.body)
+            if isinstance(stmt, gast.Assign)
+            and [t.id for t in stmt.targets if isinstance(t, gast.Name)] == [name]
+        ]
+        first_use = min(
+            (
+                i
+                for i, stmt in enumerate(scope.body)
+                for call in appends
+                if call.func.value.id == name and _contains(stmt, call)
+            ),
+            default=None,
+        )
+        if len(binders) != 1 or top != binders or first_use is None or top[0] >= first_use:
+            found.discard(name)
+    return frozenset(found)
+
+
+def _contains(stmt: gast.stmt, node: gast.AST) -> bool:
+    return any(n is node for n in structure.walk_nodes(stmt))
 
 
 def _as_list(result) -> list:
