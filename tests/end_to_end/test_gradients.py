@@ -414,3 +414,30 @@ def test_a_bounded_loop_evaluates_its_test_as_often_as_python(capsys):
     grad = jax.jit(jax.grad(transpiler.convert(capped_noisy_test)))(1.0)
     jax.effects_barrier()
     assert float(grad) == 8.0 and capsys.readouterr().out.splitlines() == expected
+
+
+def bounded_loop_around_a_breaking_for(x, k):
+    a = x * 1.0
+    e = jnp.float16(1.0)
+    w = 0
+    while x[1] < a[1] < 2.0 and w < 4:
+        transpiler.loop_options(max_iterations=5)
+        for _ in k:
+            a = a + e.astype(jnp.float32)
+            if jnp.any(x < 0) or w % 2 == 0:
+                break
+    return jnp.sum(a)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="known (session 21): reverse mode of a bounded while transposes the custom rule of "
+    "the checkpointed while a for with a traced break becomes inside it; JAX's "
+    "_linear_solve_transpose_rule asserts",
+)
+def test_grad_of_a_bounded_while_around_a_for_with_a_traced_break():
+    x, k = jnp.array([-1.0, -0.5, 0.25]), jnp.array([2, 0, -4])
+    expected = jax.grad(bounded_loop_around_a_breaking_for)(x, k)
+    got = jax.jit(jax.grad(transpiler.convert(bounded_loop_around_a_breaking_for)))(x, k)
+    assert_tree_close(got, expected)
