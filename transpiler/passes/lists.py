@@ -438,46 +438,39 @@ def _never_read(scope: gast.FunctionDef, names: frozenset[str]) -> frozenset[str
     them (`log.append(x)`, and nothing else: no `len(log)`, no `return log`), bound once, by a
     statement of the function's own body before every append (so each append finds it bound:
     dropping one drops no UnboundLocalError)."""
-    appends = [
-        node
-        for node in activity.walk_scope(scope.body)
-        if _method_call(node, "append") is not None and node.func.value.id in names
-    ]
-    appending = {id(node.func.value) for node in appends}
     found = set(names)
-    for node in activity.walk_scope(scope.body):
-        if isinstance(node, gast.Name) and node.id in names and id(node) not in appending:
-            if not isinstance(node.ctx, gast.Store):
-                found.discard(node.id)
-    for name in list(found):
-        binders = [
-            i
-            for i, stmt in enumerate(scope.body)
-            for node in structure.walk_nodes(stmt)
-            if isinstance(node, gast.Name) and node.id == name and isinstance(node.ctx, gast.Store)
-        ]
-        top = [
-            i
-            for i, stmt in enumerate(scope.body)
-            if isinstance(stmt, gast.Assign)
-            and [t.id for t in stmt.targets if isinstance(t, gast.Name)] == [name]
-        ]
-        first_use = min(
-            (
-                i
-                for i, stmt in enumerate(scope.body)
-                for call in appends
-                if call.func.value.id == name and _contains(stmt, call)
-            ),
-            default=None,
-        )
-        if len(binders) != 1 or top != binders or first_use is None or top[0] >= first_use:
-            found.discard(name)
-    return frozenset(found)
+    stores: dict[str, list[int]] = {}  # name -> the statements of the body binding it
+    first_append: dict[str, int] = {}  # name -> the first statement of the body appending to it
+    for i, stmt in enumerate(scope.body):
+        appending = set()
+        for node in activity.walk_scope([stmt]):
+            call = _method_call(node, "append")
+            if call is not None and call.func.value.id in names:
+                appending.add(id(call.func.value))
+                first_append.setdefault(call.func.value.id, i)
+        for node in activity.walk_scope([stmt]):
+            if isinstance(node, gast.Name) and node.id in names and id(node) not in appending:
+                if isinstance(node.ctx, gast.Store):
+                    stores.setdefault(node.id, []).append(i)
+                else:
+                    found.discard(node.id)  # read: `len(log)`, `return log`
+    return frozenset(
+        name
+        for name in found
+        if len(stores.get(name, ())) == 1
+        and _binds_only(scope.body[stores[name][0]], name)
+        and stores[name][0] < first_append.get(name, -1)
+    )
 
 
-def _contains(stmt: gast.stmt, node: gast.AST) -> bool:
-    return any(n is node for n in structure.walk_nodes(stmt))
+def _binds_only(stmt: gast.stmt, name: str) -> bool:
+    """Whether `stmt` is `name = ...`."""
+    return (
+        isinstance(stmt, gast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], gast.Name)
+        and stmt.targets[0].id == name
+    )
 
 
 def _as_list(result) -> list:
