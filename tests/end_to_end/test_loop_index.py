@@ -66,6 +66,25 @@ def every_other_state(xs, h):
     return jnp.stack(outs)
 
 
+def diagonal_of_two_indices(m):
+    outs = []
+    for t in range(3):
+        for u in range(3):
+            if t == u:
+                outs.append(m[t, u] * u)
+    return jnp.stack(outs)
+
+
+def upper_triangle_by_the_inner_index(m):
+    outs = []
+    for t in range(3):
+        row = m[t] * 2.0
+        for u in range(t, 3):
+            if u > t:
+                outs.append(row[u])
+    return jnp.stack(outs)
+
+
 CASES = [
     (identity_of_the_index, (1.0,)),
     (negative_power_of_the_index, (1.0,)),
@@ -74,6 +93,8 @@ CASES = [
     (slice_bound_from_the_index, (jnp.arange(6.0).reshape(2, 3),)),
     (static_argument_from_the_index, (1.5,)),
     (every_other_state, (jnp.ones((5, 2)), jnp.zeros(2))),
+    (diagonal_of_two_indices, (jnp.arange(9.0).reshape(3, 3),)),
+    (upper_triangle_by_the_inner_index, (jnp.arange(9.0).reshape(3, 3),)),
 ]
 
 

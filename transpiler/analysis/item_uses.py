@@ -45,9 +45,14 @@ _ARRAY_SAFE_RUNTIME = frozenset(
 )
 
 
-def uses_items_as_python(loop: gast.For, live_after: frozenset[str] = frozenset()) -> bool:
+def uses_items_as_python(
+    loop: gast.For,
+    live_after: frozenset[str] = frozenset(),
+    enclosing: frozenset[str] = frozenset(),
+) -> bool:
     """Whether the body of `loop` (or its extra test) uses an item as a Python value; or the
-    code after it (`live_after`: names read after the loop) reads the last item."""
+    code after it (`live_after`: names read after the loop) reads the last item. `enclosing`:
+    the indices of the `for` loops over ranges around it."""
     tainted = _names(loop.target)
     if tainted & live_after:
         return True  # read after the loop, where no analysis of ours follows it
@@ -56,7 +61,14 @@ def uses_items_as_python(loop: gast.For, live_after: frozenset[str] = frozenset(
     counter = None
     if isinstance(loop.target, gast.Name) and _nonnegative_range(loop.iter):
         counter = loop.target.id
-    return _used_as_python(list(structure.walk(loop.body)), tainted, counter)
+    statements = list(structure.walk(loop.body))
+    # `if t == u: outs.append(...)` in nested loops over ranges: Python decides it where both
+    # loops run unrolled, so each loop whose index it reads does.
+    indices = set(enclosing)
+    for stmt in statements:
+        if isinstance(stmt, gast.For) and range_loop(stmt):
+            indices |= _names(stmt.target)
+    return _used_as_python(statements, tainted, counter, indices)
 
 
 def used_as_python(body: list[gast.stmt], names) -> frozenset[str]:
@@ -67,7 +79,9 @@ def used_as_python(body: list[gast.stmt], names) -> frozenset[str]:
     return frozenset(n for n in names if _used_as_python(statements, {n}, None))
 
 
-def _used_as_python(statements: list[gast.stmt], tainted: set[str], counter) -> bool:
+def _used_as_python(
+    statements: list[gast.stmt], tainted: set[str], counter, indices: set[str] = frozenset()
+) -> bool:
     while True:  # names bound from the items, through any number of assignments
         grown = set(tainted)
         for stmt in statements:
@@ -80,7 +94,11 @@ def _used_as_python(statements: list[gast.stmt], tainted: set[str], counter) -> 
     for stmt in statements:
         if isinstance(stmt, structure.SCOPES) and _reads(stmt, tainted):
             return True  # a nested function reads an item: it may do anything with it
-        if isinstance(stmt, gast.If) and _decided_by(stmt.test, tainted) and _resizes_a_list(stmt):
+        if (
+            isinstance(stmt, gast.If)
+            and _decided_by(stmt.test, tainted, indices)
+            and _resizes_a_list(stmt)
+        ):
             return True  # `if t % 2 == 0: outs.append(h)`: Python knows how long `outs` is
         reads = [
             node
@@ -100,11 +118,24 @@ def _reads(node: gast.AST, names: set[str]) -> bool:
     return any(isinstance(n, gast.Name) and n.id in names for n in structure.walk_nodes(node))
 
 
-def _decided_by(test: gast.expr, names: set[str]) -> bool:
-    """Whether `test` reads some of `names` and no other variable (`t % 2 == 0`, not `i >= n`,
-    which may be traced whatever the loop does)."""
+def _decided_by(test: gast.expr, names: set[str], indices: set[str]) -> bool:
+    """Whether `test` reads some of `names` and no other variable but `indices` (`t % 2 == 0`,
+    `t == u` of two loop indices; not `i >= n`, which may be traced whatever the loop does)."""
     read = {n.id for n in structure.walk_nodes(test) if isinstance(n, gast.Name)}
-    return bool(read) and read <= names
+    return bool(read & names) and read <= names | indices
+
+
+def range_loop(loop: gast.For) -> bool:
+    """Whether `loop` is a `for` over `range(...)` (as written, or as the builtins pass wrote)."""
+    return _range_call(loop.iter)
+
+
+def _range_call(node: gast.expr) -> bool:
+    if not isinstance(node, gast.Call):
+        return False
+    return _runtime_name(node.func) == "range_" or (
+        isinstance(node.func, gast.Name) and node.func.id == "range"
+    )
 
 
 def _resizes_a_list(stmt: gast.If) -> bool:
@@ -122,14 +153,10 @@ _RESIZING = frozenset({"list_append", "list_pop"})
 
 def _nonnegative_range(iterable: gast.expr) -> bool:
     """Whether `iterable` is `range(n)`, or a range from a constant >= 0 by a constant > 0."""
-    if not isinstance(iterable, gast.Call) or iterable.keywords:
+    if not _range_call(iterable) or iterable.keywords:
         return False
-    func = iterable.func
-    is_range = _runtime_name(func) == "range_" or (
-        isinstance(func, gast.Name) and func.id == "range"
-    )
     args = iterable.args
-    if not is_range or not 1 <= len(args) <= 3:
+    if not 1 <= len(args) <= 3:
         return False
     if len(args) == 1:
         return True

@@ -178,6 +178,7 @@ class _ControlFlow(Transformer):
     def __init__(self, namer: Namer):
         self.namer = namer
         self.scopes: list[gast.FunctionDef] = []
+        self.range_indices: list[frozenset[str]] = []  # of the loops over ranges around a node
 
     def visit_FunctionDef(self, node):
         self.scopes.append(node)
@@ -256,7 +257,8 @@ class _ControlFlow(Transformer):
             return self.generic_visit(node)
         # Decided on the body as the user wrote it, before its statements become functions.
         options = _loop_options(node)
-        if item_uses.uses_items_as_python(node, anno.getanno(node, _A.LIVE_OUT)):
+        enclosing = frozenset().union(*self.range_indices)
+        if item_uses.uses_items_as_python(node, anno.getanno(node, _A.LIVE_OUT), enclosing):
             true = templates.constant(True)
             options.append(gast.keyword(arg="items_as_python", value=true))
         names, _, cells = self._state(node)
@@ -292,7 +294,10 @@ class _ControlFlow(Transformer):
             ]
             node.body = node.body[1:]
         replacements["loop_body"] = self.namer.new("loop_body")
+        ranged = item_uses.range_loop(node) and isinstance(target, gast.Name)
+        self.range_indices.append(frozenset({target.id} if ranged else ()))
         self._visit_blocks(node)
+        self.range_indices.pop()
         stmts = self._assign_state(template, names, names, cells, body=node.body, **replacements)
         return stmts + node.orelse
 
