@@ -23,6 +23,7 @@ from transpiler.passes import (
     lists,
     logical_expressions,
     match_statements,
+    powers,
     print_statements,
     return_statements,
     source_reads,
@@ -70,6 +71,9 @@ PASSES = (
     # functions are rewritten wherever they ended up.
     conditional_expressions,
     logical_expressions,
+    # After control flow: the analysis of what a loop does with its index reads `i ** -1` as
+    # written.
+    powers,
     # Last: the clause it adds to every try must stay first among the handlers.
     exceptions,
 )

@@ -185,3 +185,58 @@ def test_all_and_any_of_traced_items_stage_and_of_python_items_are_pythons():
         return all(it)
 
     assert transpiler.convert(all_of)(items()) is False and seen == [1, 0]  # ends as Python's
+
+
+def halving_sum(n):
+    k, total = 0, 0.0
+    while k < n:
+        k += 1
+        total = total + k**-1 + pow(k, -2)
+    return total
+
+
+def powers_of_counters(x, n):
+    k = 0
+    while k < n:
+        k += 1
+        x = x + k**2 + k**-1
+    k **= 2
+    return x, k, 2**n, 2.0**-n
+
+
+def test_a_power_of_python_ints_is_a_float_for_a_negative_exponent_also_staged():
+    # The counter is a traced int32 once staged: JAX's power of ints gave 0 for k ** -1.
+    expected = halving_sum(3)
+    assert abs(float(transpiler.jit(halving_sum)(3)) - expected) < 1e-6
+    assert abs(float(transpiler.jit(halving_sum)(jnp.int32(3))) - expected) < 1e-6
+    assert transpiler.convert(halving_sum)(3) == expected
+    expected = powers_of_counters(1.5, 3)
+    got = transpiler.jit(powers_of_counters)(1.5, 3)
+    assert [type(v) for v in expected] == [float, int, int, float]
+    assert [v.dtype for v in got] == [jnp.float32, jnp.int32, jnp.int32, jnp.float32]
+    for value, want in zip(got, expected):
+        assert abs(float(value) - want) < 1e-5
+    batched = jax.vmap(transpiler.convert(powers_of_counters), in_axes=(0, None))
+    assert jnp.allclose(batched(jnp.array([1.5, 2.5]), 3)[0], jnp.array([1.5, 2.5]) + 15.833333)
+
+
+def power_of_a_traced_exponent(n):
+    return 2 ** (n - 5)
+
+
+def halving_by_a_power_of_the_counter(n):
+    k, total = 0, 0.0
+    while k < n:
+        k += 1
+        total = total + 2**-k  # Python: a float; JAX's power of ints: 0
+    return total
+
+
+def test_a_traced_negative_int_exponent_of_an_int_raises_when_the_program_runs():
+    assert int(transpiler.jit(power_of_a_traced_exponent)(7)) == 4
+    with pytest.raises(Exception, match=r"exponent -2 \(.*test_expressions.py:\d+, \*\* of ints\)"):
+        transpiler.jit(power_of_a_traced_exponent)(3).block_until_ready()
+    assert transpiler.convert(power_of_a_traced_exponent)(3) == 0.25
+    with pytest.raises(Exception, match=r"exponent -1 \(.*test_expressions.py:\d+, \*\* of ints"):
+        transpiler.jit(halving_by_a_power_of_the_counter)(3).block_until_ready()
+    assert transpiler.convert(halving_by_a_power_of_the_counter)(3) == 0.875

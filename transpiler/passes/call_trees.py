@@ -51,6 +51,7 @@ STAGED_BUILTINS = frozenset(
         "all",
         "any",
         "next",
+        "pow",
         "enumerate",
         "zip",
         "reversed",

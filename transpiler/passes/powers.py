@@ -1,0 +1,48 @@
+"""Rewrites `a ** b` into `rt__.pow_(a, b)`: Python's type of a power of two ints.
+
+A Python int carried into staged code becomes a weakly typed int32 array, and JAX's power of two
+ints is an int whatever the exponent's sign, where Python's is a float for a negative one
+(`2 ** -3` is 0.125, not 0). `rt__.pow_` is `**` for everything else.
+
+    y = 2 ** -k   ->   y = rt__.pow_(2, -k)
+    k **= 2       ->   k = rt__.pow_(k, 2)
+"""
+
+from __future__ import annotations
+
+import gast
+
+from transpiler import templates
+from transpiler.context import PassContext
+from transpiler.naming import RUNTIME
+from transpiler.transformer import Transformer
+
+# What the pipeline looks for before running this pass, and what it may add (features.py).
+APPLIES_TO = (gast.Pow,)
+ADDS = (gast.Call,)
+
+
+class _Powers(Transformer):
+    def visit_BinOp(self, node):
+        node = self.generic_visit(node)
+        if not isinstance(node.op, gast.Pow):
+            return node
+        return _power(node.left, node.right)
+
+    def visit_AugAssign(self, node):
+        node = self.generic_visit(node)
+        if not isinstance(node.op, gast.Pow) or not isinstance(node.target, gast.Name):
+            return node  # `self.n **= 2`, `a[i] **= 2`: the target would be evaluated twice
+        load = gast.Name(id=node.target.id, ctx=gast.Load(), annotation=None, type_comment=None)
+        assign = gast.Assign(targets=[node.target], value=_power(load, node.value))
+        return gast.copy_location(assign, node)
+
+
+def _power(base: gast.expr, exponent: gast.expr) -> gast.expr:
+    return templates.replace_as_expression(
+        f"{RUNTIME}.pow_(base, exponent)", base=base, exponent=exponent
+    )
+
+
+def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
+    return _Powers().visit(fn_node)
