@@ -265,8 +265,12 @@ def for_stmt(
     n, k = len(seq), 0
     if max_iterations is not None:
         n = min(n, max_iterations)
-    # Python items the body uses as Python values stay Python: no scan hands it tracers.
-    may_scan = seq.staged() or (not items_as_python and seq.exact_as_arrays())
+    # Python items the body uses as Python values stay Python: no scan hands it tracers (the
+    # index of `enumerate` over a traced array is a Python int too).
+    if items_as_python:
+        may_scan = not seq.python_parts()
+    else:
+        may_scan = seq.staged() or seq.exact_as_arrays()
 
     def scan_from(k, state, unfired=False):
         out = staged(

@@ -42,6 +42,12 @@ class Sequence:
         NumPy int64 or float64 array is not, unless JAX has 64-bit types enabled)."""
         return True
 
+    def python_parts(self) -> bool:
+        """Whether some part of its items is Python's however the loop runs (the index of
+        `enumerate`, the int of a `range` zipped with an array), which a scan would make traced
+        too."""
+        return not self.staged()
+
     def scan_inputs(self, k: int):
         """(xs, to_item): `lax.scan` inputs for items k.., and `to_item(x, j)` rebuilding item
         k + j from its slice `x` of xs (or from the counter `j` when xs is None)."""
@@ -107,6 +113,9 @@ class Enumerated(Sequence):
     def exact_as_arrays(self):
         return self.base.exact_as_arrays()
 
+    def python_parts(self):
+        return True  # the index
+
     def scan_inputs(self, k):
         xs, item = self.base.scan_inputs(k)
         first = self.start + k
@@ -128,6 +137,9 @@ class Zipped(Sequence):
 
     def exact_as_arrays(self):
         return all(b.exact_as_arrays() for b in self.bases)
+
+    def python_parts(self):
+        return any(b.python_parts() for b in self.bases)
 
     def scan_inputs(self, k):
         n = len(self)

@@ -85,6 +85,21 @@ def upper_triangle_by_the_inner_index(m):
     return jnp.stack(outs)
 
 
+def text_of_the_enumerate_index(xs):
+    s = 0.0
+    for i, v in enumerate(xs):
+        if str(i) == "1":
+            s = s + v
+    return s
+
+
+def type_of_a_zipped_range_item(xs):
+    s = 0.0
+    for i, v in zip(range(3), xs):
+        s = s + v * isinstance(i, int)
+    return s
+
+
 CASES = [
     (identity_of_the_index, (1.0,)),
     (negative_power_of_the_index, (1.0,)),
@@ -95,6 +110,9 @@ CASES = [
     (every_other_state, (jnp.ones((5, 2)), jnp.zeros(2))),
     (diagonal_of_two_indices, (jnp.arange(9.0).reshape(3, 3),)),
     (upper_triangle_by_the_inner_index, (jnp.arange(9.0).reshape(3, 3),)),
+    # Over a traced array, the index of `enumerate` (and a zipped range's) is still Python's.
+    (text_of_the_enumerate_index, (jnp.array([1.0, 2.0, 3.0]),)),
+    (type_of_a_zipped_range_item, (jnp.array([1.0, 2.0, 3.0]),)),
 ]
 
 
@@ -134,3 +152,22 @@ def index_times_a_large_int(x):
 @pytest.mark.parametrize("fn", [numpy_shape_from_the_index, index_times_a_large_int])
 def test_what_a_traced_index_cannot_do_runs_unrolled(fn):
     assert float(transpiler.jit(fn)(0.0)) == fn(0.0)
+
+
+def show(message):
+    print(message)
+
+
+def printed_steps(xs):
+    for i, v in enumerate(xs):
+        show(f"step {i}")
+        xs = xs * v
+    return xs
+
+
+def test_the_enumerate_index_over_a_traced_array_prints_as_python(capsys):
+    xs = jnp.array([1.0, 2.0])
+    expected = printed_steps(xs)
+    assert capsys.readouterr().out == "step 0\nstep 1\n"
+    assert_tree_close(transpiler.jit(printed_steps)(xs), expected)
+    assert capsys.readouterr().out == "step 0\nstep 1\n"
