@@ -191,6 +191,34 @@ def test_while_true_with_a_return_never_falls_off_the_end():
     check_python(while_true_return, 100.0)
 
 
+def first_index_past(x, n):
+    for i in range(n):
+        if x * i > 5:
+            return i
+    else:
+        return -1
+
+
+def while_else_returns(x, n):
+    i = 0
+    while i < n:
+        if x * i > 5:
+            return i
+        i += 1
+    else:
+        return -i
+
+
+@pytest.mark.parametrize("x", [2.0, 0.5])
+def test_a_loop_whose_else_returns_never_falls_off_the_end(x):
+    # No break: the loop ends through its else, which returns on every path.
+    check_jit(while_else_returns, jnp.float32(x), 5)
+    check_python(while_else_returns, x, 5)
+    expected = first_index_past(x, 5)
+    assert int(jax.jit(transpiler.convert(first_index_past), static_argnums=1)(x, 5)) == expected
+    check_vmap(while_else_returns, jnp.array([x, 2 * x]), jnp.array([5, 3]))
+
+
 def test_python_break_stops_fetching_items():
     consumed = []
 

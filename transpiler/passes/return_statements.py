@@ -166,10 +166,13 @@ def _exits(stmt) -> bool:
             and last.pattern.pattern is None
         )
         return irrefutable and all(_always_exits(case.body) for case in stmt.cases)
-    # `while True:` without break leaves only through return or raise.
-    return (
+    if not isinstance(stmt, structure.LOOPS) or any(structure.jumps_out(stmt.body, (gast.Break,))):
+        return False
+    # With no break, a loop ends only through its `else` (`for ...: ... else: return -1`), or,
+    # `while True:`, never: it leaves through a return or raise.
+    forever = (
         isinstance(stmt, gast.While)
         and isinstance(stmt.test, gast.Constant)
         and bool(stmt.test.value)
-        and not any(structure.jumps_out(stmt.body, (gast.Break,)))
     )
+    return forever or _always_exits(stmt.orelse)
