@@ -8,6 +8,7 @@ type; `min`/`max` of traced values reduce with `jnp.minimum`/`jnp.maximum`; `enu
 from __future__ import annotations
 
 import builtins
+import collections.abc
 import types
 
 import jax
@@ -73,6 +74,12 @@ def _extreme(python_fn, args, key, default):
     NaN counts only where it comes first."""
     if len(args) == 1 and isinstance(args[0], (list, tuple)) and type(args[0]) not in (list, tuple):
         args = (list(args[0]),)  # a list subclass (the list a staged loop is sizing): its items
+    elif len(args) == 1 and isinstance(args[0], collections.abc.Iterator):
+        args = (list(args[0]),)  # `max(v for v in xs)`: its items, taken as Python's max would
+    if default is not _NO_DEFAULT and len(args) == 1 and type(args[0]) in (list, tuple):
+        if not args[0]:
+            return default
+        default = _NO_DEFAULT  # Python's does not use it: the items are there
     beats = jnp.greater if python_fn is builtins.max else jnp.less
     kwargs = {} if default is _NO_DEFAULT else {"default": default}
     if key is not None and not has_staged(args):

@@ -210,3 +210,17 @@ def test_an_unread_list_keeps_pythons_errors_and_syntax():
     with pytest.raises(UnboundLocalError):
         jax.jit(lambda x: transpiler.convert(maybe_logged)(x, False))(1.0)
     assert float(transpiler.jit(logged_starred)(1.0)) == 1.0
+
+
+def extremes_of_generators(xs):
+    largest = max(v for v in xs)
+    smallest_double = min((v * 2 for v in xs), default=0.0)
+    nothing = min((v for v in xs if False), default=-1.0)
+    return largest, smallest_double, nothing, max(iter([xs[0], xs[1]]))
+
+
+def test_max_and_min_of_a_generator_of_traced_items():
+    xs = jnp.array([3.0, 5.0, 1.0])
+    expected = extremes_of_generators(xs)
+    got = transpiler.jit(extremes_of_generators)(xs)
+    assert [float(v) for v in got] == [float(v) for v in expected] == [5.0, 2.0, -1.0, 5.0]
