@@ -65,6 +65,8 @@ def len_(obj):
     if isinstance(obj, lists.StagedList):
         known = obj.known_length()
         return obj.length if known is None else known
+    if isinstance(obj, for_loops.TracedRange):
+        return obj.trip_count()
     return errors.python_call(builtins.len, obj)
 
 

@@ -60,6 +60,34 @@ class TracedRange:
         last = self.start + (self.trip_count() - 1) * self.step
         return TracedRange(last, self.start - self.step, -self.step)
 
+    def __getitem__(self, index):
+        """Item `index` (a Python or traced int; negative counts from the end), checked in
+        range when the program runs (Python's IndexError)."""
+        if isinstance(index, slice):
+            raise errors.python_error(
+                TypeError(
+                    f"{self!r}[...]: a slice of a range with a traced bound has a traced length; "
+                    "slice an array (jnp.arange) instead"
+                )
+            )
+        length = self.trip_count()
+        position = jnp.where(index < 0, length + index, index) if is_staged(index) else index
+        if not is_staged(index) and index < 0:
+            position = length + index
+
+        def check(position, length, taken):
+            if np.any(np.logical_and(taken, (position < 0) | (position >= length))):
+                raise IndexError("range object index out of range")
+
+        staging.host_callback(check, position, length, staging.branch_taken())
+        return self.start + position * self.step
+
+    def __contains__(self, item):
+        raise TypeError(  # Python's `in` would take the truth of a traced test
+            f"{self!r}: `in` a range with a traced bound is staged only where generated code "
+            "tests it (rt__.in_)"
+        )
+
     def __iter__(self):
         raise TypeError(
             f"{self!r}: a range with a traced bound has no length yet, so only a for statement "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from runtime import control_flow, errors, lists, staging
+from runtime import control_flow, errors, for_loops, lists, staging
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, is_staged
 
@@ -104,15 +104,14 @@ def in_(item, container):
     """
     if isinstance(container, lists.StagedList):
         return container.contains(item)
+    if isinstance(container, for_loops.TracedRange):
+        return _in_range(item, container.start, container.stop, container.step)
     if is_staged(container) or (is_staged(item) and isinstance(container, jax.Array)):
         return jnp.any(jnp.asarray(container) == item)
     python_container = isinstance(container, (list, tuple, set, frozenset, dict, range))
     if python_container and (is_staged(item) or staging.has_staged(list(container))):
         if isinstance(container, range):
-            inside = (item >= container.start) & (item < container.stop)
-            if container.step < 0:
-                inside = (item <= container.start) & (item > container.stop)
-            return inside & ((item - container.start) % container.step == 0)
+            return _in_range(item, container.start, container.stop, container.step)
         if any(element is item for element in container):
             return True  # Python's `in` tests identity first: `x in [x]` even for a NaN
         found = jnp.asarray(False)
@@ -129,6 +128,18 @@ def in_(item, container):
             found = jnp.logical_or(found, equal.reshape(()))
         return found
     return item in container
+
+
+def _in_range(item, start, stop, step):
+    """Whether `item` is in `range(start, stop, step)` (any of them traced): between the bounds,
+    on the step."""
+    upward = (item >= start) & (item < stop)
+    downward = (item <= start) & (item > stop)
+    if is_staged(step):
+        inside = jnp.where(step > 0, upward, downward)
+    else:
+        inside = upward if step > 0 else downward
+    return inside & ((item - start) % step == 0)
 
 
 def not_in(item, container):

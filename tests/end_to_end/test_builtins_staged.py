@@ -224,3 +224,26 @@ def test_max_and_min_of_a_generator_of_traced_items():
     expected = extremes_of_generators(xs)
     got = transpiler.jit(extremes_of_generators)(xs)
     assert [float(v) for v in got] == [float(v) for v in expected] == [5.0, 2.0, -1.0, 5.0]
+
+
+def range_of_a_traced_bound(x, n):
+    evens, odds = range(0, n, 2), range(1, n, 2)
+    found = (3 in range(n), 4 in odds, 5 in odds, 2.0 in range(n), 2.5 in range(n), -1 in evens)
+    return len(evens), odds[-1], odds[0], found, 4 in range(n, 0, -2)
+
+
+@pytest.mark.parametrize("n", [7, 8, 2])
+def test_len_index_and_in_of_a_range_of_traced_bound(n):
+    expected = range_of_a_traced_bound(1.0, n)
+    got = transpiler.jit(range_of_a_traced_bound)(1.0, n)
+    assert jax.tree.map(int, got) == jax.tree.map(int, expected)
+
+
+def item_past_the_end(n):
+    return range(n)[5]
+
+
+def test_an_index_past_the_end_of_a_range_of_traced_bound_raises():
+    assert int(transpiler.jit(item_past_the_end)(7)) == 5
+    with pytest.raises(Exception, match="range object index out of range"):
+        transpiler.jit(item_past_the_end)(3).block_until_ready()
