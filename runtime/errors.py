@@ -75,6 +75,16 @@ def _where(error: BaseException) -> str:
     return f" ({where.removeprefix('while running converted code at ')})" if where else ""
 
 
+# Python's TypeErrors for an operator its operands do not support (a tracer one of them).
+_OPERATOR_ERRORS = (
+    "unsupported operand type",
+    "can only concatenate",
+    "can't multiply sequence",
+    "bad operand type",
+    "not supported between instances of",
+)
+
+
 def _tracer_for_static(error: BaseException) -> bool:
     """Whether `error` is JAX's for a tracer where it needs a concrete value (a shape, a static
     slice bound, a hashable static argument), naming the tracer, or for a Python int too large
@@ -85,8 +95,9 @@ def _tracer_for_static(error: BaseException) -> bool:
     where = tb.tb_frame.f_code.co_filename if tb is not None else ""
     if isinstance(error, OverflowError):  # a Python int no int32 holds, met with a traced value
         return where.startswith(_JAX_DIRECTORIES)
-    if "Tracer" not in str(error):
-        return False
+    text = str(error)
+    if "Tracer" not in text or any(words in text for words in _OPERATOR_ERRORS):
+        return False  # `s + "oops"` of a traced `s`: an operator's, the program's to raise
     # Raised inside JAX; by a C function the runtime called (see `raised_by_callee`), or one
     # generated code called (`np.zeros(i)`): no Python frame of its own.
     return (
@@ -277,6 +288,28 @@ def fix_note(error: BaseException) -> str | None:
             "Python `while`s and the `lax.while_loop`/`fori_loop` it calls, are "
             "reverse-differentiable. Write that loop in the converted function, or call it "
             "through converted code, or use jax.jvp/jax.jacfwd (forward mode) for it."
+        )
+    import jax  # noqa: PLC0415 - this module is imported before JAX is needed
+
+    if isinstance(error, jax.errors.TracerIntegerConversionError):
+        return (
+            "a traced int is used as a Python index or count (`items[i]` of a Python list or "
+            "tuple, `[0] * n`): Python containers cannot be indexed by a value the program "
+            "computes. Make the list an array (jnp.asarray(items), jnp.stack(items)) and index "
+            "that, or keep the index Python (a `for` over a range, a static argument)."
+        )
+    if isinstance(error, jax.errors.TracerBoolConversionError):
+        return (
+            "Python's truth test of a traced value, in code that is not converted (a library "
+            "function, the `if` of a generator expression, sorted() or a comparison a builtin "
+            "makes): write the choice with jnp.where, or convert the function that makes it "
+            "(transpiler.convert)."
+        )
+    if isinstance(error, jax.errors.ConcretizationTypeError):
+        return (
+            "a traced value is used where Python needs a number (`float(x)` or `math.sqrt(x)`, "
+            "in code that is not converted or a C function): use the jax.numpy function "
+            "(jnp.sqrt(x), x.astype(float)), or make the value static (static_argnames)."
         )
     return None
 

@@ -247,3 +247,20 @@ def test_an_index_past_the_end_of_a_range_of_traced_bound_raises():
     assert int(transpiler.jit(item_past_the_end)(7)) == 5
     with pytest.raises(Exception, match="range object index out of range"):
         transpiler.jit(item_past_the_end)(3).block_until_ready()
+
+
+def adds_text_where_negative(xs):
+    s = 0.0
+    for v in xs:
+        if v < 0:
+            s = s + "oops"
+        s = s + v
+    return s
+
+
+def test_an_operator_error_in_a_branch_not_taken_is_not_raised():
+    # Python's TypeError for `+` of a number and a string is the program's: raised only where
+    # that branch runs (it was taken for JAX's need of a Python value, and raised while traced).
+    assert float(transpiler.jit(adds_text_where_negative)(jnp.array([1.0, 2.0]))) == 3.0
+    with pytest.raises(Exception, match="unsupported operand type"):
+        transpiler.jit(adds_text_where_negative)(jnp.array([1.0, -2.0])).block_until_ready()

@@ -1,5 +1,6 @@
 """Errors name the variable, the construct and the user's file:line; whole messages are matched."""
 
+import math
 import os
 import sys
 
@@ -273,3 +274,30 @@ def test_reverse_mode_through_a_library_while_loop_names_the_line_and_the_fix():
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "test_errors.py" in notes and "jax.grad(library_solver)(x)" in notes
     assert "Write that loop in the converted function" in notes
+
+
+def weighted_until_large(xs, n):
+    ws = [1.0, 2.0, 3.0, 4.0]
+    s, i = 0.0, 0
+    while s < 100 and i < n:
+        s = s + ws[i] * xs[i]
+        i += 1
+    return s
+
+
+def c_function_of_a_traced_value(x):
+    return math.sqrt(x)
+
+
+@pytest.mark.parametrize(
+    "fn, args, line, fix",
+    [
+        (weighted_until_large, (jnp.ones(4), 3), "s = s + ws[i] * xs[i]", "jnp.asarray(items)"),
+        (c_function_of_a_traced_value, (2.0,), "return math.sqrt(x)", "jnp.sqrt(x)"),
+    ],
+)
+def test_a_traced_value_where_python_needs_one_names_the_line_and_the_fix(fn, args, line, fix):
+    with pytest.raises(jax.errors.JAXTypeError) as info:
+        transpiler.jit(fn)(*args)
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert f"test_errors.py:{line_of(fn, line)}: {line}" in notes and fix in notes
