@@ -184,7 +184,10 @@ class Carry:
         result = []
         for index, (name, value) in enumerate(zip(self.names, outs)):
             if index in self.static:
-                if value is not self.static[index]:
+                held = self.static[index]
+                if _replaced_probe(held, value):
+                    raise Replaced(index)
+                if value is not held:
                     raise StagingError(
                         f"'{name}' is {describe(self.static[index])} before the "
                         f"{self.site.construct} and {describe(value)} after one iteration "
@@ -259,9 +262,31 @@ class Unbinds(staging.Retrace):
         self.index = index
 
 
+class Replaced(staging.Retrace):
+    """Internal: an iteration replaces the list an outer loop's probe stands in for (a
+    `ProbeList` no code appended to) with a list of its own (`best = [x, y]`): stage the loop
+    again with it entering as the plain list it stands for, carried like any other."""
+
+    def __init__(self, index: int):
+        super().__init__(index)
+        self.index = index
+
+
+def _replaced_probe(held, value) -> bool:
+    return (
+        isinstance(held, lists_.ProbeList)
+        and not held.appended
+        and not held.pops
+        and type(value) is list
+        and staging.is_array_tree(value)
+        and staging.is_array_tree(list(held))
+    )
+
+
 def staged_with(stage, state, names):
     """`stage(state)`, staged again with each state variable an iteration may unbind entering
-    as a `MaybeUnbound` (bound: it is bound when the loop starts)."""
+    as a `MaybeUnbound` (bound: it is bound when the loop starts), and each probe's list an
+    iteration replaces entering as a plain list (see `Replaced`)."""
     while True:
         try:
             return stage(state)
@@ -269,6 +294,9 @@ def staged_with(stage, state, names):
             i = request.index
             bound = MaybeUnbound(state[i], jnp.asarray(True), names[i])
             state = (*state[:i], bound, *state[i + 1 :])
+        except Replaced as request:
+            i = request.index
+            state = (*state[:i], list(state[i]), *state[i + 1 :])
 
 
 def _adopt_weak_dtypes(value, prev):

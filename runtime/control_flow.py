@@ -82,7 +82,14 @@ class _Retrace(staging.Retrace):
     the branch whose tracing raised."""
 
     def __init__(
-        self, casts=None, placeholders=None, lists=None, resize=None, raised=None, unbound=None
+        self,
+        casts=None,
+        placeholders=None,
+        lists=None,
+        resize=None,
+        raised=None,
+        unbound=None,
+        replaced=(),
     ):
         self.casts = casts or {}  # {(variable index, leaf index): dtype or WeakDtype}
         self.placeholders = placeholders or {}  # {variable index: tree of ShapeDtypeStruct}
@@ -90,6 +97,9 @@ class _Retrace(staging.Retrace):
         self.lists = lists or {}  # {variable index: (capacity, item ShapeDtypeStruct)}
         self.resize = resize or {}  # {variable index: capacity} of staged lists to even out
         self.raised = raised or {}  # {"true" or "false": the exception its tracing raised}
+        # Variables holding a list a staged loop's probe stands in for (`ProbeList`), that a
+        # branch replaces by a list of its own and neither appends to: a list like any other.
+        self.replaced = frozenset(replaced)
 
 
 def staged_cond(pred, if_true, if_false, state, names, site, *, logged=False):
@@ -107,10 +117,13 @@ def staged_cond(pred, if_true, if_false, state, names, site, *, logged=False):
                 resize={**fixes.resize, **retrace.resize},
                 raised={**fixes.raised, **retrace.raised},
                 unbound={**fixes.unbound, **retrace.unbound},
+                replaced=fixes.replaced | retrace.replaced,
             )
             state = tuple(
                 lists.StagedList.create(value, *retrace.lists[i], _appended_in(names[i], site))
                 if i in retrace.lists
+                else list(value)
+                if i in retrace.replaced
                 else value
                 for i, value in enumerate(state)
             )
@@ -138,7 +151,12 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False)
             assert len(raw) == len(names), "generated code returned the wrong number of values"
             outs = [_branch_output(i, value, fixes, names[i]) for i, value in enumerate(raw)]
             if traced:
-                _compare_branches(traced[0], (which, outs, raw), names, site, state)
+                untouched = {
+                    key
+                    for key, (p, _, _) in probes.items()
+                    if not p.pops and not any(counts[key] for counts in appended.values())
+                }
+                _compare_branches(traced[0], (which, outs, raw), names, site, state, untouched)
             traced.append((which, outs, raw))
             return [value for value in outs if staging.is_array_tree(value)]
 
@@ -343,13 +361,19 @@ def _returns_note(name: str, site: Site) -> str:
     return f" Its return statements: {', '.join(returned[1])}." if returned else ""
 
 
-def _compare_branches(first, second, names, site, state):
+def _compare_branches(first, second, names, site, state, untouched=frozenset()):
     """Raises StagingError where the branches disagree on a variable; _Retrace where JAX would
-    promote (weak types), or where a return value is set on one path only (a placeholder)."""
+    promote (weak types), or where a return value is set on one path only (a placeholder).
+    `untouched`: the ids of the probe lists (`lists.ProbeList`) neither branch appended to."""
     casts, placeholders, unbound_shapes = {}, {}, {}
     for index, name in enumerate(names):
         values = {first[0]: first[1][index], second[0]: second[1][index]}
         a, b = values["true"], values["false"]
+        kinds = {type(a), type(b)}
+        if kinds == {list, lists.ProbeList} and id(a if type(a) is not list else b) in untouched:
+            # `best = [x, y]` in one branch, the list a loop's probe stands in for kept in the
+            # other: a list of values like any other (what the loop itself makes of it).
+            raise _Retrace(replaced={index})
         raw = {first[0]: first[2][index], second[0]: second[2][index]}
         unset = [w for w, v in values.items() if isinstance(v, UndefinedReturnValue)]
         other = a if unset == ["false"] else b

@@ -389,3 +389,58 @@ def test_reverse_of_a_list_a_staged_loop_built():
     assert_tree_close(grad, jax.grad(lambda r: discounted_returns(r)[1])(rewards))
     assert transpiler.convert(reversed_python_list)(2.0) == [4.0, 2.0, 0.0]
     assert [float(v) for v in transpiler.jit(reversed_python_list)(2.0)] == [4.0, 2.0, 0.0]
+
+
+def best_pair_in_a_bounded_while(xs, n):
+    best = [xs[0], 0.0]
+    i = 0
+    while i < n:
+        transpiler.loop_options(max_iterations=5)
+        if xs[i] > best[0]:
+            best = [xs[i], xs[i] * 2]
+        i += 1
+    return best
+
+
+def best_pair_in_nested_whiles(xs, n):
+    best = [xs[0], 0.0]
+    firsts = []
+    i = 0
+    while i < n:
+        transpiler.loop_options(max_iterations=5)
+        j = 0
+        while j < i:
+            if xs[j] > best[0]:
+                best = [xs[j], xs[j] * 2]
+            j += 1
+        firsts.append(best[0])
+        i += 1
+    return best, len(firsts), sum(firsts)
+
+
+def list_returned_from_nested_whiles(x, n):
+    s, c, w = 0.0, 0, 0
+    while w < 4:
+        transpiler.loop_options(max_iterations=5)
+        w += 1
+        c = 0
+        inner = 0
+        while c < n and inner < 1:
+            inner += 1
+            if s > 0 or c < n:
+                return [s * x, c - 2, False]
+    return [s, c, True]
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (best_pair_in_a_bounded_while, (jnp.array([1.0, 3.0, 2.0, 5.0]), 3)),
+        (best_pair_in_nested_whiles, (jnp.array([1.0, 3.0, 2.0, 5.0]), 3)),
+        (list_returned_from_nested_whiles, (1.0, 2)),
+    ],
+)
+def test_a_list_a_loop_replaces_in_a_staged_branch_is_carried(fn, args):
+    # The list is state of a loop that appends to lists (its body probed first): a branch that
+    # replaces it (`best = [x, y]`) was refused, the probe's stand-in named as the type.
+    check_jit(fn, *args)
