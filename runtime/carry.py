@@ -37,12 +37,18 @@ class Carry:
         self.stops_early = stops_early
         self.static_lengths: dict[int, int] = {}
         self.planned: set[int] = set()  # the lists this loop sized (and fixed)
+        # Variables that enter unbound and that the body, probed, leaves unbound: the `if` that
+        # binds them is Python's, never taken (`if g: z = s * c` with a Python-false `g`).
+        self.never_bound: set[int] = set()
         state = self._size_from_body(state, probe, trip_count, probe_args)
         self.static: dict[int, object] = {}
         # Variables that enter unbound and that every iteration binds: bound after one.
         self.bound_by_every_iteration: set[int] = set()
         init = []
         for index, (name, value) in enumerate(zip(names, state)):
+            if isinstance(value, Undefined) and index in self.never_bound:
+                self.static[index] = value  # stays unbound: reading it raises, as in Python
+                continue
             if isinstance(value, Undefined):
                 raise Unsized(
                     f"'{name}' has no value before the {site.construct} ({site}), but the "
@@ -108,6 +114,7 @@ class Carry:
             outs = probe(tuple(values), *probe_args)
             bound = [v.value if isinstance(v, MaybeUnbound) else v for v in outs]
             found.extend(i for i in unset if staging.is_array_tree(bound[i]))
+            self.never_bound.update(i for i in unset if outs[i] is probe_state[i])
             return [staging.as_arrays(bound[i]) for i in found]
 
         shapes = dict(zip(found, jax.eval_shape(run, carried, probe_args)))

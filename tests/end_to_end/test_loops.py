@@ -444,3 +444,36 @@ def test_a_list_a_loop_replaces_in_a_staged_branch_is_carried(fn, args):
     # The list is state of a loop that appends to lists (its body probed first): a branch that
     # replaces it (`best = [x, y]`) was refused, the probe's stand-in named as the type.
     check_jit(fn, *args)
+
+
+def bound_under_a_python_false_test(x, limit):
+    log = []
+    s, w, done = x, 0, False
+    while not done:
+        w += 1
+        s = 3.0 - s
+        logged = bool(log)
+        if logged:
+            z = s * 2
+        if logged:
+            s = s + z
+        done = s > limit or w >= 3
+    return s, w
+
+
+def never_bound_and_read_after(x, n):
+    w = 0
+    while w < n:
+        w += 1
+        if False:
+            z = x
+    return z
+
+
+def test_a_variable_the_loop_never_binds_stays_unbound():
+    # The body binds it only under a Python test that is false: not loop state to size.
+    check_jit(bound_under_a_python_false_test, jnp.float32(1.0), jnp.float32(5.0))
+    with pytest.raises(UnboundLocalError):
+        never_bound_and_read_after(1.0, 3)
+    with pytest.raises(UnboundLocalError):
+        transpiler.jit(never_bound_and_read_after)(1.0, 3)
