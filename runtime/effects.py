@@ -790,7 +790,14 @@ class Effects:
             known = {c.key for c in carried}
             new = [c for c in changes if c.key not in known]
             if not returns_state:
-                changed = [c for c, v, a in zip(carried, values, args[n:]) if v is not a]
+                # A closure's cell of a state variable, which generated code sets to the
+                # function's own value of it (`nonlocal c; c = c_2`): not a change of its own.
+                own = dict(zip(self.names[-n:], args[:n])) if n else {}
+                changed = [
+                    c
+                    for c, v, a in zip(carried, values, args[n:])
+                    if v is not a and not (c.kind == "cell" and own.get(c.label, a) is v)
+                ]
                 self._check_unchanged(new, changed)
             if new:
                 raise NewEffects(new)

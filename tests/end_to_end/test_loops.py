@@ -477,3 +477,23 @@ def test_a_variable_the_loop_never_binds_stays_unbound():
         never_bound_and_read_after(1.0, 3)
     with pytest.raises(UnboundLocalError):
         transpiler.jit(never_bound_and_read_after)(1.0, 3)
+
+
+def counter_read_by_closures_of_nested_whiles(x, k):
+    s = jnp.sum(x) * 0.5
+    c, m, out, w = 0, k[0], [], 0
+    while w < 2:
+        w += 1
+        inner = 0
+        while inner < 3 and (len(out) > 1 or m < c):
+            inner += 1
+            c -= 1
+        assert s < 50.0, f"big {c}"  # a lambda reads `c`: generated code holds it in a cell
+    return c, w
+
+
+@pytest.mark.parametrize("k0", [2, -2])
+def test_a_loop_test_setting_the_cell_of_its_own_state_is_not_a_change(k0):
+    # The test of the inner while sets `c`'s cell to its own value of `c` (so that the
+    # lambda of `or` reads it): it was refused as a change of Python state by the test.
+    check_jit(counter_read_by_closures_of_nested_whiles, jnp.ones(3), jnp.array([k0, 0, 0]))
