@@ -5,7 +5,8 @@ ints is an int whatever the exponent's sign, where Python's is a float for a neg
 (`2 ** -3` is 0.125, not 0). `rt__.pow_` is `**` for everything else.
 
     y = 2 ** -k   ->   y = rt__.pow_(2, -k)
-    k **= 2       ->   k = rt__.pow_(k, 2)
+    k **= n       ->   k = rt__.pow_(k, n)
+    y = x ** 2    ->   y = x ** 2             (a constant exponent >= 0, or a float: one type)
 """
 
 from __future__ import annotations
@@ -25,17 +26,27 @@ ADDS = (gast.Call,)
 class _Powers(Transformer):
     def visit_BinOp(self, node):
         node = self.generic_visit(node)
-        if not isinstance(node.op, gast.Pow):
+        if not isinstance(node.op, gast.Pow) or _typed_alike(node.right):
             return node
         return _power(node.left, node.right)
 
     def visit_AugAssign(self, node):
         node = self.generic_visit(node)
-        if not isinstance(node.op, gast.Pow) or not isinstance(node.target, gast.Name):
+        if not isinstance(node.op, gast.Pow) or _typed_alike(node.value):
+            return node
+        if not isinstance(node.target, gast.Name):
             return node  # `self.n **= 2`, `a[i] **= 2`: the target would be evaluated twice
         load = gast.Name(id=node.target.id, ctx=gast.Load(), annotation=None, type_comment=None)
         assign = gast.Assign(targets=[node.target], value=_power(load, node.value))
         return gast.copy_location(assign, node)
+
+
+def _typed_alike(exponent: gast.expr) -> bool:
+    """Whether Python and JAX give a power to `exponent` one type whatever the base: a constant
+    float, or an int >= 0 (`x ** 2` stays as written)."""
+    if not isinstance(exponent, gast.Constant) or type(exponent.value) not in (int, float):
+        return False
+    return type(exponent.value) is float or exponent.value >= 0
 
 
 def _power(base: gast.expr, exponent: gast.expr) -> gast.expr:
