@@ -45,6 +45,9 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOIN
     again are recomputed with a quiet version of the body, traced without them. `site` (where
     the loop is, for errors) names the loop in the error that second derivatives raise."""
     body = Traced(body_fun, init)
+    promoted = _promote_weak(init, body)
+    if promoted is not init:
+        init, body = promoted, Traced(body_fun, promoted)
     quiet = body
     if body.effects:
         with staging.quiet():
@@ -58,6 +61,25 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOIN
         return run_while(cond, body, cond.consts, body.consts, init)
     loop = _loop(body, quiet, cond, checkpoints, site)
     return loop(body.consts, quiet.consts, cond.consts, init)
+
+
+def _promote_weak(init, body: Traced):
+    """`init` with each weakly typed leaf cast to the dtype the body makes of it (a Python `0`
+    the body makes a float), as `lax.while_loop` promotes its state; `init` itself if none is.
+    The derivative's loops keep states in buffers of the state's dtypes: they must be the
+    body's."""
+    leaves, tree = jax.tree_util.tree_flatten(init)
+    outs = [v.aval for v in body.jaxpr.outvars]
+    if len(outs) != len(leaves):
+        return init
+    changed = False
+    promoted = []
+    for leaf, out in zip(leaves, outs):
+        aval = jax.typeof(leaf)
+        if aval.weak_type and aval.dtype != out.dtype and aval.shape == out.shape:
+            leaf, changed = lax.convert_element_type(leaf, out.dtype), True
+        promoted.append(leaf)
+    return jax.tree_util.tree_unflatten(tree, promoted) if changed else init
 
 
 def has_inexact(tree) -> bool:

@@ -441,3 +441,25 @@ def test_grad_of_a_bounded_while_around_a_for_with_a_traced_break():
     expected = jax.grad(bounded_loop_around_a_breaking_for)(x, k)
     got = jax.jit(jax.grad(transpiler.convert(bounded_loop_around_a_breaking_for)))(x, k)
     assert_tree_close(got, expected)
+
+
+def sum_of_kept_once_two(x):
+    c = 1
+    kept = []
+    for v in x:
+        w = 0
+        while w < 4 and len(kept) > 1:
+            if c % 2:
+                return sum(kept)  # a Python 0 where nothing is kept yet: the state's int
+        if x[0] < 0:
+            kept.append(v)
+    return 0.0
+
+
+def test_reverse_mode_through_a_while_whose_state_a_python_int_starts():
+    # The return value enters the checkpointed while weakly typed int32 and leaves it float32:
+    # the derivative's loops kept states of the int dtype (a raw while_loop TypeError).
+    x = jnp.array([-1.0, 2.0, 0.5])
+    expected = jax.grad(sum_of_kept_once_two)(x)
+    got = jax.jit(jax.grad(transpiler.convert(sum_of_kept_once_two)))(x)
+    np.testing.assert_allclose(got, expected)
