@@ -70,14 +70,25 @@ def len_(obj):
     return errors.python_call(builtins.len, obj)
 
 
+# What `min`/`max` take the items of as Python's do: iterators, a dict's views, sets (a dict,
+# its keys).
+_ITERATED = (
+    collections.abc.Iterator,
+    collections.abc.MappingView,
+    collections.abc.Set,
+    collections.abc.Mapping,
+)
+
+
 def _extreme(python_fn, args, key, default):
     """`min`/`max` as Python computes them, on traced values too: the first item that no later
     one beats (`v > best` for max), so ties keep the first (and the gradient goes to it) and a
     NaN counts only where it comes first."""
     if len(args) == 1 and isinstance(args[0], (list, tuple)) and type(args[0]) not in (list, tuple):
         args = (list(args[0]),)  # a list subclass (the list a staged loop is sizing): its items
-    elif len(args) == 1 and isinstance(args[0], collections.abc.Iterator):
-        args = (list(args[0]),)  # `max(v for v in xs)`: its items, taken as Python's max would
+    elif len(args) == 1 and isinstance(args[0], _ITERATED):
+        # `max(v for v in xs)`, `max(d.values())`: its items, taken as Python's max would.
+        args = (list(args[0]),)
     if default is not _NO_DEFAULT and len(args) == 1 and type(args[0]) in (list, tuple):
         if not args[0]:
             return default

@@ -7,6 +7,8 @@ only it can size: a return value or a variable it binds first, and the lists it 
 
 from __future__ import annotations
 
+import contextvars
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -41,6 +43,9 @@ class Carry:
         # binds them is Python's, never taken (`if g: z = s * c` with a Python-false `g`).
         self.never_bound: set[int] = set()
         state = self._size_from_body(state, probe, trip_count, probe_args)
+        promotions = _PROMOTIONS.get()
+        if promotions:
+            state = _promote(state, promotions)
         self.static: dict[int, object] = {}
         # Variables that enter unbound and that every iteration binds: bound after one.
         self.bound_by_every_iteration: set[int] = set()
@@ -189,6 +194,7 @@ class Carry:
         assert len(outs) == len(self.names), "generated code returned the wrong number of values"
         before = iter(before)
         result = []
+        promotions = {}
         for index, (name, value) in enumerate(zip(self.names, outs)):
             if index in self.static:
                 held = self.static[index]
@@ -215,11 +221,18 @@ class Carry:
                     "only carry arrays (or tuples, lists and dicts of arrays)."
                 )
             value = _adopt_weak_dtypes(staging.as_arrays(value), prev)
-            self._check_leaves(name, prev, value)
+            promoted = self._check_leaves(name, prev, value)
+            if promoted:
+                promotions[index] = promoted
             result.append(value)
+        if promotions:
+            raise Promoted(promotions)
         return tuple(result)
 
-    def _check_leaves(self, name, prev, value):
+    def _check_leaves(self, name, prev, value) -> dict:
+        """StagingError where `value` (a variable after an iteration) does not fit `prev` (what
+        the loop carries); returns {leaf index: dtype} of the weakly typed leaves (a Python
+        number, `discount = 1`) that the body makes wider (`discount *= 0.9`)."""
         site, construct = self.site, self.site.construct
         tree_prev = jax.tree_util.tree_structure(prev)
         tree_value = jax.tree_util.tree_structure(value)
@@ -237,7 +250,9 @@ class Carry:
                 f"{staging.describe_tree(value)} after one iteration ({site}). Loop variables "
                 "must keep their structure."
             )
-        for (path, x), y in zip(staging.leaf_paths(prev), jax.tree_util.tree_leaves(value)):
+        promoted = {}
+        leaves = jax.tree_util.tree_leaves(value)
+        for j, ((path, x), y) in enumerate(zip(staging.leaf_paths(prev), leaves)):
             where = f"'{name}{path}'"
             if x.shape != y.shape:
                 raise StagingError(
@@ -252,6 +267,10 @@ class Carry:
                     f"its final dtype before the loop, or cast inside it with "
                     f".astype(jnp.{np.dtype(x.dtype).name})."
                 )
+            if x.dtype != y.dtype and jnp.result_type(x, y) == y.dtype:
+                weak = jax.typeof(y).weak_type
+                promoted[j] = staging.WeakDtype(y.dtype) if weak else y.dtype
+        return promoted
 
 
 class Unsized(StagingError):
@@ -267,6 +286,24 @@ class Unbinds(staging.Retrace):
     def __init__(self, index: int):
         super().__init__(index)
         self.index = index
+
+
+# {state index: {leaf index: dtype}}: what the loop being staged now promotes (see `Promoted`).
+_PROMOTIONS: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "promotions", default=None
+)
+
+
+class Promoted(staging.Retrace):
+    """Internal: an iteration makes weakly typed state (a Python number: `G = 0`) wider than it
+    entered (`G += discount * r` once `discount` is a float): stage the loop again with those
+    leaves entering as the body makes them, until the types settle (each round widens one).
+    `staged_with` collects them; the loop's `Carry` casts its state so as it starts (after
+    sizing what the body binds first: a return value's placeholder is promoted too)."""
+
+    def __init__(self, promotions: dict):
+        super().__init__(promotions)
+        self.promotions = promotions  # {state index: {leaf index: dtype or WeakDtype}}
 
 
 class Replaced(staging.Retrace):
@@ -294,7 +331,9 @@ def staged_with(stage, state, names):
     """`stage(state)`, staged again with each state variable an iteration may unbind entering
     as a `MaybeUnbound` (bound: it is bound when the loop starts), and each probe's list an
     iteration replaces entering as a plain list (see `Replaced`)."""
+    promotions: dict[int, dict] = {}
     while True:
+        token = _PROMOTIONS.set(promotions)  # for the loop's own `Carry` (see `Promoted`)
         try:
             return stage(state)
         except Unbinds as request:
@@ -304,6 +343,21 @@ def staged_with(stage, state, names):
         except Replaced as request:
             i = request.index
             state = (*state[:i], list(state[i]), *state[i + 1 :])
+        except Promoted as request:
+            for i, casts in request.promotions.items():
+                promotions.setdefault(i, {}).update(casts)
+        finally:
+            _PROMOTIONS.reset(token)
+
+
+def _promote(state, promotions):
+    """`state` with the leaves `promotions` names cast (see `Promoted`)."""
+    state = list(state)
+    for i, casts in promotions.items():
+        leaves, tree = jax.tree_util.tree_flatten(staging.as_arrays(state[i]))
+        leaves = [staging.cast(v, casts[j]) if j in casts else v for j, v in enumerate(leaves)]
+        state[i] = staging.released(jax.tree_util.tree_unflatten(tree, leaves))
+    return tuple(state)
 
 
 def _adopt_weak_dtypes(value, prev):

@@ -144,7 +144,8 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False)
             starts = {key: start() for key, (_, start, _) in probes.items()}
             with staging.tracing_branch(pred, which == "true"):
                 if which in fixes.raised:
-                    raw = _raise_when_run(fixes.raised[which], traced[0][2])
+                    error = _raised_again(fn, state, fixes.raised[which])
+                    raw = _raise_when_run(error, traced[0][2])
                 else:
                     raw = _trace_branch(fn, state, which)
             appended[which] = {key: p.count - starts[key] for key, (p, _, _) in probes.items()}
@@ -286,6 +287,20 @@ def _trace_branch(fn, state, which) -> list:
         if not errors.is_users(e):
             raise  # a fault of ours: never hidden in a branch that may not run
         raise _Retrace(raised={which: e}) from None
+
+
+def _raised_again(fn, state, error: Exception) -> Exception:
+    """The branch `fn`, which raised `error` when traced before, traced again in the trace that
+    stages it: what it makes before it raises (a print) is staged, and the values of the
+    message's text (`f"bad {x[0]}"`) are this trace's, not the discarded one's."""
+    try:
+        fn(*staging.fresh(state))
+    except staging.CANNOT_STAGE:
+        raise
+    except Exception as e:  # noqa: BLE001 - the same exception, raised when the branch runs
+        if type(e) is type(error) and errors.is_users(e):
+            return e
+    return error
 
 
 def _raise_when_run(error: Exception, other: list) -> list:

@@ -107,6 +107,21 @@ def in_(item, container):
     if isinstance(container, for_loops.TracedRange):
         return _in_range(item, container.start, container.stop, container.step)
     if is_staged(container) or (is_staged(item) and isinstance(container, jax.Array)):
+        # As JAX's `Array.__contains__`: a scalar in a vector.
+        if jnp.ndim(container) != 1:
+            raise errors.python_error(
+                ValueError(
+                    "Array.__contains__: search array must be one-dimensional, got "
+                    f"arr.shape={jnp.shape(container)}."
+                )
+            )
+        if jnp.ndim(item) != 0:
+            raise errors.python_error(
+                ValueError(
+                    "Array.__contains__: query value must be a scalar, got "
+                    f"query.shape={jnp.shape(item)}."
+                )
+            )
         return jnp.any(jnp.asarray(container) == item)
     python_container = isinstance(container, (list, tuple, set, frozenset, dict, range))
     if python_container and (is_staged(item) or staging.has_staged(list(container))):

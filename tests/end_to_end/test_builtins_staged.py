@@ -216,14 +216,15 @@ def extremes_of_generators(xs):
     largest = max(v for v in xs)
     smallest_double = min((v * 2 for v in xs), default=0.0)
     nothing = min((v for v in xs if False), default=-1.0)
-    return largest, smallest_double, nothing, max(iter([xs[0], xs[1]]))
+    largest_value = max({"a": xs[0], "b": xs[2]}.values())
+    return largest, smallest_double, nothing, max(iter([xs[0], xs[1]])), largest_value
 
 
 def test_max_and_min_of_a_generator_of_traced_items():
     xs = jnp.array([3.0, 5.0, 1.0])
     expected = extremes_of_generators(xs)
     got = transpiler.jit(extremes_of_generators)(xs)
-    assert [float(v) for v in got] == [float(v) for v in expected] == [5.0, 2.0, -1.0, 5.0]
+    assert [float(v) for v in got] == [float(v) for v in expected] == [5.0, 2.0, -1.0, 5.0, 3.0]
 
 
 def range_of_a_traced_bound(x, n):
@@ -264,3 +265,23 @@ def test_an_operator_error_in_a_branch_not_taken_is_not_raised():
     assert float(transpiler.jit(adds_text_where_negative)(jnp.array([1.0, 2.0]))) == 3.0
     with pytest.raises(Exception, match="unsupported operand type"):
         transpiler.jit(adds_text_where_negative)(jnp.array([1.0, -2.0])).block_until_ready()
+
+
+def found_in(c, xs):
+    return 1.0 if c in xs else 0.0
+
+
+@pytest.mark.parametrize(
+    "c, xs",
+    [
+        (jnp.array([1.0, 5.0]), jnp.array([[1.0, 2.0], [3.0, 4.0]])),
+        (jnp.float32(1.0), jnp.array([[1.0, 2.0], [3.0, 4.0]])),
+        (jnp.array([1.0, 5.0]), jnp.array([1.0, 2.0])),
+    ],
+)
+def test_in_an_array_raises_as_jax_does_for_shapes_it_refuses(c, xs):
+    with pytest.raises(ValueError, match="Array.__contains__") as python:
+        found_in(c, xs)
+    with pytest.raises(ValueError, match="Array.__contains__") as staged:
+        transpiler.jit(found_in)(c, xs)
+    assert str(staged.value).split(",")[0] == str(python.value).split(",")[0]

@@ -497,3 +497,45 @@ def test_a_loop_test_setting_the_cell_of_its_own_state_is_not_a_change(k0):
     # The test of the inner while sets `c`'s cell to its own value of `c` (so that the
     # lambda of `or` reads it): it was refused as a change of Python state by the test.
     check_jit(counter_read_by_closures_of_nested_whiles, jnp.ones(3), jnp.array([k0, 0, 0]))
+
+
+def discounted_return(rewards):
+    total, discount = 0, 1
+    for r in rewards:
+        total += discount * r
+        discount *= 0.9
+    return total
+
+
+def tribonacci_halves(n):
+    a, b, c = 0, 0, 1
+    i = 0
+    while i < n:
+        a, b, c = b, c, (a + b + c) / 2
+        i += 1
+    return c
+
+
+def halves_through_a_chain(xs):
+    a = b = c = 0
+    for v in xs:
+        a, b, c = b, c, v / 2
+    return a + b + c
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (discounted_return, (np.array([1, 0, 2]),)),
+        (discounted_return, (jnp.array([1.0, 0.5, 2.0]),)),
+        (tribonacci_halves, (5,)),
+        (halves_through_a_chain, (jnp.array([1, 2, 3]),)),
+    ],
+)
+def test_python_numbers_widened_through_a_chain_of_iterations(fn, args):
+    # `total` becomes a float only in the second iteration, once `discount` is one: the loop
+    # is staged again with the wider types until they settle (was a raw carry TypeError).
+    expected = fn(*args)
+    got = transpiler.jit(fn)(*args)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-6)
+    assert jnp.issubdtype(got.dtype, jnp.floating)

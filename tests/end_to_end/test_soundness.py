@@ -1147,6 +1147,25 @@ def test_a_deferred_message_is_made_again_on_every_failing_run():
             compiled(x).block_until_ready()
 
 
+def message_of_a_value_the_branch_computes(x):
+    for i in range(x.shape[0]):
+        if x[i] < 0:
+            print("bad row", i)
+            raise ValueError(f"negative at {i}: {x[i] * 2:.2f}")
+        x = x * 2
+    return x
+
+
+def test_a_raise_whose_message_the_branch_computes_runs_after_what_precedes_it(capsys):
+    # The message's values are made in the branch (`x[i] * 2`): they leaked from the trace
+    # the branch first raised in, and the print before the raise was never staged.
+    compiled = jax.jit(transpiler.convert(message_of_a_value_the_branch_computes))
+    np.testing.assert_allclose(compiled(jnp.array([1.0, 4.0])), [4.0, 16.0])
+    with pytest.raises(jax.errors.JaxRuntimeError, match="negative at 1: -16.00"):
+        compiled(jnp.array([1.0, -4.0])).block_until_ready()
+    assert capsys.readouterr().out == "bad row 1\n"
+
+
 def sum_of_big_items(x, items):
     acc = x
     for k in items:

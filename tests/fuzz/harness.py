@@ -269,8 +269,22 @@ def normalise(text: str) -> str:
     return line[:150]
 
 
+def is_refusal(e: BaseException) -> bool:
+    """A StagingError or ConversionError, raised while converting or tracing, or when the program
+    runs (a check the converter staged: `2 ** -k` of a traced int `k`, whose type Python decides
+    by its sign), where JAX reports it inside a `JaxRuntimeError`."""
+    return isinstance(e, REFUSALS) or _RUN_TIME_REFUSAL in str(e)
+
+
+_RUN_TIME_REFUSAL = "\nStagingError: "
+
+
 def exception_kind(e: BaseException) -> str:
-    return f"{type(e).__name__}: {normalise(str(e))}"
+    text = str(e)
+    if not isinstance(e, REFUSALS) and _RUN_TIME_REFUSAL in text:
+        refused = text.split(_RUN_TIME_REFUSAL, 1)[1].splitlines()[0]
+        return f"StagingError (when run): {normalise(refused)}"
+    return f"{type(e).__name__}: {normalise(text)}"
 
 
 def return_labels(source: str) -> list[str]:
@@ -400,7 +414,7 @@ def compare(mode, ref: Run, got: Run, xy, labels, *, strict: bool) -> Outcome:
     if ref.exc is not None:
         if got.exc is not None and type(got.exc) is type(ref.exc):
             return Outcome(mode, "pass")
-        if got.exc is not None and not strict and isinstance(got.exc, REFUSALS):
+        if got.exc is not None and not strict and is_refusal(got.exc):
             return Outcome(mode, "refusal", exception_kind(got.exc), where, (xy,))
         what = _exc_text(got.exc) if got.exc is not None else f"returned {got.value!r}"
         return Outcome(
@@ -412,7 +426,7 @@ def compare(mode, ref: Run, got: Run, xy, labels, *, strict: bool) -> Outcome:
             (xy,),
         )
     if got.exc is not None:
-        status = "refusal" if (not strict and isinstance(got.exc, REFUSALS)) else "failure"
+        status = "refusal" if (not strict and is_refusal(got.exc)) else "failure"
         return Outcome(
             mode,
             status,

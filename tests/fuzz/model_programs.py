@@ -40,6 +40,7 @@ CLASS_NAMES = {
     12: "reversed(range), range alias, `in` containers",
     13: "nested if/while/for/break/continue/return",
     14: "loops on Python values that the first iteration makes traced",
+    15: "Python ints as Python: int powers, enumerate's index, replaced lists, ranges",
 }
 
 
@@ -538,6 +539,59 @@ class _Generator:
         if r < 0.3:
             self.emit(indent + 1, f"{done} = {s} > {self.atom(inner)} or {k} >= 3")
         self.emit(indent, f"a = ((a + {s}) % 97)")
+
+    # -- 15: Python ints used as Python ints ---------------------------------------------------
+
+    def c15(self, indent: int, ctx: _Ctx) -> None:
+        """A counter's negative power (a float in Python), the index of `enumerate` over an array
+        used as text, a list a staged branch replaces in a loop that appends, a `for ... else`
+        that returns, an `if` on two range indices that appends, `len`/`in` of a range whose
+        bound may be traced, `max` of a generator."""
+        r = self.rng.random()
+        if r < 0.2:
+            k = self.fresh("k")
+            self.emit(indent, f"{k} = 0")
+            self.emit(indent, f"while {k} < 3 and {self.cond(ctx)}:")
+            self.emit(indent + 1, f"{k} += 1")
+            power = self.rng.choice([f"2 ** -{k}", f"{k} ** -1", f"pow(2, -{k})"])
+            self.emit(indent + 1, f"a = ((a + int(64 * {power})) % 97)")
+        elif r < 0.35:
+            j, v = self.fresh("j"), self.fresh("v")
+            self.emit(indent, f"for {j}, {v} in enumerate(jnp.array([a, b, 7])):")
+            test = self.rng.choice([f'str({j}) == "1"', f"isinstance({j}, int) and {j} > 0"])
+            self.emit(indent + 1, f"if {test}:")
+            self.emit(indent + 2, f"a = ((a + int({v})) % 97)")
+        elif r < 0.5 and ctx.bounded:
+            best, k = self.fresh("best"), self.fresh("k")
+            self.emit(indent, f"{best} = [a, 0]")
+            self.emit(indent, f"{k} = 0")
+            self.emit(indent, f"while {k} < 3 and {self.cond(ctx)}:")
+            self.emit(indent + 1, "transpiler.loop_options(max_iterations=3)")
+            self.emit(indent + 1, f"{k} += 1")
+            self.emit(indent + 1, f"if {self.cond(ctx)}:")
+            self.emit(indent + 2, f"{best} = [{self.expr(ctx)}, {k}]")
+            self.emit(indent + 1, f"acc.append({best}[0])")
+            self.emit(indent, f"b = (({best}[0] + {best}[1] + b) % 97)")
+        elif r < 0.6 and not ctx.in_finally:
+            i = self.fresh("i")
+            self.emit(indent, f"for {i} in range({self.rng.choice([0, 2, 3])}):")
+            self.emit(indent + 1, f"if {self.cond(ctx.nest(names=ctx.names + (i,)))}:")
+            self.emit(indent + 2, f"a = (a + {i}) % 97")
+            self.emit(indent + 2, "break")
+            self.emit(indent, "else:")
+            self.emit(indent + 1, f"return {self.ret}")
+        elif r < 0.75 and ctx.bounded:
+            t, u = self.fresh("t"), self.fresh("u")
+            self.emit(indent, f"for {t} in range(3):")
+            self.emit(indent + 1, f"for {u} in range({self.rng.choice(['3', t])}):")
+            self.emit(indent + 2, f"if {t} {self.rng.choice(['==', '>', '!='])} {u}:")
+            self.emit(indent + 3, f"acc.append((a + {t} * {u}) % 97)")
+            self.emit(indent + 2, f"a = ((a + {u}) % 97)")
+        elif r < 0.9:
+            bound = self.rng.choice(["x % 5", "b % 4", "3"])
+            self.emit(indent, f"a = ((a + len(range(1, {bound}, 2)) + (2 in range({bound}))) % 97)")
+        else:
+            self.emit(indent, f"b = ((b + max(v % 11 for v in [a, b, {self.atom(ctx)}])) % 97)")
 
     def first_iteration_effect(self, indent: int, ctx: _Ctx) -> None:
         options = [
