@@ -51,8 +51,12 @@ def float_(x=0.0):
 
 def bool_(x=False):
     """`bool(x)`; a traced `x` -> a boolean array (`x != 0`, as Python's truth test)."""
-    if isinstance(x, lists.StagedList) and x.known_length() is None:
-        return x.length > 0  # a list of traced length: whether it holds items
+    if isinstance(x, (lists.StagedList, lists.ProbeList)):
+        # A list whose length may be traced (or that a loop's probe stands in for): whether it
+        # holds items, as `if x:` tests it.
+        x = staging.condition(x)
+        if not is_staged(x):
+            return builtins.bool(x)
     if not is_staged(x):
         return errors.python_call(builtins.bool, x)
     return staging.scalar_predicate(x, Site("bool()"), "argument")

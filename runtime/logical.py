@@ -104,6 +104,13 @@ def in_(item, container):
     """
     if isinstance(container, lists.StagedList):
         return container.contains(item)
+    if isinstance(container, lists.ProbeList):
+        # A staged loop's list, probed: in the loop its items are traced, so is what `in`
+        # decides (a Python answer now could leave an append under it uncounted).
+        found = container.base.contains(item) if container.base is not None else False
+        for element in container:
+            found = jnp.logical_or(found, item == element)
+        return jnp.logical_and(found, container.traced_length() >= 0)
     if isinstance(container, for_loops.TracedRange):
         return _in_range(item, container.start, container.stop, container.step)
     if is_staged(container) or (is_staged(item) and isinstance(container, jax.Array)):

@@ -144,3 +144,36 @@ def test_enumerate_of_a_list_of_traced_length_is_a_staged_loop():
     assert batched(xs, jnp.array([1.5, 0.5])).tolist() == [8.0, 14.0]
     grad = jax.grad(lambda x: transpiler.convert(weighted_until_large)(x, 1.5))(xs)
     assert grad.tolist() == jax.grad(lambda x: weighted_until_large(x, 1.5))(xs).tolist()
+
+
+def grows_where_it_holds_items(x, n):
+    out = []
+    if 0 < n:
+        out.append(1.0)
+    for _ in range(2):
+        if bool(out):
+            out.append(x[0])
+        if 0 < n:
+            out.append(2.0)
+    return len(out), sum(out)
+
+
+def grows_where_it_holds_one(x, n):
+    out = []
+    if 0 < n:
+        out.append(1.0)
+    for _ in range(2):
+        if 1.0 in out:
+            out.append(x[0])
+        if 0 < n:
+            out.append(2.0)
+    return len(out), sum(out)
+
+
+@pytest.mark.parametrize("fn", [grows_where_it_holds_items, grows_where_it_holds_one])
+def test_a_loop_sizes_a_list_for_appends_under_its_truth_or_contents(fn):
+    # The loop's probe decided `bool(out)` and `1.0 in out` as Python (its stand-in holds no
+    # items): it counted too few appends, and the staged list silently dropped an item.
+    x = jnp.array([5.0, -0.5])
+    length, total = transpiler.jit(fn)(x, 1)
+    assert (int(length), float(total)) == (5, 15.0) == tuple(map(float, fn(x, 1)))
