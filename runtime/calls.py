@@ -32,7 +32,7 @@ from collections.abc import Callable
 import jax
 
 from runtime import builtins as builtins_
-from runtime import checkpointed, effects, errors, staging
+from runtime import checkpointed, debugging, effects, errors, staging
 
 _DO_NOT_CONVERT = "__transpiler_do_not_convert__"  # set by transpiler.do_not_convert
 
@@ -45,13 +45,16 @@ def caller(
     converter: Callable,
     is_library: Callable[[object], bool],
     makes_effects: Callable[[object], bool] = lambda fn: False,
+    host_effect: Callable[[object], bool] = lambda fn: False,
 ) -> Callable:
     """The `call` operator of generated code, converting user functions with `converter`.
 
     `converter(fn)` returns the function to call (the converted one, or `fn` itself for library
     code), or raises `ConversionRefused` to leave `fn` unconverted (with one warning).
     `is_library(fn)` tells library callables, whose function arguments are converted;
-    `makes_effects(fn)` those that make effects of the program when it runs (`jax.debug.print`).
+    `makes_effects(fn)` those that make effects of the program when it runs (`jax.debug.print`);
+    `host_effect(fn)` the standard library's whose effect is on the host (`logging.info`,
+    `warnings.warn`), made when the program runs (`debugging.host_call`).
     """
     unconvertible: weakref.WeakSet = weakref.WeakSet()  # functions that failed to convert
     custom_rules = _CustomRules()
@@ -149,6 +152,8 @@ def caller(
                 _jax_or_standard(fn) or _user_class(fn),
                 makes_effects(fn) or any(makes_effects(a) for a in handed if callable(a)),
             )
+        if resolved is fn and host_effect(fn):
+            return debugging.host_call(fn, *args, **kwargs)
         if resolved is fn and is_library(fn):
             resolved = _REVERSIBLE.get(fn, fn)
             args = tuple(resolve_argument(arg) for arg in args)

@@ -50,6 +50,37 @@ def print_(*args, sep=" ", end="\n", file=None, flush=False):
     staging.host_callback(host_print, staging.branch_taken(), *values, ordered=True, kind="print")
 
 
+def host_call(fn, /, *args, **kwargs):
+    """`fn(*args, **kwargs)` for a standard-library function whose effect is on the host (a
+    logging call, `warnings.warn`, `sys.stdout.write`): made at once, as Python, unless it is
+    part of a program being staged; then when the program runs it (in a staged branch, only
+    when the branch is taken), with the traced values in its arguments (and in text made from
+    them) as their values then. Gives None there (the call's own result is the host's)."""
+    items = [*args, *kwargs.values()]
+    if not staging.in_staged_program() and not text.has_staged(items):
+        return fn(*args, **kwargs)
+    traced = []  # (position, text made from traced values or None), per operand
+    operands = []
+    for i, item in enumerate(items):
+        if isinstance(item, text.DeferredText):
+            traced.append((i, item))
+            operands.append(item.values)
+        elif staging.is_staged(item):
+            traced.append((i, None))
+            operands.append(item)
+
+    def run(taken, *concrete):
+        if not np.all(taken):
+            return
+        values = list(items)
+        for (i, made), value in zip(traced, concrete):
+            values[i] = made.render(value) if made is not None else value
+        fn(*values[: len(args)], **dict(zip(kwargs, values[len(args) :])))
+
+    staging.host_callback(run, staging.branch_taken(), *operands, ordered=True, kind="print")
+    return None
+
+
 def effect(fn, /, *args, **kwargs):
     """`fn(*args, **kwargs)` for one of JAX's functions that make an effect of the program when
     it runs (`jax.debug.print`, `jax.debug.callback`, `io_callback`, checkify): called as it is,

@@ -71,6 +71,30 @@ EFFECT_FUNCTIONS = (
 )
 
 
+_LOGGING_CALLS = frozenset(
+    {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
+)
+
+
+def host_effect(value) -> bool:
+    """Whether `value` is a standard-library function whose effect is on the host: a logging
+    call (`logging.info`, a `Logger`'s `warning`), `warnings.warn`, `sys.stdout.write` or
+    `sys.stderr.write`. Staged, such a call is made when the program runs it (see
+    `runtime.debugging.host_call`), not once while it is traced. Imports nothing."""
+    warnings = sys.modules.get("warnings")
+    if warnings is not None and value is warnings.warn:
+        return True
+    logging = sys.modules.get("logging")
+    name = getattr(value, "__name__", None)
+    owner = getattr(value, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType):
+        if owner is sys.stdout or owner is sys.stderr:
+            return name == "write"
+        loggers = (logging.Logger, logging.LoggerAdapter) if logging is not None else ()
+        return isinstance(owner, loggers) and name in _LOGGING_CALLS
+    return logging is not None and name in _LOGGING_CALLS and getattr(logging, name) is value
+
+
 def makes_effects(value) -> bool:
     """Whether `value` is one of JAX's functions that make effects of the program when it runs
     (`EFFECT_FUNCTIONS`), or a `functools.partial` of one. Looks only in modules already

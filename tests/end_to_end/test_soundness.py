@@ -6,8 +6,11 @@ means something, `jax.vmap`; or asserting the precise error.
 """
 
 import functools
+import logging
 import os
 import re
+import sys
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -1502,3 +1505,30 @@ def test_a_container_a_converted_function_returns_is_the_same_object():
     assert value == 5.0 and same
     grad = jax.grad(lambda x: transpiler.convert(write_through_a_returned_list)(x)[0])(1.0)
     assert grad == 5.0
+
+
+def warns_when_exploding(loss):
+    if loss > 1e3:
+        warnings.warn("loss exploding", stacklevel=2)
+        sys.stdout.write("exploding\n")
+        LOG.warning("loss %s", loss)
+        loss = jnp.float32(1e3)
+    return loss
+
+
+LOG = logging.getLogger("tests.soundness.host_effects")
+
+
+def test_logging_warnings_and_writes_happen_when_their_branch_runs(capsys, caplog):
+    # Called while tracing, they happened once whichever branch ran, with a tracer's text.
+    compiled = jax.jit(transpiler.convert(warns_when_exploding))
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING):
+        warnings.simplefilter("always")
+        assert float(compiled(jnp.float32(5.0))) == 5.0
+        jax.effects_barrier()
+        assert not caught and not caplog.records and capsys.readouterr().out == ""
+        assert float(compiled(jnp.float32(5000.0))) == 1000.0
+        jax.effects_barrier()
+    assert [str(w.message) for w in caught] == ["loss exploding"]
+    assert [r.getMessage() for r in caplog.records] == ["loss 5000.0"]
+    assert capsys.readouterr().out == "exploding\n"

@@ -135,6 +135,8 @@ class _CallTrees(Transformer):
         library = self._library_value(func)
         if library is not _UNKNOWN and libraries.makes_effects(library):
             operator = "effect"  # the runtime records that the code running now makes one
+        elif library is not _UNKNOWN and libraries.host_effect(library):
+            operator = "call"  # `logging.info(...)`: made when the program runs, if staged
         elif library is not _UNKNOWN and not self._given_functions(library, node):
             return node
         else:
