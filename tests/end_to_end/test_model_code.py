@@ -285,8 +285,9 @@ def test_list_comprehensions_over_python_ranges_stay_python():
         return jnp.stack(powers)
 
     source = transpiler.to_source(f)
-    # A Python list comprehension, over `range` (which only stages as the iterable of a loop).
-    assert "powers = [x ** i for i in rt__.range_(4)]" in source
+    # A Python list comprehension, over `range` (which only stages as the iterable of a loop);
+    # the power with Python's type (`rt__.pow_`: an int power of an int stays Python's).
+    assert "powers = [rt__.pow_(x, i) for i in rt__.range_(4)]" in source
     check_jit(f, jnp.float32(2.0))
 
     def over_traced_range(n):
