@@ -97,6 +97,10 @@ def _extreme(python_fn, args, key, default):
         if not args[0]:
             return default
         default = _NO_DEFAULT  # Python's does not use it: the items are there
+    elif default is not _NO_DEFAULT and len(args) == 1 and is_staged(args[0]):
+        if jnp.ndim(args[0]) > 0 and jnp.shape(args[0])[0] == 0:
+            return default  # a traced array of no rows: its length is static
+        default = _NO_DEFAULT
     beats = jnp.greater if python_fn is builtins.max else jnp.less
     kwargs = {} if default is _NO_DEFAULT else {"default": default}
     if key is not None and not has_staged(args):

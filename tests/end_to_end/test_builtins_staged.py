@@ -216,7 +216,7 @@ def extremes_of_generators(xs):
     largest = max(v for v in xs)
     smallest_double = min((v * 2 for v in xs), default=0.0)
     nothing = min((v for v in xs if False), default=-1.0)
-    largest_value = max({"a": xs[0], "b": xs[2]}.values())
+    largest_value = max({"a": xs[0], "b": xs[2]}.values()) + max(xs, default=0.0) * 0
     return largest, smallest_double, nothing, max(iter([xs[0], xs[1]])), largest_value
 
 
