@@ -46,6 +46,8 @@ class Carry:
         promotions = _PROMOTIONS.get()
         if promotions:
             state = _promote(state, promotions)
+        # Python bools: an int the body adds to one (`hits = hits + 1`) widens it, as Python.
+        self.python_bools = {i for i, v in enumerate(state) if type(v) is bool}
         self.static: dict[int, object] = {}
         # Variables that enter unbound and that every iteration binds: bound after one.
         self.bound_by_every_iteration: set[int] = set()
@@ -221,7 +223,7 @@ class Carry:
                     "only carry arrays (or tuples, lists and dicts of arrays)."
                 )
             value = _adopt_weak_dtypes(staging.as_arrays(value), prev)
-            promoted = self._check_leaves(name, prev, value)
+            promoted = self._check_leaves(name, prev, value, index in self.python_bools)
             if promoted:
                 promotions[index] = promoted
             result.append(value)
@@ -229,10 +231,11 @@ class Carry:
             raise Promoted(promotions)
         return tuple(result)
 
-    def _check_leaves(self, name, prev, value) -> dict:
+    def _check_leaves(self, name, prev, value, python_bool=False) -> dict:
         """StagingError where `value` (a variable after an iteration) does not fit `prev` (what
         the loop carries); returns {leaf index: dtype} of the weakly typed leaves (a Python
-        number, `discount = 1`) that the body makes wider (`discount *= 0.9`)."""
+        number, `discount = 1`; `python_bool`: a Python bool) that the body makes wider
+        (`discount *= 0.9`)."""
         site, construct = self.site, self.site.construct
         tree_prev = jax.tree_util.tree_structure(prev)
         tree_value = jax.tree_util.tree_structure(value)
@@ -260,7 +263,8 @@ class Carry:
                     f"one iteration ({site}). Loop variables must keep their shape and dtype; "
                     f"pad {name} to a fixed size or carry its length separately."
                 )
-            if x.dtype != y.dtype and not jax.typeof(x).weak_type:
+            weak = jax.typeof(x).weak_type or python_bool
+            if x.dtype != y.dtype and not weak:
                 raise StagingError(
                     f"{where} is {describe(x)} before the {construct} but {describe(y)} after "
                     f"one iteration ({site}). Loop variables must keep their dtype; give {name} "

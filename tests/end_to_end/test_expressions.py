@@ -240,3 +240,28 @@ def test_a_traced_negative_int_exponent_of_an_int_raises_when_the_program_runs()
     with pytest.raises(Exception, match=r"exponent -1 \(.*test_expressions.py:\d+, \*\* of ints"):
         transpiler.jit(halving_by_a_power_of_the_counter)(3).block_until_ready()
     assert transpiler.convert(halving_by_a_power_of_the_counter)(3) == 0.875
+
+
+class _Scaled:
+    def __init__(self):
+        self.scale = 2
+
+
+def powers_of_items_and_attributes(n):
+    vals, table, scaled = [2, 3], {"k": 4}, _Scaled()
+    k = 0
+    while k < n:
+        k += 1
+    vals[0] **= -k
+    table["k"] **= -1
+    scaled.scale **= -k
+    return vals[0], table["k"], scaled.scale
+
+
+def test_a_power_assigned_to_an_item_or_an_attribute_keeps_python_s_type():
+    expected = powers_of_items_and_attributes(2)
+    assert expected == (0.25, 0.25, 0.25)
+    with pytest.raises(Exception, match=r"\*\* of ints"):
+        jax.block_until_ready(transpiler.jit(powers_of_items_and_attributes)(2))
+    got = transpiler.jit(powers_of_items_and_attributes)(0)  # -k is 0: no negative exponent
+    assert [float(v) for v in got] == [1.0, 0.25, 1.0]

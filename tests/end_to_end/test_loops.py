@@ -523,9 +523,18 @@ def halves_through_a_chain(xs):
     return a + b + c
 
 
+def count_from_a_flag(xs):
+    hits = False
+    for v in xs:
+        if v > 0:
+            hits = hits + 1
+    return hits * 0.5
+
+
 @pytest.mark.parametrize(
     "fn, args",
     [
+        (count_from_a_flag, (jnp.array([1.0, -2.0, 3.0]),)),
         (discounted_return, (np.array([1, 0, 2]),)),
         (discounted_return, (jnp.array([1.0, 0.5, 2.0]),)),
         (tribonacci_halves, (5,)),

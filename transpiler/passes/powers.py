@@ -11,6 +11,8 @@ ints is an int whatever the exponent's sign, where Python's is a float for a neg
 
 from __future__ import annotations
 
+import copy
+
 import gast
 
 from transpiler import templates
@@ -34,11 +36,32 @@ class _Powers(Transformer):
         node = self.generic_visit(node)
         if not isinstance(node.op, gast.Pow) or _typed_alike(node.value):
             return node
-        if not isinstance(node.target, gast.Name):
-            return node  # `self.n **= 2`, `a[i] **= 2`: the target would be evaluated twice
-        load = gast.Name(id=node.target.id, ctx=gast.Load(), annotation=None, type_comment=None)
+        if not _plain_target(node.target):
+            return node  # `f().n **= 2`, `a[g()] **= 2`: the target would be evaluated twice
+        load = _as_load(copy.deepcopy(node.target))
         assign = gast.Assign(targets=[node.target], value=_power(load, node.value))
         return gast.copy_location(assign, node)
+
+
+def _plain_target(target: gast.expr) -> bool:
+    """A name, or an attribute or item of one by a name or a constant (`self.scale`, `v[0]`,
+    `d[k]`): read again, it is the same place, and reading it has no effect of its own."""
+    if isinstance(target, gast.Name):
+        return True
+    if isinstance(target, gast.Attribute):
+        return isinstance(target.value, gast.Name)
+    if isinstance(target, gast.Subscript):
+        return isinstance(target.value, gast.Name) and isinstance(
+            target.slice, (gast.Name, gast.Constant)
+        )
+    return False
+
+
+def _as_load(target: gast.expr) -> gast.expr:
+    for node in gast.walk(target):
+        if hasattr(node, "ctx"):
+            node.ctx = gast.Load()
+    return target
 
 
 def _typed_alike(exponent: gast.expr) -> bool:
