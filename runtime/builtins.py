@@ -238,6 +238,12 @@ def pow_(base, exponent, mod=None):
     exponent, whose sign decides the type, is checked >= 0 when the program runs.
     """
     if mod is not None:
+        if any(is_staged(v) for v in (base, exponent, mod)):
+            raise StagingError(
+                f"pow(base, exponent, mod) of traced values ({Site('pow()')}) is not staged: "
+                "Python computes it with unbounded ints (a negative exponent: the modular "
+                "inverse). Write (base ** exponent) % mod where the power fits an int32."
+            )
         return errors.python_call(builtins.pow, base, exponent, mod)
     traced = isinstance(base, jax.core.Tracer) or isinstance(exponent, jax.core.Tracer)
     if not traced or not (_python_int(base) and _python_int(exponent)):

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import pytest
 
 import transpiler
+from runtime import StagingError
 from tests.end_to_end.checks import check_grad, check_jit, check_python, check_vmap, primitives
 
 
@@ -265,3 +266,13 @@ def test_a_power_assigned_to_an_item_or_an_attribute_keeps_python_s_type():
         jax.block_until_ready(transpiler.jit(powers_of_items_and_attributes)(2))
     got = transpiler.jit(powers_of_items_and_attributes)(0)  # -k is 0: no negative exponent
     assert [float(v) for v in got] == [1.0, 0.25, 1.0]
+
+
+def modular_power(k):
+    return pow(k, 2, 7)
+
+
+def test_a_modular_power_of_traced_ints_is_refused_by_name():
+    assert transpiler.convert(modular_power)(5) == 4
+    with pytest.raises(StagingError, match=r"pow\(base, exponent, mod\) of traced values"):
+        transpiler.jit(modular_power)(5)
