@@ -75,6 +75,17 @@ def diagonal_of_two_indices(m):
     return jnp.stack(outs)
 
 
+def diagonal_of_aliased_indices(m):
+    outs = []
+    for t in range(3):
+        k = t
+        for u in range(3):
+            w = u + 0
+            if k == w:
+                outs.append(m[t, u])
+    return jnp.stack(outs)
+
+
 def upper_triangle_by_the_inner_index(m):
     outs = []
     for t in range(3):
@@ -110,6 +121,7 @@ CASES = [
     (every_other_state, (jnp.ones((5, 2)), jnp.zeros(2))),
     (diagonal_of_two_indices, (jnp.arange(9.0).reshape(3, 3),)),
     (upper_triangle_by_the_inner_index, (jnp.arange(9.0).reshape(3, 3),)),
+    (diagonal_of_aliased_indices, (jnp.arange(9.0).reshape(3, 3),)),
     # Over a traced array, the index of `enumerate` (and a zipped range's) is still Python's.
     (text_of_the_enumerate_index, (jnp.array([1.0, 2.0, 3.0]),)),
     (type_of_a_zipped_range_item, (jnp.array([1.0, 2.0, 3.0]),)),

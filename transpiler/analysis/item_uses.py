@@ -67,7 +67,7 @@ def uses_items_as_python(
     indices = set(enclosing)
     for stmt in statements:
         if isinstance(stmt, gast.For) and range_loop(stmt):
-            indices |= _names(stmt.target)
+            indices |= index_names(stmt)
     return _used_as_python(statements, tainted, counter, indices)
 
 
@@ -79,9 +79,13 @@ def used_as_python(body: list[gast.stmt], names) -> frozenset[str]:
     return frozenset(n for n in names if _used_as_python(statements, {n}, None))
 
 
-def _used_as_python(
-    statements: list[gast.stmt], tainted: set[str], counter, indices: set[str] = frozenset()
-) -> bool:
+def index_names(loop: gast.For) -> frozenset[str]:
+    """The loop's index and the names its body binds from it (`k = t`, `j = t + 1`): what an
+    `if` in a nested loop may be decided by (see `uses_items_as_python`'s `enclosing`)."""
+    return frozenset(_closure(list(structure.walk(loop.body)), _names(loop.target)))
+
+
+def _closure(statements: list[gast.stmt], tainted: set[str]) -> set[str]:
     while True:  # names bound from the items, through any number of assignments
         grown = set(tainted)
         for stmt in statements:
@@ -89,8 +93,14 @@ def _used_as_python(
                 if value is not None and _derived(value, tainted):
                     grown |= _names(target)
         if grown == tainted:
-            break
+            return tainted
         tainted = grown
+
+
+def _used_as_python(
+    statements: list[gast.stmt], tainted: set[str], counter, indices: set[str] = frozenset()
+) -> bool:
+    tainted = _closure(statements, tainted)
     for stmt in statements:
         if isinstance(stmt, structure.SCOPES) and _reads(stmt, tainted):
             return True  # a nested function reads an item: it may do anything with it

@@ -295,7 +295,7 @@ class _ControlFlow(Transformer):
             node.body = node.body[1:]
         replacements["loop_body"] = self.namer.new("loop_body")
         ranged = item_uses.range_loop(node) and isinstance(target, gast.Name)
-        self.range_indices.append(frozenset({target.id} if ranged else ()))
+        self.range_indices.append(item_uses.index_names(node) if ranged else frozenset())
         self._visit_blocks(node)
         self.range_indices.pop()
         stmts = self._assign_state(template, names, names, cells, body=node.body, **replacements)
