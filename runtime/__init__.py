@@ -14,7 +14,6 @@ from runtime.builtins import (
     max_,
     min_,
     next_,
-    pow_,
     reversed_,
     sum_,
     zip_,
@@ -33,6 +32,7 @@ from runtime.lists import (
 )
 from runtime.logical import and_, in_, not_, not_in, or_
 from runtime.loops import while_stmt
+from runtime.powers import pow_
 from runtime.staging import CANNOT_STAGE, raise_cannot_stage
 from runtime.text import format_, fstring, percent, repr_, str_
 from runtime.variables import Undefined, UndefinedReturnValue, deleted, ld

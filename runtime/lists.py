@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from runtime import staging
+from runtime import powers, staging
 from runtime.errors import Site, StagingError, python_error
 from runtime.staging import is_staged
 
@@ -508,7 +508,7 @@ _IN_PLACE = types.MappingProxyType(
         "/": operator.itruediv,
         "//": operator.ifloordiv,
         "%": operator.imod,
-        "**": operator.ipow,
+        "**": powers.pow_,  # Python's type for a power of two ints (`items[i] **= -k`)
         "@": operator.imatmul,
         "&": operator.iand,
         "|": operator.ior,

@@ -276,3 +276,22 @@ def test_a_modular_power_of_traced_ints_is_refused_by_name():
     assert transpiler.convert(modular_power)(5) == 4
     with pytest.raises(StagingError, match=r"pow\(base, exponent, mod\) of traced values"):
         transpiler.jit(modular_power)(5)
+
+
+def power_of_an_appended_item(n, exponent_of_k):
+    vals = []
+    for _ in range(2):
+        vals.append(2)
+    k = 0
+    while k < n:
+        k += 1
+        vals[1] **= -k if exponent_of_k else -1
+    return vals[1]
+
+
+def test_a_power_assigned_to_an_item_of_a_list_the_function_builds():
+    # `rt__.list_update` made it with `operator.ipow`: JAX's int power, 0 for 2 ** -1.
+    assert power_of_an_appended_item(2, False) == 2.0
+    assert float(transpiler.jit(power_of_an_appended_item, static_argnums=1)(2, False)) == 2.0
+    with pytest.raises(Exception, match=r"\*\* of ints"):
+        jax.block_until_ready(transpiler.jit(power_of_an_appended_item, static_argnums=1)(2, True))

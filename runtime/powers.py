@@ -1,0 +1,69 @@
+"""Powers as Python computes them: `base ** exponent` and `pow(base, exponent[, mod])`.
+
+Generated code calls `pow_` for `**`, `**=` and `pow()` (see `transpiler.passes.powers`), and
+`lists.list_update` for `items[i] **= e`.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from runtime import errors, staging
+from runtime.errors import Site, StagingError
+from runtime.staging import is_staged
+
+
+def pow_(base, exponent, mod=None):
+    """`base ** exponent` and `pow(base, exponent[, mod])`, as Python computes them.
+
+    A power of two Python ints is an int for an exponent >= 0 and a float for a negative one;
+    JAX's power of two ints is an int either way (`2 ** -3` is 0). Where both stand for Python
+    ints (Python ints, or weakly typed int scalars: what a Python int became in staged code) and
+    one is traced: a negative Python exponent makes the power a float's, as Python's; a traced
+    exponent, whose sign decides the type, is checked >= 0 when the program runs.
+    """
+    if mod is not None:
+        if any(is_staged(v) for v in (base, exponent, mod)):
+            raise StagingError(
+                f"pow(base, exponent, mod) of traced values ({Site('pow()')}) is not staged: "
+                "Python computes it with unbounded ints (a negative exponent: the modular "
+                "inverse). Write (base ** exponent) % mod where the power fits an int32."
+            )
+        return errors.python_call(builtins.pow, base, exponent, mod)
+    traced = isinstance(base, jax.core.Tracer) or isinstance(exponent, jax.core.Tracer)
+    if not traced or not (_python_int(base) and _python_int(exponent)):
+        return base**exponent
+    if not is_staged(exponent):  # known now: Python's type for its sign
+        if exponent < 0:
+            return (base * 1.0) ** exponent  # a weakly typed float, as a Python float staged
+        return base**exponent
+    _check_int_exponent(exponent, Site("** of ints"))
+    return base**exponent
+
+
+def _python_int(value) -> bool:
+    """Whether `value` stands for a Python int: one, or a weakly typed int scalar."""
+    if type(value) in (int, bool):
+        return True
+    if not isinstance(value, jax.core.Tracer) or value.ndim != 0 or not value.aval.weak_type:
+        return False
+    return jnp.issubdtype(value.dtype, jnp.integer) or value.dtype == jnp.bool_
+
+
+def _check_int_exponent(exponent, site: Site) -> None:
+    """A check, when the program runs, that a traced int exponent of an int is not negative."""
+    where = str(site)
+
+    def check(exponent, taken):
+        if np.any(np.logical_and(taken, exponent < 0)):
+            raise StagingError(
+                f"a power of two ints with the exponent {np.min(exponent)} ({where}): Python's "
+                "is a float there, the staged one an int (JAX's power of ints). Make the base a "
+                "float (2.0 ** k)."
+            )
+
+    staging.host_callback(check, exponent, staging.branch_taken())
