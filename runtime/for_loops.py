@@ -71,9 +71,10 @@ class TracedRange:
                 )
             )
         length = self.trip_count()
-        position = jnp.where(index < 0, length + index, index) if is_staged(index) else index
-        if not is_staged(index) and index < 0:
-            position = length + index
+        if is_staged(index):
+            position = jnp.where(index < 0, length + index, index)
+        else:
+            position = length + index if index < 0 else index
 
         def check(position, length, taken):
             if np.any(np.logical_and(taken, (position < 0) | (position >= length))):

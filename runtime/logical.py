@@ -107,9 +107,9 @@ def in_(item, container):
     if isinstance(container, lists.ProbeList):
         # A staged loop's list, probed: in the loop its items are traced, so is what `in`
         # decides (a Python answer now could leave an append under it uncounted).
-        found = container.base.contains(item) if container.base is not None else False
-        for element in container:
-            found = jnp.logical_or(found, item == element)
+        found = _equal_to_any(item, container)
+        if container.base is not None:
+            found = jnp.logical_or(found, container.base.contains(item))
         return jnp.logical_and(found, container.traced_length() >= 0)
     if isinstance(container, for_loops.TracedRange):
         return _in_range(item, container.start, container.stop, container.step)
@@ -136,20 +136,25 @@ def in_(item, container):
             return _in_range(item, container.start, container.stop, container.step)
         if any(element is item for element in container):
             return True  # Python's `in` tests identity first: `x in [x]` even for a NaN
-        found = jnp.asarray(False)
-        for element in container:
-            equal = jnp.asarray(item == element)
-            if equal.size != 1:  # Python's `in` takes the truth of `item == element`
-                raise errors.python_error(
-                    ValueError(
-                        "The truth value of an array with more than one element is ambiguous: "
-                        f"`in` compares values of shapes {jnp.shape(item)} and "
-                        f"{jnp.shape(element)} ({Site('in')})"
-                    )
-                )
-            found = jnp.logical_or(found, equal.reshape(()))
-        return found
+        return _equal_to_any(item, container)
     return item in container
+
+
+def _equal_to_any(item, elements):
+    """`item == e` for some of `elements`, staged: the `or` of the comparisons' truths."""
+    found = jnp.asarray(False)
+    for element in elements:
+        equal = jnp.asarray(item == element)
+        if equal.size != 1:  # Python's `in` takes the truth of `item == element`
+            raise errors.python_error(
+                ValueError(
+                    "The truth value of an array with more than one element is ambiguous: "
+                    f"`in` compares values of shapes {jnp.shape(item)} and "
+                    f"{jnp.shape(element)} ({Site('in', depth=3)})"
+                )
+            )
+        found = jnp.logical_or(found, equal.reshape(()))
+    return found
 
 
 def _in_range(item, start, stop, step):
