@@ -307,20 +307,16 @@ def _raise_when_run(error: Exception, other: list) -> list:
     """A branch that raises `error` when the program runs it; its outputs mirror `other`'s."""
     note = errors.user_frames_note(error.__traceback__)
     # Text made from traced values (`ValueError(f"bad {x}")`): made again with their values.
-    texts = [i for i, arg in enumerate(error.args) if isinstance(arg, text.DeferredText)]
+    texts, values = text.traced_parts(error.args)
 
-    def raise_if(taken, *values):
+    def raise_if(taken, *concrete):
         if np.any(taken):
             raised = copy.copy(error)  # a fresh one each run: the message made from its values
-            args = list(error.args)
-            for i, value in zip(texts, values):
-                args[i] = args[i].render(value)
-            raised.args = tuple(args)
+            raised.args = tuple(text.made_again(error.args, texts, concrete))
             if note is not None and note not in getattr(raised, "__notes__", ()):
                 raised.__notes__ = [*getattr(error, "__notes__", ()), note]
             errors.raise_at_users_lines(raised, error.__traceback__)
 
-    values = [error.args[i].values for i in texts]
     staging.host_callback(raise_if, staging.branch_taken(), *values, ordered=True, kind="raise")
     return [
         staging.zeros_like(staging.shapes_of(staging.as_arrays(value)))

@@ -36,15 +36,12 @@ def print_(*args, sep=" ", end="\n", file=None, flush=False):
         builtins.print(*args, sep=sep, end=end, file=file, flush=flush)
         return
     shown = [text.str_(arg) for arg in args]  # str() of each argument, once, as print does
-    staged = [i for i, arg in enumerate(shown) if isinstance(arg, text.DeferredText)]
-    values = [shown[i].values for i in staged]
+    staged, values = text.traced_parts(shown)
 
     def host_print(taken, *concrete):
         if not np.all(taken):
             return
-        line = [str(arg) for arg in shown]
-        for i, value in zip(staged, concrete):
-            line[i] = shown[i].render(value)
+        line = [str(arg) for arg in text.made_again(shown, staged, concrete)]
         builtins.print(*line, sep=sep, end=end, file=file or sys.stdout, flush=flush)
 
     staging.host_callback(host_print, staging.branch_taken(), *values, ordered=True, kind="print")
@@ -59,22 +56,12 @@ def host_call(fn, /, *args, **kwargs):
     items = [*args, *kwargs.values()]
     if not staging.in_staged_program() and not text.has_staged(items):
         return fn(*args, **kwargs)
-    traced = []  # (position, text made from traced values or None), per operand
-    operands = []
-    for i, item in enumerate(items):
-        if isinstance(item, text.DeferredText):
-            traced.append((i, item))
-            operands.append(item.values)
-        elif staging.is_staged(item):
-            traced.append((i, None))
-            operands.append(item)
+    traced, operands = text.traced_parts(items, arrays=True)
 
     def run(taken, *concrete):
         if not np.all(taken):
             return
-        values = list(items)
-        for (i, made), value in zip(traced, concrete):
-            values[i] = made.render(value) if made is not None else value
+        values = text.made_again(items, traced, concrete)
         fn(*values[: len(args)], **dict(zip(kwargs, values[len(args) :])))
 
     staging.host_callback(run, staging.branch_taken(), *operands, ordered=True, kind="print")

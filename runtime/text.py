@@ -76,6 +76,30 @@ def has_staged(obj) -> bool:
     return bool(leaves)
 
 
+def traced_parts(items, *, arrays: bool = False) -> tuple[list[int], list]:
+    """(positions, operands): where in `items` text made from traced values is (with `arrays`,
+    traced values themselves too), and what a host callback is given to make them again when
+    the program runs (a text's values; a traced value itself). See `made_again`."""
+    positions, operands = [], []
+    for i, item in enumerate(items):
+        if isinstance(item, DeferredText):
+            positions.append(i)
+            operands.append(item.values)
+        elif arrays and staging.is_staged(item):
+            positions.append(i)
+            operands.append(item)
+    return positions, operands
+
+
+def made_again(items, positions: list[int], concrete) -> list:
+    """`items` with those at `positions` (see `traced_parts`) made from `concrete`, their
+    operands' values when the program runs: a text rendered, a traced value its value."""
+    items = list(items)
+    for i, value in zip(positions, concrete):
+        items[i] = items[i].render(value) if isinstance(items[i], DeferredText) else value
+    return items
+
+
 def fstring(*parts) -> str:
     """An f-string: `f"a {x!r:>8} b"` is `fstring("a ", (x, "r", ">8"), " b")`."""
     return deferred(_join_fields, *parts)
