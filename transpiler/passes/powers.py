@@ -11,8 +11,6 @@ ints is an int whatever the exponent's sign, where Python's is a float for a neg
 
 from __future__ import annotations
 
-import copy
-
 import gast
 
 from transpiler import templates
@@ -38,7 +36,7 @@ class _Powers(Transformer):
             return node
         if not _plain_target(node.target):
             return node  # `f().n **= 2`, `a[g()] **= 2`: the target would be evaluated twice
-        load = _as_load(copy.deepcopy(node.target))
+        load = _as_load(templates.clone(node.target))
         assign = gast.Assign(targets=[node.target], value=_power(load, node.value))
         return gast.copy_location(assign, node)
 
