@@ -91,9 +91,10 @@ def assert_(test, msg=None):
     shown = text.str_(msg()) if msg is not None else "assertion failed"
     values = shown.values if isinstance(shown, text.DeferredText) else []
 
-    def check(taken, value, *concrete):
-        if np.all(taken) and not np.all(value):
-            message = shown.render(list(concrete)) if values else shown
-            raise AssertionError(f"{message} ({where})" if where else message)
+    def error(_, *concrete):
+        message = shown.render(list(concrete)) if values else shown
+        return AssertionError(f"{message} ({where})" if where else message)
 
-    staging.host_callback(check, staging.branch_taken(), test, *values, kind="assert")
+    staging.check_when_run(
+        lambda value, *_: np.logical_not(value), error, test, *values, kind="assert"
+    )

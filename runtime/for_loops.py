@@ -17,7 +17,6 @@ import warnings
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from runtime import carry as carry_
@@ -76,11 +75,12 @@ class TracedRange:
         else:
             position = length + index if index < 0 else index
 
-        def check(position, length, taken):
-            if np.any(np.logical_and(taken, (position < 0) | (position >= length))):
-                raise IndexError("range object index out of range")
-
-        staging.host_callback(check, position, length, staging.branch_taken())
+        staging.check_when_run(
+            lambda position, length: (position < 0) | (position >= length),
+            lambda *_: IndexError("range object index out of range"),
+            position,
+            length,
+        )
         return self.start + position * self.step
 
     def __contains__(self, item):
@@ -138,12 +138,9 @@ def range_(*args):
 
 def _check_step(step) -> None:
     """A check, when the program runs, that a traced step is not zero, as `range` makes."""
-
-    def check(step, taken):
-        if np.all(taken) and np.any(step == 0):
-            raise ValueError("range() arg 3 must not be zero")
-
-    staging.host_callback(check, step, staging.branch_taken())
+    staging.check_when_run(
+        lambda step: step == 0, lambda _: ValueError("range() arg 3 must not be zero"), step
+    )
 
 
 def for_stmt(

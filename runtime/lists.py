@@ -189,12 +189,10 @@ class StagedList:
 
     def check_not_empty(self, what: str) -> None:
         """A check, when the program runs, that the list (of traced length) has items."""
-
-        def check(length, taken):
-            if np.all(taken) and length == 0:
-                raise ValueError(f"{what} arg is an empty sequence ('{self.origin.name}')")
-
-        staging.host_callback(check, self.length, staging.branch_taken())
+        message = f"{what} arg is an empty sequence ('{self.origin.name}')"
+        staging.check_when_run(
+            lambda length: length == 0, lambda _: ValueError(message), self.length
+        )
 
     def _check_index(self, index, message: str = "list index out of range") -> None:
         """An IndexError now where the length and `index` are known and it is out of range; a
@@ -208,13 +206,12 @@ class StagedList:
             if not -known <= index < known:
                 raise python_error(IndexError(f"{message} ('{self.origin.name}'[{index}])"))
             return
-        name = self.origin.name
-
-        def check(length, taken):
-            if np.all(taken) and not -length <= index < length:
-                raise IndexError(f"{message} ('{name}'[{index}])")
-
-        staging.host_callback(check, self.length, staging.branch_taken())
+        message = f"{message} ('{self.origin.name}'[{index}])"
+        staging.check_when_run(
+            lambda length: (index < -length) | (index >= length),
+            lambda _: IndexError(message),
+            self.length,
+        )
 
     def _position(self, index, message: str = "list index out of range"):
         """Where item `index` (a Python int or a traced integer) is in the buffer, after

@@ -57,13 +57,12 @@ def _python_int(value) -> bool:
 def _check_int_exponent(exponent, site: Site) -> None:
     """A check, when the program runs, that a traced int exponent of an int is not negative."""
     where = str(site)
-
-    def check(exponent, taken):
-        if np.any(np.logical_and(taken, exponent < 0)):
-            raise StagingError(
-                f"a power of two ints with the exponent {np.min(exponent)} ({where}): Python's "
-                "is a float there, the staged one an int (JAX's power of ints). Make the base a "
-                "float (2.0 ** k)."
-            )
-
-    staging.host_callback(check, exponent, staging.branch_taken())
+    staging.check_when_run(
+        lambda exponent: exponent < 0,
+        lambda exponent: StagingError(
+            f"a power of two ints with the exponent {np.min(exponent)} ({where}): Python's "
+            "is a float there, the staged one an int (JAX's power of ints). Make the base a "
+            "float (2.0 ** k)."
+        ),
+        exponent,
+    )

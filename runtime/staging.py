@@ -191,6 +191,18 @@ def host_callback(fn, *args, ordered: bool = False, kind: str = "check") -> None
     jax.debug.callback(fn, *args, ordered=ordered)
 
 
+def check_when_run(failing, error, *operands, kind: str = "check") -> None:
+    """A check Python makes, made when the program runs, where the code making it runs (in a
+    staged branch: when the branch is taken): `error(*values)` is raised if `failing(*values)`
+    holds anywhere, `values` being the concrete values of `operands`."""
+
+    def check(taken, *values):
+        if np.any(np.logical_and(taken, failing(*values))):
+            raise error(*values)
+
+    host_callback(check, branch_taken(), *operands, kind=kind)
+
+
 def in_staged_program() -> bool:
     """Whether the code running now is being traced into a program (see `call_staging`)."""
     return _staged_program.get() or bool(_trackers.get())

@@ -79,14 +79,11 @@ class MaybeUnbound:
 
         name, where = self.name, errors.Site("read", depth=3).location()
 
-        def check(bound, taken):
-            if np.all(taken) and not np.all(bound):
-                error = _unbound(name)
-                raise (
-                    UnboundLocalError(f"{error} (in converted code at {where})") if where else error
-                )
+        def error(_):
+            error = _unbound(name)
+            return UnboundLocalError(f"{error} (in converted code at {where})") if where else error
 
-        staging.host_callback(check, self.bound, staging.branch_taken())
+        staging.check_when_run(lambda bound: np.logical_not(bound), error, self.bound)
         return self.value
 
     def __repr__(self) -> str:
