@@ -29,8 +29,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.extend.core import ClosedJaxpr
+from jax.extend.core import ClosedJaxpr, Primitive
 from jax.extend.core.primitives import while_p
+from jax.interpreters import ad, batching, mlir
 
 from runtime import errors, staging
 
@@ -168,7 +169,7 @@ def _loop(body, quiet, cond, checkpoints, site):
     loop = jax.custom_jvp(primal)
 
     def loop_jvp(primals, tangents):
-        _refuse_second_order(primals, site)
+        primals = _refusing_derivatives(primals, site)
         body_consts, quiet_consts, cond_consts, init = primals
         _, t_consts, _, t_init = _as_arrays(tangents)  # derivatives: by the quiet body's consts
         # The state's tangents are those of its floating-point leaves; the constants', those
@@ -212,12 +213,14 @@ def _loop(body, quiet, cond, checkpoints, site):
         live = c_part.part(t_consts) + _live(t_init)
         if not live:  # nothing is differentiated: the tangent is zero
             return final, x_part.full(_zeros(x_part.part(final)), final)
-        # Every input of the linear map must be a tangent, even where it is zero: `0 * live`.
-        anchor = 0 * jnp.sum(live[0])
-        v_init = x_part.part(_instantiate(t_init, init, anchor))
+        # Every input of the linear map must be a tangent (JAX transposes it only then), even
+        # where it is zero, or a zero JAX made (a scan's jvp instantiates the tangents of its
+        # carry as constant zeros): each is tied to a zero made from the live tangents.
+        anchor = _linear_zero(live)
+        v_init = _tied(x_part.part(_instantiate(t_init, init, anchor)), anchor)
         t_final, _ = lax.custom_linear_solve(
             lambda v: v,
-            (v_init, c_part.part(t_consts)),
+            (v_init, _tied(c_part.part(t_consts), anchor)),
             lambda _, b: tangent_map(b),
             lambda _, b: transposed_map(b),
         )
@@ -227,30 +230,44 @@ def _loop(body, quiet, cond, checkpoints, site):
     return loop
 
 
-def _refuse_second_order(primals, site) -> None:
-    """Raises if this derivative is itself being differentiated (`jax.hessian`, `jacfwd` of
-    `grad`, `grad` of `jvp`): the derivative is a `lax.custom_linear_solve`, whose own
-    derivative JAX takes as if it did not depend on the loop's state and parameters. That
-    would be silently wrong, so it is refused."""
-    if any(_is_differentiated(leaf) for leaf in jax.tree_util.tree_leaves(primals)):
-        where = f" ({site})" if site is not None else ""
-        raise errors.StagingError(
-            f"second derivatives through a staged while loop{where} are not supported: "
-            "jax.hessian, jax.jacfwd/jacrev of a gradient, or jax.grad of jax.jvp through it "
-            "would be computed wrong. Bound the loop with "
-            "transpiler.loop_options(max_iterations=N) (a scan, differentiable to any order), "
-            "or take the second derivative outside jax.jit (the loop then runs in Python)."
-        )
+def _refusing_derivatives(values, site):
+    """`values`, through an identity whose derivative raises: the loop's own derivative uses
+    them (the states it recomputes, the parameters), and a derivative of that derivative
+    (`jax.hessian`, `jacfwd` of `grad`, `grad` of `jvp`) through a `lax.custom_linear_solve`
+    would be taken as if it did not depend on them: silently wrong, so it is refused. An
+    equation of the graph, not a check now: the refusal is met however the second derivative
+    reaches the loop, also through a `cond` or `scan` around it, which JAX differentiates as a
+    jaxpr (a primitive, since JAX inlines a `custom_jvp` whose inputs it knows)."""
+    leaves, tree = jax.tree_util.tree_flatten(values)
+    where = f" ({site})" if site is not None else ""
+    out = _first_order_only_p.bind(*leaves, where=where)
+    return jax.tree_util.tree_unflatten(tree, out)
 
 
-# The tracers of forward and reverse differentiation (the second has no public name).
-_DERIVATIVE_TRACERS = frozenset({"JVPTracer", "LinearizeTracer"})
-
-
-def _is_differentiated(value) -> bool:
-    return isinstance(value, jax.core.Tracer) and any(
-        t.__name__ in _DERIVATIVE_TRACERS for t in type(value).__mro__
+def _refuse_second_order(primals, tangents, *, where):
+    if all(type(t) is ad.Zero or t.dtype == jax.dtypes.float0 for t in tangents):
+        return _first_order_only_p.bind(*primals, where=where), tangents
+    raise errors.StagingError(
+        f"second derivatives through a staged while loop{where} are not supported: "
+        "jax.hessian, jax.jacfwd/jacrev of a gradient, or jax.grad of jax.jvp through it "
+        "would be computed wrong. Bound the loop with "
+        "transpiler.loop_options(max_iterations=N) (a scan, differentiable to any order), "
+        "or take the second derivative outside jax.jit (the loop then runs in Python)."
     )
+
+
+_first_order_only_p = Primitive("first_order_only")
+_first_order_only_p.multiple_results = True
+_first_order_only_p.def_impl(lambda *values, where: values)
+_first_order_only_p.def_abstract_eval(lambda *avals, where: avals)
+ad.primitive_jvps[_first_order_only_p] = _refuse_second_order
+batching.primitive_batchers[_first_order_only_p] = lambda args, dims, *, where: (
+    _first_order_only_p.bind(*args, where=where),
+    dims,
+)
+mlir.register_lowering(
+    _first_order_only_p, mlir.lower_fun(lambda *values, where: values, multiple_results=True)
+)
 
 
 class _Inexact:
@@ -311,12 +328,26 @@ def _live(tangents) -> list:
     return [t for t in leaves if not isinstance(t, zero) and t.dtype != jax.dtypes.float0]
 
 
+def _linear_zero(tangents: list):
+    """A scalar zero that depends on every tangent in `tangents` (JAX sees it as linear in
+    them): selected away, so that it is zero even where a tangent is inf or nan (`0 * inf`)."""
+    total = sum(jnp.real(jnp.sum(t)).astype(jnp.float32) for t in tangents)
+    return lax.select(jnp.zeros((), bool), total, jnp.zeros((), jnp.float32))
+
+
+def _tied(tangents: list, anchor) -> list:
+    """`tangents`, each plus `anchor` (a zero linear in all of them): all linear if one is."""
+    return [(t + anchor).astype(t.dtype) for t in tangents]
+
+
 def _instantiate(tangents, primals, anchor):
     """Symbolically zero tangents (and `float0` ones) as zeros, made from `anchor` (a traced
     zero) so that they are tangents too."""
     zero = jax.custom_derivatives.SymbolicZero
 
     def one(t, p):
+        if not jnp.issubdtype(jnp.result_type(p), jnp.inexact):  # ints, bools, PRNG keys
+            return _zero_tangent(p)  # no tangent of their own: float0
         if isinstance(t, zero) or t.dtype == jax.dtypes.float0:
             return (jnp.zeros_like(p) + anchor).astype(jnp.result_type(p))
         return t

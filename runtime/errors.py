@@ -227,31 +227,35 @@ def _display(filename: str) -> str:
 class Site:
     """Where a runtime operator was called from, and what construct it stands for."""
 
-    __slots__ = ("construct", "_frame")
+    __slots__ = ("construct", "_generated")
 
     def __init__(self, construct: str, depth: int = 2):
         self.construct = construct
-        self._frame: types.FrameType | None = sys._getframe(depth)
+        # The frames of generated code it was called from, and their lines now: a frame's
+        # line moves on, and a message may be made later (a derivative's rule, run by JAX).
+        generated = []
+        frame: types.FrameType | None = sys._getframe(depth)
+        while frame is not None:
+            if is_generated(frame.f_code.co_filename):
+                generated.append((frame.f_code.co_filename, frame.f_lineno))
+            frame = frame.f_back
+        self._generated = generated
 
     def return_value(self, name: str) -> tuple[str, list[str]] | None:
         """(function, [its returns]) if `name` is the return-value variable of generated code."""
-        frame = self._frame
-        while frame is not None:
-            found = _source_map(frame.f_code.co_filename)
+        for filename, _ in self._generated:
+            found = _source_map(filename)
             if found is not None:
                 returned = found["returns"].get(name)
                 return None if returned is None else tuple(returned)
-            frame = frame.f_back
         return None
 
     def location(self) -> str | None:
         """The user's `file:line` of the construct, if it is in converted code."""
-        frame = self._frame
-        while frame is not None:
-            found = user_location(frame.f_code.co_filename, frame.f_lineno)
+        for filename, lineno in self._generated:
+            found = user_location(filename, lineno)
             if found is not None:
                 return f"{_display(found[0])}:{found[1]}"
-            frame = frame.f_back
         return None
 
     def __str__(self) -> str:
