@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from runtime import identity, staging
 from runtime import lists as lists_
-from runtime import staging
 from runtime.errors import StagingError
 from runtime.staging import describe
 from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
@@ -42,6 +42,11 @@ class Carry:
         # Variables that enter unbound and that the body, probed, leaves unbound: the `if` that
         # binds them is Python's, never taken (`if g: z = s * c` with a Python-false `g`).
         self.never_bound: set[int] = set()
+        # The lists and dicts the variables hold before the loop: where every iteration leaves
+        # a variable holding the one it was given, it is that object after the loop.
+        self.originals = {i: v for i, v in enumerate(state) if type(v) in (list, dict)}
+        self.replaced: set[int] = set()
+        self._given: tuple | None = None
         state = self._size_from_body(state, probe, trip_count, probe_args)
         promotions = _PROMOTIONS.get()
         if promotions:
@@ -176,6 +181,14 @@ class Carry:
         length back as an int. `ran`: the loop ran at least once (a scan), so what every
         iteration binds is bound."""
         state = list(self.merge(dynamic))
+        for index, original in self.originals.items():
+            if (
+                index not in self.replaced
+                and index not in self.planned
+                and index not in self.static
+            ):
+                identity.update_in_place(original, state[index])
+                state[index] = original
         for index in self.planned:
             value, length = state[index], self.static_lengths.get(index)
             state[index] = value._with(static_length=length, fixed=False)
@@ -183,6 +196,43 @@ class Carry:
             for index in self.bound_by_every_iteration:
                 state[index] = state[index].value
         return tuple(state)
+
+    def given(self, dynamic):
+        """The state an iteration is given (fresh containers: see `check_identities`)."""
+        self._given = self.merge(staging.fresh(dynamic))
+        self._given_contents = [identity.contents(v) for v in self._given]
+        return self._given
+
+    def check_identities(self, outs) -> None:
+        """Where the body leaves a variable holding another variable's list (`a, b = b, a`)
+        or binds a new one after changing the one it held (`h[0] = v; h = [w]`), and changes
+        lists in place: refused, since the staged loop changes copies, which nothing takes
+        back to the objects other names see."""
+        given, self._given = self._given, None
+        if given is None:
+            return
+        changed = {
+            i for i in self.originals if identity.changed_since(given[i], self._given_contents[i])
+        }
+        for i in self.originals:
+            if outs[i] is given[i]:
+                continue
+            self.replaced.add(i)
+            other = next((j for j in self.originals if j != i and outs[i] is given[j]), None)
+            if (other is not None and changed) or i in changed:
+                kind = type(self.originals[i]).__name__
+                what = (
+                    f"the {kind} '{self.names[other]}' held"
+                    if other is not None
+                    else f"another {kind} after changing the one it held in place"
+                )
+                raise StagingError(
+                    f"'{self.names[i]}' is given {what} in an iteration of the staged "
+                    f"{self.site.construct} ({self.site}), and the loop changes lists or dicts "
+                    "in place: the staged loop changes copies of them, which nothing takes "
+                    "back to the objects other names see. Change the lists through the names "
+                    "that hold them, or build new ones (a = [...]) instead of changing them."
+                )
 
     def merge(self, dynamic):
         dynamic = iter(dynamic)
@@ -194,6 +244,7 @@ class Carry:
     def check(self, outs, before):
         """The loop body's outputs as the next carry; StagingError if they changed type."""
         assert len(outs) == len(self.names), "generated code returned the wrong number of values"
+        self.check_identities(outs)
         before = iter(before)
         result = []
         promotions = {}

@@ -9,6 +9,7 @@ shapes and dtypes. Loops live in `runtime.loops` and `runtime.for_loops`.
 from __future__ import annotations
 
 import copy
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -16,14 +17,14 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jax_core
 
-from runtime import errors, lists, log, selects, staging, text
+from runtime import errors, identity, lists, log, selects, staging, text
 from runtime.effects import Effects
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, describe_tree, is_staged
 from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
 
 
-def if_stmt(pred, if_true, if_false, state, *, symbol_names):
+def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None):
     """Functional form of an if statement.
 
     Same semantics as::
@@ -37,7 +38,11 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names):
     `pred` lowers to `jax.lax.cond`: both branches are traced, and each output must come out of
     both with the same structure, shape and dtype (Python scalars are promoted the way JAX
     promotes weakly typed values). Python state the branches change (an attribute, a global) is
-    staged too, or refused (see `runtime.effects`).
+    staged too, or refused (see `runtime.effects`). A list or dict a variable holds keeps its
+    identity where both branches leave it there (see `_identities`). `aliased`, given in a
+    function that changes lists or dicts in place (`transpiler.analysis.ownership`), names the
+    variables whose lists and dicts another name may reach; attributes, items and globals the
+    branches set may be reached by other names too.
     """
     pred = staging.condition(pred)
     if is_staged(pred):
@@ -47,13 +52,22 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names):
             state,
             symbol_names,
             lambda state, names, wrap: staged_cond(
-                pred, wrap(if_true), wrap(if_false), state, names, site, logged=True
+                pred,
+                wrap(if_true),
+                wrap(if_false),
+                state,
+                names,
+                site,
+                logged=True,
+                aliased=frozenset()
+                if aliased is None
+                else frozenset(aliased) | frozenset(names[len(symbol_names) :]),
             ),
         )
     return if_true(*state) if pred else if_false(*state)
 
 
-def if_exp(pred, if_true, if_false):
+def if_exp(pred, if_true, if_false, *, aliased=False):
     """Functional form of `if_true() if pred else if_false()`; a traced `pred` -> `lax.cond`."""
     pred = staging.condition(pred)
     if is_staged(pred):
@@ -69,6 +83,7 @@ def if_exp(pred, if_true, if_false):
                 names,
                 site,
                 logged=True,
+                aliased=frozenset({"<value>"} if aliased else ()),
             )
 
         (value,) = effects.run((), ("<value>",), stage)
@@ -102,14 +117,16 @@ class _Retrace(staging.Retrace):
         self.replaced = frozenset(replaced)
 
 
-def staged_cond(pred, if_true, if_false, state, names, site, *, logged=False):
+def staged_cond(pred, if_true, if_false, state, names, site, *, logged=False, aliased=None):
     """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs.
-    `logged`: log the lowering (`if → lax.cond`, or a select) as the statement's own."""
+    `logged`: log the lowering (`if → lax.cond`, or a select) as the statement's own. `aliased`
+    (an `if` statement's, a conditional expression's): the lists and dicts its variables come
+    out holding keep their identity (see `_identities`)."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
     for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
         try:
-            return _cond_once(pred, if_true, if_false, state, names, site, fixes, logged)
+            return _cond_once(pred, if_true, if_false, state, names, site, fixes, logged, aliased)
         except _Retrace as retrace:
             fixes = _Retrace(
                 {**fixes.casts, **retrace.casts},
@@ -130,7 +147,7 @@ def staged_cond(pred, if_true, if_false, state, names, site, *, logged=False):
     raise AssertionError("retracing the branches did not converge")
 
 
-def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False):
+def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False, aliased=None):
     if len(fixes.raised) == 2:  # both branches raise: so does the if, whichever runs
         raise fixes.raised["true"]
     # (branch, outputs as returned, outputs as the function gave them), per branch traced so far
@@ -138,6 +155,7 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False)
     # Lists standing in for a staged loop's lists while its body is probed: count per branch.
     probes = {id(v): (v, *v.branches()) for v in state if isinstance(v, lists.ProbeList)}
     appended: dict[str, dict[int, int]] = {}
+    origins: dict[str, list] = {}  # per branch: each output's `_origin`
 
     def branch(fn, which):
         def run():
@@ -147,7 +165,9 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False)
                     error = _raised_again(fn, state, fixes.raised[which])
                     raw = _raise_when_run(error, traced[0][2])
                 else:
-                    raw = _trace_branch(fn, state, which)
+                    raw, copies = _trace_branch(fn, state, which)
+                    if aliased is not None:
+                        origins[which] = _origins(raw, copies, state, names, aliased, site)
             appended[which] = {key: p.count - starts[key] for key, (p, _, _) in probes.items()}
             assert len(raw) == len(names), "generated code returned the wrong number of values"
             outs = [_branch_output(i, value, fixes, names[i]) for i, value in enumerate(raw)]
@@ -173,9 +193,12 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False)
     for key, (_, _, finish) in probes.items():
         finish(appended["true"][key], appended["false"][key])
     _, outs, _ = traced[0]
-    return tuple(
+    out = [
         staging.released(next(dynamic)) if staging.is_array_tree(value) else value for value in outs
-    )
+    ]
+    if aliased is not None:
+        _identities(out, origins, names, aliased, site)
+    return tuple(out)
 
 
 def _cond_or_select(pred, true_fn, false_fn, log_site=None) -> list:
@@ -273,11 +296,16 @@ def _same_constant(a, b) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
 
 
-def _trace_branch(fn, state, which) -> list:
-    """The branch's outputs, traced; _Retrace if its tracing raised what Python would raise
+def _trace_branch(fn, state, which) -> tuple[list, dict]:
+    """The branch's outputs, traced, and the copies of the state's lists and dicts it was given
+    (`{id(copy): (copy, original)}`); _Retrace if its tracing raised what Python would raise
     when the branch runs (a `raise`, a failed assert, an IndexError): it raises then."""
+    copied = staging.fresh(state)
+    copies = {}
+    for original, copy_ in zip(state, copied):
+        _pair_containers(original, copy_, copies)
     try:
-        return list(fn(*staging.fresh(state)))
+        return list(fn(*copied)), copies
     except staging.CANNOT_STAGE:
         raise
     except Exception as e:  # noqa: BLE001 - the user's exception, raised when the branch runs
@@ -330,6 +358,100 @@ def _appended_in(name: str, site: Site) -> lists.Origin:
     return lists.Origin(
         name, f"is appended to in one branch of the staged {site.construct} ({site})"
     )
+
+
+def _pair_containers(original, copy_, copies: dict) -> None:
+    """Records each list and dict of `copy_` (a `staging.fresh` copy) with its original."""
+    if type(original) is not type(copy_):
+        return
+    if type(original) is list and len(original) == len(copy_):
+        copies[id(copy_)] = (copy_, original)
+        for a, b in zip(original, copy_):
+            _pair_containers(a, b, copies)
+    elif type(original) is dict and original.keys() == copy_.keys():
+        copies[id(copy_)] = (copy_, original)
+        for key in original:
+            _pair_containers(original[key], copy_[key], copies)
+    elif type(original) is tuple and len(original) == len(copy_):
+        for a, b in zip(original, copy_):
+            _pair_containers(a, b, copies)
+
+
+# An object only the branch's list of outputs holds (and the loop's variable, and
+# `sys.getrefcount`'s argument): one the branch made, which nothing else can see.
+_ONLY_THE_OUTPUTS = 3
+
+
+def _origins(raw: list, copies: dict, state, names, aliased, site) -> list:
+    """Per output of a branch: None where it is no list or dict; else the object Python's
+    variable holds after the branch (the original of a copy the branch was given, or an object
+    something else reaches), or `_NEW` (one the branch made)."""
+    result = []
+    for index in range(len(raw)):  # not enumerate: its cached pair holds the item too
+        value = raw[index]
+        if type(value) not in (list, dict):
+            result.append(None)
+            continue
+        pair = copies.get(id(value))
+        if pair is not None and pair[0] is value:
+            result.append(pair[1])
+        elif sys.getrefcount(value) <= _ONLY_THE_OUTPUTS:
+            result.append(_NEW)
+        else:
+            result.append(value)
+        if index < len(state) and names[index] in aliased:
+            _check_not_changed_then_replaced(value, state[index], copies, names[index], site)
+    return result
+
+
+_NEW = object()
+
+
+def _check_not_changed_then_replaced(value, before, copies, name, site) -> None:
+    """Raises where a branch changed the list or dict a variable held (Python changes the
+    object others may see too) and then bound the variable to another: the staged branch
+    changed a copy, which nothing takes back to the object."""
+    if type(before) not in (list, dict):
+        return
+    for copy_, original in copies.values():
+        if original is before and copy_ is not value and identity.changed(copy_, original):
+            raise StagingError(
+                f"'{name}' is changed in place and then bound to another {type(before).__name__} "
+                f"in a branch of a staged {site.construct} ({site}): the object it held may be "
+                f"seen through other names too. Copy it first ({name} = "
+                f"{type(before).__name__}({name})), or change the new one only."
+            )
+
+
+def _identities(out: list, origins: dict, names, aliased, site) -> None:
+    """Each list or dict variable as Python has it after the statement: where both branches
+    leave it holding one object (the one it held before, say), that object, its contents
+    updated in place to the staged ones; where they leave it holding different objects, a new
+    one is exact only where nothing else reaches them or nothing changes them in place (not
+    `aliased`): otherwise, refused."""
+    if len(origins) < 2:  # a branch raises: the other one's objects
+        return
+    true, false = origins["true"], origins["false"]
+    for index, (a, b) in enumerate(zip(true, false)):
+        if a is None and b is None:
+            continue
+        if a is b and a is not _NEW:
+            identity.update_in_place(a, out[index])
+            out[index] = a
+        elif not (a is _NEW and b is _NEW) and names[index] in aliased:
+            kind = type(out[index]).__name__
+            fix = (
+                f"Choose between copies ({kind}(a) if c else {kind}(b))"
+                if names[index] == "<value>"
+                else f"Copy the {kind} the variable held before ({names[index]} = "
+                f"{kind}({names[index]})), or leave it the same object on both paths"
+            )
+            raise StagingError(
+                f"{_label(names[index], site)} is a different {kind} depending on the "
+                f"condition of a staged {site.construct} ({site}), and another name or object "
+                "may hold one of them: what the program writes through one and reads through "
+                f"the other would depend on which, which a staged program cannot follow. {fix}."
+            )
 
 
 def _branch_output(index, value, fixes: _Retrace, name: str):

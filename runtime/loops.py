@@ -280,7 +280,7 @@ def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, fi
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
 
     def iteration(dynamic):
-        return carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
+        return carry.check(body(*carry.given(dynamic)), dynamic)
 
     k = checkpoints or checkpointed.DEFAULT_CHECKPOINTS
     if first is None:
@@ -328,7 +328,7 @@ def _bounded_while_once(test, body, state, names, site, max_iterations, first):
     def iteration(dynamic):
         # Under vmap an element's effects (prints, checks) happen only while it loops.
         with staging.tracing_loop_body(lambda: evaluate(dynamic), max_iterations):
-            return carry.check(body(*carry.merge(staging.fresh(dynamic))), dynamic)
+            return carry.check(body(*carry.given(dynamic)), dynamic)
 
     going = None if first is None else staging.scalar_predicate(first, site, "loop condition")
     final = bounded.while_loop(evaluate, iteration, carry.init, max_iterations, going)

@@ -438,3 +438,179 @@ def delete_an_item(xs):
 def test_deleting_an_item_of_a_staged_list_is_refused_by_name():
     with pytest.raises(StagingError, match=r"del out\[\.\.\.\] is not staged"):
         transpiler.jit(delete_an_item)(jnp.array([1.0, 2.0]))
+
+
+# A list or dict a variable holds through a staged `if` or loop: the same object afterwards
+# where every path leaves it there; refused where the paths leave different objects that other
+# names may reach, in code that changes lists in place (it would change a copy).
+
+S = jnp.float32(1.0)
+
+
+def rebound_to_the_same_list(x):
+    kept = [0.0]
+    cur = kept
+    if x > 0:
+        cur = kept
+    cur[0] = cur[0] + 1  # changes `kept` too, as in Python
+    return kept[0]
+
+
+def nested_containers_kept(x):
+    kept = [[x], {"k": x}]
+    cur = kept
+    if x > 0:
+        cur = kept
+        y = 1
+    else:
+        y = 2
+    cur[0][0] = cur[0][0] + y
+    return kept[0][0]
+
+
+def kept_through_a_while(n, h):
+    i = 0
+    g = h
+    while i < n:
+        g[0] = g[0] + i
+        g = g
+        i += 1
+    return h[0]
+
+
+@pytest.mark.parametrize("fn", [rebound_to_the_same_list, nested_containers_kept])
+def test_a_list_both_branches_leave_in_place_is_the_same_object(fn):
+    assert float(transpiler.jit(fn)(S)) == float(fn(S))
+
+
+def test_a_list_every_iteration_leaves_in_place_is_the_same_object():
+    h = [jnp.float32(0), jnp.float32(1)]
+    got = jax.jit(lambda n: transpiler.convert(kept_through_a_while)(n, h))(jnp.int32(3))
+    assert float(got) == 3.0
+
+
+def new_or_the_callers(x, init):
+    state = init
+    if x > 0:
+        state = [x, x]
+    return jnp.stack(state)  # only read: which list it is cannot show
+
+
+def own_list_replaced(x):
+    best = [x, x]
+    if x > 0:
+        best = [x + 1, x]
+    best[0] = best[0] * 2  # no other name reaches either list
+    return best[0]
+
+
+def copied_then_replaced(x, init):
+    state = list(init)
+    if x > 0:
+        state = [x, x]
+    state[0] += 1
+    return jnp.stack(state), init[0]
+
+
+def replaced_every_iteration(n, h):
+    i = 0
+    while i < n:
+        h = [h[0] + i, h[1]]
+        i += 1
+    return h[0]
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (new_or_the_callers, (S, [S, S])),
+        (own_list_replaced, (S,)),
+        (copied_then_replaced, (S, [S, S])),
+        (replaced_every_iteration, (jnp.int32(3), [S, S])),
+    ],
+)
+def test_new_lists_where_no_other_name_can_see_the_difference(fn, args):
+    expected = fn(*args)
+    got = jax.jit(lambda a: transpiler.convert(fn)(a, *args[1:]))(args[0])
+    assert_tree_close(got, expected)
+
+
+def config_alias(x, cfg):
+    opts = cfg
+    if x < 0:
+        opts = {"lr": x}
+    opts["lr"] = opts["lr"] * 0.5  # Python: halves cfg's rate where x >= 0
+    return cfg["lr"]
+
+
+def chosen_buffer(x, a, b):
+    buf = a if x > 0 else b
+    buf[0] = buf[0] + 1
+    return a[0], b[0]
+
+
+class History:
+    def __init__(self, values):
+        self.values = values
+
+    def step(self, x):
+        if x > 100:
+            self.values = [jnp.float32(0)]
+        self.values[0] = self.values[0] + x  # the caller's list, where x <= 100
+        return x
+
+
+def reset_history(x):
+    h = [jnp.float32(0)]
+    History(h).step(x)
+    return h[0]
+
+
+def changed_then_replaced(x, init):
+    s = init
+    if x > 0:
+        s[0] = s[0] + 5  # changes the caller's list
+        s = [x, x]
+    return jnp.stack(s)
+
+
+def double_buffer(n):
+    a, b = [0.0], [0.0]
+    cur, nxt = a, b
+    i = 0
+    while i < n:
+        nxt[0] = cur[0] + i
+        cur, nxt = nxt, cur
+        i += 1
+    return a[0], b[0]
+
+
+def changed_then_new_each_iteration(n, h):
+    i = 0
+    while i < n:
+        h[0] = h[0] + i
+        h = [h[0], h[1]]
+        i += 1
+    return h[0]
+
+
+@pytest.mark.parametrize(
+    "fn, args, message",
+    [
+        (config_alias, (S, {"lr": 1.0}), "'opts' is a different dict depending on the condition"),
+        (chosen_buffer, (S, [0.0], [1.0]), "the value is a different list depending on"),
+        (reset_history, (S,), "'self.values' is a different list depending on the condition"),
+        (changed_then_replaced, (S, [S, S]), "'s' is changed in place and then bound to"),
+        (double_buffer, (jnp.int32(3),), "'cur' is given the list 'nxt' held"),
+        (
+            changed_then_new_each_iteration,
+            (jnp.int32(3), [S, S]),
+            "'h' is given another list after changing the one it held in place",
+        ),
+    ],
+)
+def test_lists_whose_identity_a_staged_condition_decides_are_refused(fn, args, message):
+    # Each gave a different answer than Python, silently: writes went to a copy.
+    with pytest.raises(StagingError, match=message) as e:
+        jax.jit(lambda a: transpiler.convert(fn)(a, *args[1:]))(args[0])
+    assert "test_list_identity.py:" in str(e.value)

@@ -41,6 +41,7 @@ CLASS_NAMES = {
     13: "nested if/while/for/break/continue/return",
     14: "loops on Python values that the first iteration makes traced",
     15: "Python ints as Python: int powers, enumerate's index, replaced lists, ranges",
+    16: "lists and dicts a staged branch or loop rebinds: aliases, swaps, choices",
 }
 
 
@@ -592,6 +593,43 @@ class _Generator:
             self.emit(indent, f"a = ((a + len(range(1, {bound}, 2)) + (2 in range({bound}))) % 97)")
         else:
             self.emit(indent, f"b = ((b + max(v % 11 for v in [a, b, {self.atom(ctx)}])) % 97)")
+
+    def c16(self, indent: int, ctx: _Ctx) -> None:
+        """A list or dict that two names reach, one of them rebound in a staged branch (to the
+        same object, another one, or a new one) and written through; a conditional expression
+        that chooses a list to write; two lists swapped by the iterations of a staged loop."""
+        pa, pb, cur = self.fresh("pa"), self.fresh("pb"), self.fresh("cur")
+        self.emit(indent, f"{pa}, {pb} = [a, 1], [b, 2]")
+        r = self.rng.random()
+        if r < 0.45:
+            self.emit(indent, f"{cur} = {pa}")
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            other = self.rng.choice([pa, pb, f"[{self.expr(ctx)}, 3]", f"list({pa})"])
+            self.emit(indent + 1, f"{cur} = {other}")
+            if self.chance(0.5):
+                self.emit(indent, "else:")
+                self.emit(indent + 1, f"{cur} = {self.rng.choice([pa, pb, '[b, 4]'])}")
+        elif r < 0.65:
+            self.emit(indent, f"{cur} = {pa} if {self.cond(ctx)} else {self.rng.choice([pa, pb])}")
+        elif r < 0.8:
+            self.emit(indent, f"{cur} = {{'lr': a}}")
+            self.emit(indent, f"{pa} = {cur}")
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            other = self.rng.choice([pa, '{"lr": b}'])
+            self.emit(indent + 1, f"{cur} = {other}")
+            self.emit(indent, f'{cur}["lr"] = ({cur}["lr"] + {self.expr(ctx)}) % 97')
+            self.emit(indent, f'a = (a + {pa}["lr"]) % 97')
+            return
+        else:
+            nxt, k = self.fresh("nxt"), self.fresh("k")
+            self.emit(indent, f"{cur}, {nxt} = {pa}, {pb}")
+            self.emit(indent, f"{k} = 0")
+            self.emit(indent, f"while {k} < 3 and {self.cond(ctx)}:")
+            self.emit(indent + 1, f"{nxt}[0] = ({cur}[0] + {k}) % 97")
+            self.emit(indent + 1, f"{cur}, {nxt} = {nxt}, {cur}")
+            self.emit(indent + 1, f"{k} += 1")
+        self.emit(indent, f"{cur}[0] = ({cur}[0] + {self.expr(ctx)}) % 97")
+        self.emit(indent, f"a = (a + {pa}[0] + 2 * {pb}[0] + {cur}[1]) % 97")
 
     def first_iteration_effect(self, indent: int, ctx: _Ctx) -> None:
         options = [

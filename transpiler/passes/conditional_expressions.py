@@ -10,6 +10,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import templates
+from transpiler.analysis import ownership
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
@@ -20,10 +21,17 @@ ADDS = (gast.Call, gast.Lambda)
 
 
 class _ConditionalExpressions(Transformer):
+    def __init__(self, aliased: bool):
+        super().__init__()
+        self.aliased = aliased
+
     def visit_IfExp(self, node):
         node = self.generic_visit(node)
+        # In a function that changes lists in place, the list chosen may be changed through
+        # the result: the runtime keeps its identity or refuses (runtime.control_flow).
+        aliased = ", aliased=True" if self.aliased else ""
         return templates.replace_as_expression(
-            f"{RUNTIME}.if_exp(test, lambda: if_true, lambda: if_false)",
+            f"{RUNTIME}.if_exp(test, lambda: if_true, lambda: if_false{aliased})",
             test=node.test,
             if_true=node.body,
             if_false=node.orelse,
@@ -31,4 +39,6 @@ class _ConditionalExpressions(Transformer):
 
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
-    return _ConditionalExpressions().visit(fn_node)
+    # Its branches are functions of their own by now (the control-flow pass ran): all count.
+    aliased = ownership.changes_in_place(fn_node, nested=True)
+    return _ConditionalExpressions(aliased).visit(fn_node)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import analysis, anno, structure, templates
-from transpiler.analysis import activity, item_uses
+from transpiler.analysis import activity, item_uses, ownership
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
@@ -179,10 +179,19 @@ class _ControlFlow(Transformer):
         self.namer = namer
         self.scopes: list[gast.FunctionDef] = []
         self.range_indices: list[frozenset[str]] = []  # of the loops over ranges around a node
+        # Per scope: the names that own their lists and dicts (`ownership.owned_names`), or
+        # None where the function changes none in place.
+        self.aliased: list[frozenset[str] | None] = []
 
     def visit_FunctionDef(self, node):
         self.scopes.append(node)
+        # The names whose lists and dicts another name may reach, where the function changes
+        # lists or dicts in place (see runtime.control_flow._identities): all others are safe.
+        owned = ownership.owned_names(node)
+        changes = ownership.changes_in_place(node)
+        self.aliased.append(None if not changes else owned)
         node.body = self.visit_block(node.body)
+        self.aliased.pop()
         self.scopes.pop()
         return node
 
@@ -208,9 +217,15 @@ class _ControlFlow(Transformer):
         outputs, inputs, cells = self._state(node)
         names = dict(if_true=self.namer.new("if_true"), if_false=self.namer.new("if_false"))
         self._visit_blocks(node)
-        return self._assign_state(
+        converted = self._assign_state(
             _IF, outputs, inputs, cells, body=node.body, orelse=node.orelse, test=node.test, **names
         )
+        owned = self.aliased[-1]
+        if owned is not None:  # the function changes lists or dicts in place
+            aliased = tuple(name for name in outputs if name not in owned)
+            keyword = gast.keyword(arg="aliased", value=templates.constant(aliased))
+            converted[-1].value.keywords.append(keyword)
+        return converted
 
     def visit_While(self, node):
         if not convertible(node):

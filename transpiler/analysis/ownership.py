@@ -1,0 +1,348 @@
+"""Names that own the container they hold: no other name or object can reach it.
+
+A staged `if` (or loop) hands the containers of its state back as new objects: `best = [v, v]`
+in one branch and the list `best` held before in the other come out as one list, built from
+the selected values. Python's `best` is one of two objects, chosen by the condition; where
+another name or object reaches the list held before (`best = init`, a parameter, an attribute),
+writing through one and reading through the other would differ from Python. The runtime
+refuses that case, except for the names this analysis finds: those that only ever hold a
+container the function made itself and never hand on (so nothing else can see which object
+it is).
+
+Flow-insensitive and conservative: a name is owned if every assignment to it makes a new
+container (a display, a comprehension, `list(...)`, `a + b`) or hands back its own (generated
+`rt__.list_append(name, ...)`), and every read of it only looks inside (`best[0]`,
+`best.append(v)`, `len(best)`, `jnp.stack(best)`, `for v in best`, `return best`). Parameters,
+`global`/`nonlocal` names, names a nested function or lambda reads, and names assigned by
+unpacking or as loop targets are not owned. The return-value variable of the return pass
+(`retval = best`) counts as a return.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from transpiler.naming import RUNTIME
+
+# Builtins that read a container without keeping it (or make a new one from it).
+_READERS = frozenset(
+    {
+        "len",
+        "sum",
+        "max",
+        "min",
+        "sorted",
+        "list",
+        "tuple",
+        "set",
+        "dict",
+        "enumerate",
+        "zip",
+        "reversed",
+        "any",
+        "all",
+        "print",
+        "str",
+        "repr",
+        "isinstance",
+        "abs",
+        "round",
+        "int",
+        "float",
+        "bool",
+        "range",
+        "format",
+    }
+)
+# Modules whose functions read containers without keeping them.
+_READING_MODULES = frozenset({"jnp", "np", "numpy", "jax", "lax", "math"})
+# Runtime operators generated code calls that read their arguments without keeping them; and
+# those that change the container they are given first (the others they may keep: `append`).
+_RUNTIME_READERS = frozenset(
+    {
+        "print_",
+        "len_",
+        "max_",
+        "min_",
+        "sum_",
+        "fstring",
+        "format_",
+        "str_",
+        "repr_",
+        "percent",
+        "in_",
+        "not_",
+        "int_",
+        "float_",
+        "bool_",
+        "stack_list",
+        "ld",
+        "deleted",
+        "assert_",
+        "pow_",
+    }
+)
+_RUNTIME_CHANGERS = frozenset(
+    {"list_append", "list_setitem", "list_update", "list_pop", "list_reverse", "list_insert"}
+)
+_MAKERS = (gast.List, gast.Dict, gast.Set, gast.ListComp, gast.DictComp, gast.SetComp)
+
+
+def owned_names(fn_node: gast.FunctionDef) -> frozenset[str]:
+    """The names of `fn_node` (not of functions nested in it) that own their containers."""
+    visitor = _Uses()
+    for stmt in fn_node.body:
+        visitor.visit(stmt)
+    parameters = {a.id for a in _arguments(fn_node.args)}
+    returns = {
+        name
+        for name, values in visitor.assigned.items()
+        if any(_is_runtime_call(v, "UndefinedReturnValue") for v in values)
+    }
+    owned = set()
+    for name, values in visitor.assigned.items():
+        if name in parameters or name in visitor.escaped or name in returns:
+            continue
+        if all(_makes_or_keeps(value, name) for value in values):
+            owned.add(name)
+    # `retval = best` is the function's return; other assignments from a name hand it on.
+    for target, source in visitor.copies:
+        if target not in returns:
+            owned.discard(source)
+    return frozenset(owned | returns)
+
+
+class _Uses(gast.NodeVisitor):
+    def __init__(self):
+        self.assigned: dict[str, list] = {}  # name -> assigned values (None: not a plain one)
+        self.escaped: set[str] = set()
+        self.copies: list[tuple[str, str]] = []  # (target, source) of `target = source`
+
+    def _assign(self, target, value) -> None:
+        if isinstance(target, gast.Name):
+            self.assigned.setdefault(target.id, []).append(value)
+            if isinstance(value, gast.Name):
+                self.copies.append((target.id, value.id))
+            return
+        for node in gast.walk(target):  # unpacking, starred: not a plain assignment
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+                self.assigned.setdefault(node.id, []).append(None)
+
+    def visit_Assign(self, node):
+        for target in node.targets:
+            self._assign(target, node.value)
+            if not isinstance(target, gast.Name):
+                self.visit(target)
+                if isinstance(node.value, gast.Name):  # `self.h = best`, `d[k] = best`
+                    self.escaped.add(node.value.id)
+        self._read(node.value, direct=not isinstance(node.value, gast.Name))
+
+    def visit_AnnAssign(self, node):
+        if node.value is not None:
+            self._assign(node.target, node.value)
+            self._read(node.value, direct=not isinstance(node.value, gast.Name))
+
+    def visit_AugAssign(self, node):
+        if isinstance(node.target, gast.Name):  # `best += [v]`: extends it, the same list
+            self.assigned.setdefault(node.target.id, []).append(node.target)
+        else:
+            self.visit(node.target)
+        self._read(node.value, direct=False)
+
+    def visit_For(self, node):
+        self._assign(node.target, None)
+        self.generic_visit(node)
+
+    def visit_With(self, node):
+        for item in node.items:
+            if item.optional_vars is not None:
+                self._assign(item.optional_vars, None)
+        self.generic_visit(node)
+
+    def visit_Global(self, node):
+        self.escaped.update(node.names)
+
+    visit_Nonlocal = visit_Global
+
+    def visit_FunctionDef(self, node):  # what a nested function reads, it may keep
+        self.escaped.update(_names(node))
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+    visit_Lambda = visit_FunctionDef
+    visit_ClassDef = visit_FunctionDef
+
+    def visit_Return(self, node):  # what is returned, nothing after it can change
+        if isinstance(node.value, gast.Tuple):
+            self._looked_inside(node.value.elts)
+        elif node.value is not None:
+            self._read(node.value, direct=False)
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load):
+            self.escaped.add(node.id)  # a read not recognised as looking inside
+
+    def _read(self, value, direct: bool) -> None:
+        """Visits `value`; `direct`: a name that is the whole value is an alias (handled by
+        `copies`), not looked inside."""
+        if isinstance(value, gast.Name) and not direct:
+            return
+        self.visit(value)
+
+    def visit_Subscript(self, node):
+        if isinstance(node.value, gast.Name):
+            self.visit(node.slice)
+            return
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node):
+        if isinstance(node.value, gast.Name):
+            return  # `best.append`, `best.shape`: a method or attribute of the container
+        self.generic_visit(node)
+
+    def visit_Call(self, node):
+        args = [a.value if isinstance(a, gast.Starred) else a for a in node.args]
+        args += [k.value for k in node.keywords]
+        if _reads_only(node.func):
+            self._looked_inside(args)
+        elif _is_runtime(node.func) and node.func.attr in _RUNTIME_CHANGERS and args:
+            self._looked_inside(args[:1])
+            for arg in args[1:]:
+                self.visit(arg)
+        else:
+            self.generic_visit(node)
+
+    def _looked_inside(self, nodes) -> None:
+        for value in nodes:
+            if not isinstance(value, gast.Name):
+                self.visit(value)
+
+    def visit_Compare(self, node):
+        self._looked_inside([node.left, *node.comparators])
+
+    def visit_BinOp(self, node):
+        self._looked_inside([node.left, node.right])
+
+    def visit_UnaryOp(self, node):
+        self._looked_inside([node.operand])
+
+    def visit_BoolOp(self, node):
+        self._looked_inside(node.values)
+
+    def visit_If(self, node):
+        self._looked_inside([node.test])
+        for stmt in [*node.body, *node.orelse]:
+            self.visit(stmt)
+
+    def visit_While(self, node):
+        self.visit_If(node)
+
+    def visit_comprehension(self, node):
+        self._assign(node.target, None)
+        self._looked_inside([node.iter, *node.ifs])
+
+
+def _reads_only(func) -> bool:
+    if isinstance(func, gast.Name):
+        return func.id in _READERS
+    if _is_runtime(func):
+        return func.attr in _RUNTIME_READERS
+    root = func
+    while isinstance(root, gast.Attribute):
+        root = root.value
+    return isinstance(root, gast.Name) and root.id in _READING_MODULES and root is not func
+
+
+def _makes_or_keeps(value, name: str) -> bool:
+    """Whether `value`, assigned to `name`, is a new container or `name`'s own."""
+    if value is None:
+        return False
+    if isinstance(value, _MAKERS) or isinstance(value, gast.BinOp):
+        return True
+    if isinstance(value, gast.Name):
+        return value.id == name  # `best += ...` (recorded as its own target)
+    if isinstance(value, gast.Call):
+        func = value.func
+        if isinstance(func, gast.Name) and func.id in {"list", "dict", "set", "sorted"}:
+            return True
+        if _is_runtime(func) and value.args and isinstance(value.args[0], gast.Name):
+            return value.args[0].id == name  # `best = rt__.list_append(best, v)`
+    return False
+
+
+def _is_runtime(func) -> bool:
+    return (
+        isinstance(func, gast.Attribute)
+        and isinstance(func.value, gast.Name)
+        and (func.value.id == RUNTIME)
+    )
+
+
+def _is_runtime_call(value, attr: str) -> bool:
+    return isinstance(value, gast.Call) and _is_runtime(value.func) and value.func.attr == attr
+
+
+def _arguments(args: gast.arguments) -> list:
+    extra = [a for a in (args.vararg, args.kwarg) if a is not None]
+    return [*args.posonlyargs, *args.args, *args.kwonlyargs, *extra]
+
+
+def _names(node) -> set[str]:
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+
+
+# Methods that change a list, dict or set in place.
+_CHANGING_METHODS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "pop",
+        "remove",
+        "clear",
+        "update",
+        "setdefault",
+        "sort",
+        "reverse",
+        "popitem",
+        "add",
+        "discard",
+        "__setitem__",
+        "__delitem__",
+    }
+)
+
+
+def changes_in_place(fn_node: gast.FunctionDef, nested: bool = False) -> bool:
+    """Whether `fn_node`'s own code (with `nested`, its nested functions' too) changes a
+    container in place: an item stored or deleted (`d[k] = v`, `h[0] += 1`, `del h[0]`), or a
+    changing method called (`h.append(v)`, as generated code writes it too:
+    `rt__.list_append(h, v)`). Where it does not, which list a name holds after a staged `if`
+    cannot show in what the function does."""
+    for stmt in fn_node.body:
+        for node in gast.walk(stmt) if nested else own_nodes(stmt):
+            if isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
+                return True
+            if isinstance(node, gast.Call) and _changes(node):
+                return True
+    return False
+
+
+def _changes(call: gast.Call) -> bool:
+    func = call.func
+    if _is_runtime(func):
+        if func.attr in _RUNTIME_CHANGERS:
+            return True
+        if func.attr == "call" and call.args:  # `rt__.call(d.update, ...)`
+            func = call.args[0]
+    return isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS
+
+
+def own_nodes(node):
+    """The nodes of `node`, not those of functions, lambdas or classes defined in it."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in gast.iter_child_nodes(node):
+            if not isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
+                stack.append(child)
