@@ -520,9 +520,20 @@ def replaced_every_iteration(n, h):
     return h[0]
 
 
+def training_with_a_loss_list(xs, params):
+    losses = []  # changed in place, but only this name reaches it
+    for x in xs:
+        loss = jnp.sum(params["w"] * x)
+        losses.append(loss)
+        if loss > 0.1:
+            params = {"w": params["w"] - 0.1 * x}  # the caller's dict, or a new one
+    return params, jnp.stack(losses)
+
+
 @pytest.mark.parametrize(
     "fn, args",
     [
+        (training_with_a_loss_list, (jnp.ones((3, 2)), {"w": jnp.ones(2)})),
         (new_or_the_callers, (S, [S, S])),
         (own_list_replaced, (S,)),
         (copied_then_replaced, (S, [S, S])),

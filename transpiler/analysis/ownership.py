@@ -312,29 +312,45 @@ _CHANGING_METHODS = frozenset(
 )
 
 
-def changes_in_place(fn_node: gast.FunctionDef, nested: bool = False) -> bool:
+def changes_in_place(
+    fn_node: gast.FunctionDef, owned: frozenset[str] = frozenset(), nested: bool = False
+) -> bool:
     """Whether `fn_node`'s own code (with `nested`, its nested functions' too) changes a
-    container in place: an item stored or deleted (`d[k] = v`, `h[0] += 1`, `del h[0]`), or a
-    changing method called (`h.append(v)`, as generated code writes it too:
-    `rt__.list_append(h, v)`). Where it does not, which list a name holds after a staged `if`
+    container in place that another name may reach: an item stored or deleted (`d[k] = v`,
+    `h[0] += 1`, `del h[0]`), or a changing method called (`h.append(v)`, as generated code
+    writes it too: `rt__.list_append(h, v)`), on anything but a name of `owned` (whose lists
+    nothing else reaches). Where it does not, which list a name holds after a staged `if`
     cannot show in what the function does."""
-    for stmt in fn_node.body:
-        for node in gast.walk(stmt) if nested else own_nodes(stmt):
-            if isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
-                return True
-            if isinstance(node, gast.Call) and _changes(node):
-                return True
+    for node in gast.walk(fn_node) if nested else own_nodes(fn_node):
+        if isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
+            changed = node.value
+        elif isinstance(node, gast.Call):
+            changed = _changed_by(node)
+        else:
+            continue
+        if changed is not None and _root(changed) not in owned:
+            return True
     return False
 
 
-def _changes(call: gast.Call) -> bool:
+def _changed_by(call: gast.Call):
+    """The container `call` changes in place (`h` of `h.append(v)`), or None."""
     func = call.func
     if _is_runtime(func):
         if func.attr in _RUNTIME_CHANGERS:
-            return True
+            return call.args[0] if call.args else func
         if func.attr == "call" and call.args:  # `rt__.call(d.update, ...)`
             func = call.args[0]
-    return isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS
+    if isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS:
+        return func.value
+    return None
+
+
+def _root(node) -> str | None:
+    """The name an expression of items and attributes starts from (`h` of `h[0].w`)."""
+    while isinstance(node, (gast.Subscript, gast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, gast.Name) else None
 
 
 def own_nodes(node):

@@ -40,5 +40,6 @@ class _ConditionalExpressions(Transformer):
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     # Its branches are functions of their own by now (the control-flow pass ran): all count.
-    aliased = ownership.changes_in_place(fn_node, nested=True)
+    owned = ownership.owned_names(fn_node)
+    aliased = ownership.changes_in_place(fn_node, owned, nested=True)
     return _ConditionalExpressions(aliased).visit(fn_node)

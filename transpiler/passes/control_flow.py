@@ -188,7 +188,7 @@ class _ControlFlow(Transformer):
         # The names whose lists and dicts another name may reach, where the function changes
         # lists or dicts in place (see runtime.control_flow._identities): all others are safe.
         owned = ownership.owned_names(node)
-        changes = ownership.changes_in_place(node)
+        changes = ownership.changes_in_place(node, owned)
         self.aliased.append(None if not changes else owned)
         node.body = self.visit_block(node.body)
         self.aliased.pop()
