@@ -39,10 +39,9 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None):
     both with the same structure, shape and dtype (Python scalars are promoted the way JAX
     promotes weakly typed values). Python state the branches change (an attribute, a global) is
     staged too, or refused (see `runtime.effects`). A list or dict a variable holds keeps its
-    identity where both branches leave it there (see `_identities`). `aliased`, given in a
-    function that changes lists or dicts in place (`transpiler.analysis.ownership`), names the
-    variables whose lists and dicts another name may reach; attributes, items and globals the
-    branches set may be reached by other names too.
+    identity where both branches leave it there (see `_identities`). `aliased` names the
+    variables and attributes (`self.hist`) whose lists and dicts the function changes in place
+    and other names may reach (`transpiler.analysis.ownership`).
     """
     pred = staging.condition(pred)
     if is_staged(pred):
@@ -59,9 +58,7 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None):
                 names,
                 site,
                 logged=True,
-                aliased=frozenset()
-                if aliased is None
-                else frozenset(aliased) | frozenset(names[len(symbol_names) :]),
+                aliased=frozenset(aliased or ()),
             ),
         )
     return if_true(*state) if pred else if_false(*state)
@@ -443,8 +440,8 @@ def _identities(out: list, origins: dict, names, aliased, site) -> None:
             fix = (
                 f"Choose between copies ({kind}(a) if c else {kind}(b))"
                 if names[index] == "<value>"
-                else f"Copy the {kind} the variable held before ({names[index]} = "
-                f"{kind}({names[index]})), or leave it the same object on both paths"
+                else f"Copy the {kind} into a local name of its own first (mine = "
+                f"{kind}(theirs)) and change that one, or leave the same object on both paths"
             )
             raise StagingError(
                 f"{_label(names[index], site)} is a different {kind} depending on the "

@@ -1,6 +1,8 @@
 """A list other references can see keeps its identity: they see every append, or the converted
 function refuses with a StagingError naming the list. Never a copy that silently diverges."""
 
+import copy
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -530,10 +532,36 @@ def training_with_a_loss_list(xs, params):
     return params, jnp.stack(losses)
 
 
+def step_with_a_log(x, params, log):
+    log.append(x)  # the caller's list, changed in place: params is not
+    if x > 0:
+        params = {"w": params["w"] - x}
+    return params["w"]
+
+
+def adam_like(g, params, state):
+    state["t"] = state["t"] + 1
+    state["m"] = 0.9 * state["m"] + 0.1 * g
+    if jnp.sum(g) > 0:
+        params = [p - 0.1 * state["m"] for p in params]
+    return jnp.stack(params), state["t"]
+
+
+def copied_config(x, cfg):
+    opts = dict(cfg)  # the fix the refusal suggests
+    if x < 0:
+        opts = {"lr": x}
+    opts["lr"] = opts["lr"] * 0.5
+    return cfg["lr"], opts["lr"]
+
+
 @pytest.mark.parametrize(
     "fn, args",
     [
         (training_with_a_loss_list, (jnp.ones((3, 2)), {"w": jnp.ones(2)})),
+        (step_with_a_log, (S, {"w": S}, [])),
+        (adam_like, (S, [S, S], {"t": 0, "m": S})),
+        (copied_config, (S, {"lr": 1.0})),
         (new_or_the_callers, (S, [S, S])),
         (own_list_replaced, (S,)),
         (copied_then_replaced, (S, [S, S])),
@@ -541,8 +569,8 @@ def training_with_a_loss_list(xs, params):
     ],
 )
 def test_new_lists_where_no_other_name_can_see_the_difference(fn, args):
-    expected = fn(*args)
-    got = jax.jit(lambda a: transpiler.convert(fn)(a, *args[1:]))(args[0])
+    expected = fn(*copy.deepcopy(args))
+    got = jax.jit(lambda a: transpiler.convert(fn)(a, *copy.deepcopy(args[1:])))(args[0])
     assert_tree_close(got, expected)
 
 

@@ -265,6 +265,8 @@ def _makes_or_keeps(value, name: str) -> bool:
         if isinstance(func, gast.Name) and func.id in {"list", "dict", "set", "sorted"}:
             return True
         if _is_runtime(func) and value.args and isinstance(value.args[0], gast.Name):
+            if func.attr == "call":  # `rt__.call(dict, cfg)`: the call pass's `dict(cfg)`
+                return value.args[0].id in {"list", "dict", "set", "sorted"}
             return value.args[0].id == name  # `best = rt__.list_append(best, v)`
     return False
 
@@ -312,25 +314,30 @@ _CHANGING_METHODS = frozenset(
 )
 
 
-def changes_in_place(
+def changed_in_place(
     fn_node: gast.FunctionDef, owned: frozenset[str] = frozenset(), nested: bool = False
-) -> bool:
-    """Whether `fn_node`'s own code (with `nested`, its nested functions' too) changes a
-    container in place that another name may reach: an item stored or deleted (`d[k] = v`,
-    `h[0] += 1`, `del h[0]`), or a changing method called (`h.append(v)`, as generated code
-    writes it too: `rt__.list_append(h, v)`), on anything but a name of `owned` (whose lists
-    nothing else reaches). Where it does not, which list a name holds after a staged `if`
-    cannot show in what the function does."""
+) -> frozenset[str]:
+    """The variables and attributes (`"opts"`, `"self.hist"`) whose list or dict `fn_node`'s own
+    code (with `nested`, its nested functions' too) changes in place: an item stored or deleted
+    (`opts[k] = v`, `self.hist[0] += 1`, `del h[0]`), an augmented assignment (`buf += [v]`
+    extends the list itself), a changing method called (`h.append(v)`, as generated code writes
+    it too: `rt__.list_append(h, v)`); those of `owned` names aside (nothing else reaches their
+    lists). Which list one of them holds after a staged `if` can show in what the function
+    does; for the others, only a change elsewhere (a helper) could show it."""
+    found = set()
     for node in gast.walk(fn_node) if nested else own_nodes(fn_node):
         if isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
             changed = node.value
+        elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+            changed = node.target
         elif isinstance(node, gast.Call):
             changed = _changed_by(node)
         else:
             continue
-        if changed is not None and _root(changed) not in owned:
-            return True
-    return False
+        path = _path(changed) if changed is not None else None
+        if path is not None and path.split(".")[0] not in owned:
+            found.add(path)
+    return frozenset(found)
 
 
 def _changed_by(call: gast.Call):
@@ -346,11 +353,16 @@ def _changed_by(call: gast.Call):
     return None
 
 
-def _root(node) -> str | None:
-    """The name an expression of items and attributes starts from (`h` of `h[0].w`)."""
-    while isinstance(node, (gast.Subscript, gast.Attribute)):
+def _path(node) -> str | None:
+    """The variable or attribute an expression of items and attributes reaches a container
+    through: `st` of `st[0][1]`, `self.hist` of `self.hist[0]`."""
+    while isinstance(node, gast.Subscript):
         node = node.value
-    return node.id if isinstance(node, gast.Name) else None
+    parts = []
+    while isinstance(node, gast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, gast.Name) else None
 
 
 def own_nodes(node):

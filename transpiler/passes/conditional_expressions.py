@@ -21,17 +21,28 @@ ADDS = (gast.Call, gast.Lambda)
 
 
 class _ConditionalExpressions(Transformer):
-    def __init__(self, aliased: bool):
+    def __init__(self, changed: frozenset[str]):
         super().__init__()
-        self.aliased = aliased
+        self.changed = changed  # the names whose lists the function changes in place
+
+    def visit_Assign(self, node):
+        # `buf = a if c else b; buf[0] += 1`: the list chosen is changed through the result;
+        # the runtime keeps its identity or refuses (runtime.control_flow).
+        value = node.value
+        node = self.generic_visit(node)
+        chosen = isinstance(value, gast.IfExp) and any(
+            isinstance(t, gast.Name) and t.id in self.changed for t in node.targets
+        )
+        if chosen:
+            node.value.keywords.append(
+                gast.keyword(arg="aliased", value=gast.Constant(value=True, kind=None))
+            )
+        return node
 
     def visit_IfExp(self, node):
         node = self.generic_visit(node)
-        # In a function that changes lists in place, the list chosen may be changed through
-        # the result: the runtime keeps its identity or refuses (runtime.control_flow).
-        aliased = ", aliased=True" if self.aliased else ""
         return templates.replace_as_expression(
-            f"{RUNTIME}.if_exp(test, lambda: if_true, lambda: if_false{aliased})",
+            f"{RUNTIME}.if_exp(test, lambda: if_true, lambda: if_false)",
             test=node.test,
             if_true=node.body,
             if_false=node.orelse,
@@ -40,6 +51,5 @@ class _ConditionalExpressions(Transformer):
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     # Its branches are functions of their own by now (the control-flow pass ran): all count.
-    owned = ownership.owned_names(fn_node)
-    aliased = ownership.changes_in_place(fn_node, owned, nested=True)
-    return _ConditionalExpressions(aliased).visit(fn_node)
+    changed = ownership.changed_in_place(fn_node, ownership.owned_names(fn_node), nested=True)
+    return _ConditionalExpressions(changed).visit(fn_node)

@@ -179,17 +179,15 @@ class _ControlFlow(Transformer):
         self.namer = namer
         self.scopes: list[gast.FunctionDef] = []
         self.range_indices: list[frozenset[str]] = []  # of the loops over ranges around a node
-        # Per scope: the names that own their lists and dicts (`ownership.owned_names`), or
-        # None where the function changes none in place.
-        self.aliased: list[frozenset[str] | None] = []
+        # Per scope: what `ownership.changed_in_place` finds.
+        self.aliased: list[frozenset[str]] = []
 
     def visit_FunctionDef(self, node):
         self.scopes.append(node)
-        # The names whose lists and dicts another name may reach, where the function changes
-        # lists or dicts in place (see runtime.control_flow._identities): all others are safe.
-        owned = ownership.owned_names(node)
-        changes = ownership.changes_in_place(node, owned)
-        self.aliased.append(None if not changes else owned)
+        # The variables and attributes whose lists and dicts the function changes in place,
+        # other names may reach, and a staged `if` may leave holding one of two objects (see
+        # runtime.control_flow._identities).
+        self.aliased.append(ownership.changed_in_place(node, ownership.owned_names(node)))
         node.body = self.visit_block(node.body)
         self.aliased.pop()
         self.scopes.pop()
@@ -220,9 +218,8 @@ class _ControlFlow(Transformer):
         converted = self._assign_state(
             _IF, outputs, inputs, cells, body=node.body, orelse=node.orelse, test=node.test, **names
         )
-        owned = self.aliased[-1]
-        if owned is not None:  # the function changes lists or dicts in place
-            aliased = tuple(name for name in outputs if name not in owned)
+        if self.aliased[-1]:  # the function changes lists or dicts in place
+            aliased = tuple(sorted(self.aliased[-1]))
             keyword = gast.keyword(arg="aliased", value=templates.constant(aliased))
             converted[-1].value.keywords.append(keyword)
         return converted
