@@ -245,7 +245,7 @@ def _refusing_derivatives(values, site):
 
 
 def _refuse_second_order(primals, tangents, *, where):
-    if all(type(t) is ad.Zero or t.dtype == jax.dtypes.float0 for t in tangents):
+    if all(type(t) is ad.Zero or jnp.result_type(t) == jax.dtypes.float0 for t in tangents):
         return _first_order_only_p.bind(*primals, where=where), tangents
     raise errors.StagingError(
         f"second derivatives through a staged while loop{where} are not supported: "

@@ -319,16 +319,20 @@ def changed_in_place(
 ) -> frozenset[str]:
     """The variables and attributes (`"opts"`, `"self.hist"`) whose list or dict `fn_node`'s own
     code (with `nested`, its nested functions' too) changes in place: an item stored or deleted
-    (`opts[k] = v`, `self.hist[0] += 1`, `del h[0]`), an augmented assignment (`buf += [v]`
-    extends the list itself), a changing method called (`h.append(v)`, as generated code writes
-    it too: `rt__.list_append(h, v)`); those of `owned` names aside (nothing else reaches their
+    (`opts[k] = v`, `self.hist[0] += 1`, `del h[0]`), an augmented assignment of a container
+    (`buf += [v]` extends the list itself), a changing method called (`h.append(v)`, as
+    generated code writes it too: `rt__.list_append(h, v)`); those of `owned` names aside (nothing else reaches their
     lists). Which list one of them holds after a staged `if` can show in what the function
     does; for the others, only a change elsewhere (a helper) could show it."""
     found = set()
     for node in gast.walk(fn_node) if nested else own_nodes(fn_node):
         if isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
             changed = node.value
-        elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+        elif (
+            isinstance(node, gast.AugAssign)
+            and isinstance(node.target, gast.Name)
+            and isinstance(node.value, _MAKERS)  # `buf += [v]`, not `i += 1`
+        ):
             changed = node.target
         elif isinstance(node, gast.Call):
             changed = _changed_by(node)

@@ -56,6 +56,7 @@ def test_owned_names_are_the_lists_only_their_name_reaches():
         ("obj.items[0][1] = 2", {"obj.items"}),
         ("del d[k]", {"d"}),
         ("h += [1]", {"h"}),  # extends the list itself
+        ("n += 1", set()),  # a number, as far as anyone can tell
         ("m = [1]\n    m = rt__.list_append(m, 2)", set()),
         ("h = rt__.list_append(h, 2)", {"h"}),
         ("rt__.call(d.update, a=2)", {"d"}),
