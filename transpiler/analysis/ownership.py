@@ -322,8 +322,9 @@ def changed_in_place(
     (`opts[k] = v`, `self.hist[0] += 1`, `del h[0]`), an augmented assignment of a container
     (`buf += [v]` extends the list itself), a changing method called (`h.append(v)`, as
     generated code writes it too: `rt__.list_append(h, v)`); those of `owned` names aside
-    (nothing else reaches their lists). Which list one of them holds after a staged `if` can show in what the function
-    does; for the others, only a change elsewhere (a helper) could show it."""
+    (nothing else reaches their lists). Which list one of them holds after a staged `if` can
+    show in what the function does; for the others, only a change elsewhere (a helper) could
+    show it."""
     found = set()
     for node in gast.walk(fn_node) if nested else own_nodes(fn_node):
         if isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
