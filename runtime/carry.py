@@ -200,7 +200,7 @@ class Carry:
     def given(self, dynamic):
         """The state an iteration is given (fresh containers: see `check_identities`)."""
         self._given = self.merge(staging.fresh(dynamic))
-        self._given_contents = [identity.contents(v) for v in self._given]
+        self._given_contents = {i: identity.contents(self._given[i]) for i in self.originals}
         return self._given
 
     def check_identities(self, outs) -> None:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import gast
 
+from transpiler import structure
+from transpiler.analysis import activity
 from transpiler.naming import RUNTIME
 
 # Builtins that read a container without keeping it (or make a new one from it).
@@ -93,7 +95,7 @@ def owned_names(fn_node: gast.FunctionDef) -> frozenset[str]:
     visitor = _Uses()
     for stmt in fn_node.body:
         visitor.visit(stmt)
-    parameters = {a.id for a in _arguments(fn_node.args)}
+    parameters = activity.params_of(fn_node.args)
     returns = {
         name
         for name, values in visitor.assigned.items()
@@ -246,10 +248,7 @@ def _reads_only(func) -> bool:
         return func.id in _READERS
     if _is_runtime(func):
         return func.attr in _RUNTIME_READERS
-    root = func
-    while isinstance(root, gast.Attribute):
-        root = root.value
-    return isinstance(root, gast.Name) and root.id in _READING_MODULES and root is not func
+    return isinstance(func, gast.Attribute) and structure.root_name(func) in _READING_MODULES
 
 
 def _makes_or_keeps(value, name: str) -> bool:
@@ -272,6 +271,7 @@ def _makes_or_keeps(value, name: str) -> bool:
 
 
 def _is_runtime(func) -> bool:
+    """`rt__.<operator>`, as generated code calls the runtime."""
     return (
         isinstance(func, gast.Attribute)
         and isinstance(func.value, gast.Name)
@@ -281,11 +281,6 @@ def _is_runtime(func) -> bool:
 
 def _is_runtime_call(value, attr: str) -> bool:
     return isinstance(value, gast.Call) and _is_runtime(value.func) and value.func.attr == attr
-
-
-def _arguments(args: gast.arguments) -> list:
-    extra = [a for a in (args.vararg, args.kwarg) if a is not None]
-    return [*args.posonlyargs, *args.args, *args.kwonlyargs, *extra]
 
 
 def _names(node) -> set[str]:
@@ -326,7 +321,7 @@ def changed_in_place(
     show in what the function does; for the others, only a change elsewhere (a helper) could
     show it."""
     found = set()
-    for node in gast.walk(fn_node) if nested else own_nodes(fn_node):
+    for node in gast.walk(fn_node) if nested else activity.walk_scope(fn_node.body):
         if isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
             changed = node.value
         elif (
@@ -368,14 +363,3 @@ def _path(node) -> str | None:
         parts.append(node.attr)
         node = node.value
     return ".".join([node.id, *reversed(parts)]) if isinstance(node, gast.Name) else None
-
-
-def own_nodes(node):
-    """The nodes of `node`, not those of functions, lambdas or classes defined in it."""
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in gast.iter_child_nodes(node):
-            if not isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-                stack.append(child)
