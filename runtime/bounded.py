@@ -1,5 +1,9 @@
 """A while loop of at most N iterations (`loop_options(max_iterations=N)`): run, a
 `lax.while_loop` that stops when its test does; differentiated, a `lax.scan` of N masked steps.
+A masked step is a select of the state, the body computed in every step (on masked inputs where
+its derivative could be infinite there), as a hand-written masked scan is; a `lax.cond` that
+runs the body only while the loop goes on where a select cannot be exact or would cost more (see
+`selects.step_lowering`).
 
 `lax.while_loop` has no reverse-mode derivative, and a scan runs all its N steps. So the loop is
 a `jax.custom_jvp` function whose primal is the while loop (as fast as a hand-written one, and as
@@ -21,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from runtime import checkpointed
+from runtime import checkpointed, selects
 
 
 def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None):
@@ -61,6 +65,13 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None):
     if not checkpointed.has_inexact((init, body.consts, cond.consts)):
         return primal(body.consts, cond.consts, init, first)  # nothing to differentiate
 
+    masking = selects.step_lowering(
+        body.jaxpr,
+        cond.jaxpr,
+        [jnp.result_type(leaf) for leaf in jax.tree_util.tree_leaves(init)],
+        body.consts,
+    )
+
     def scanned(body_consts, cond_consts, init, going):
         if going is None:
             going = test_within(0, init, cond_consts)
@@ -73,12 +84,23 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None):
         def step(c):
             i, going, x = c
 
-            def run(x):
-                x = body(x, body_consts)
+            def run(x, consts):
+                x = body(x, consts)
                 return test_within(i + 1, x, cond_consts), x
 
-            going, x = lax.cond(going, run, lambda x: (jnp.asarray(False), x), x)
-            return i + 1, going, x
+            if masking is None:
+                going, x = lax.cond(
+                    going, run, lambda x, _: (jnp.asarray(False), x), x, body_consts
+                )
+                return i + 1, going, x
+            # A select of the state (see `selects.step_lowering`): the step computes the body
+            # in every step, on masked inputs where guarded.
+            x_in, consts = x, body_consts
+            if masking == "guarded select":
+                x_in, consts = _masked(going, x_in), _masked(going, consts)
+            more, x_new = run(x_in, consts)
+            x = jax.tree_util.tree_map(lambda new, old: lax.select(going, new, old), x_new, x)
+            return i + 1, going & more, x
 
         zero = jnp.zeros((), jnp.int32)
         final, _ = lax.scan(
@@ -89,3 +111,16 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None):
     loop = jax.custom_jvp(primal)
     loop.defjvp(lambda primals, tangents: jax.jvp(scanned, primals, tangents))
     return loop(body.consts, cond.consts, init, first)
+
+
+def _masked(going, tree):
+    """`tree` with each floating-point leaf where the loop goes on, ones after its test failed:
+    a step computed there reaches its inputs' derivatives through this select only, which gives
+    an exact zero whatever the body's derivative is at those ones."""
+
+    def mask(leaf):
+        if not selects.masked_input(jnp.result_type(leaf)):
+            return leaf
+        return lax.select(going, leaf, lax.full_like(leaf, 1))
+
+    return jax.tree_util.tree_map(mask, tree)

@@ -246,3 +246,59 @@ def test_boolean_selects_are_and_or_with_the_select_values(tmp_path, on_true, on
         if "select_n" in line and ":bool[]" in line.split("=")[0]
     ]
     assert not bool_selects
+
+
+# --- the steps of a bounded loop's masked scan ------------------------------------------------
+
+
+def step_lowering(body, *state, constants=()):
+    jaxpr = jax.make_jaxpr(body)(*state)
+    test = jax.make_jaxpr(lambda *s: True)(*state)
+    dtypes = [jnp.result_type(s) for s in state]
+    return selects.step_lowering(jaxpr, test, dtypes, constants)
+
+
+def test_bounded_steps_are_selected_unless_an_effect_a_loop_or_their_size_forbids():
+    x = jnp.float32(1.0)
+    assert step_lowering(lambda x: x + 1.0, x) == "select"
+    assert step_lowering(lambda x: jnp.sqrt(x) + 1.0, x) == "guarded select"
+    assert step_lowering(lambda x: jax.debug.print("{}", x) or x, x) is None
+    assert step_lowering(lambda x: jax.lax.while_loop(lambda v: v < 2.0, jnp.sqrt, x), x) is None
+    assert step_lowering(lambda x: x + 1.0, jnp.ones(selects.MAX_STEP_ELEMENTS + 1)) is None
+    assert step_lowering(lambda k: k, jax.random.key(0)) is None  # select takes no keys
+    many = [np.ones(selects.MAX_MASKED_CONSTANT_ELEMENTS + 1, np.float32)]
+    assert step_lowering(lambda x: jnp.sqrt(x), x, constants=many) is None
+    assert step_lowering(lambda x: x + 1.0, x, constants=many) == "select"  # nothing masked
+
+
+def sqrt_sum_while_positive(x):
+    y = 0.0
+    while x > 0.0:
+        transpiler.loop_options(max_iterations=6)
+        y = y + jnp.sqrt(x)  # after the loop stops, x <= 0: sqrt's derivative is inf or nan
+        x = x - 1.0
+    return y
+
+
+def climb_to(c):
+    x = 0.5
+    while x < 0.9:
+        transpiler.loop_options(max_iterations=5)
+        x = x + 0.5 * jnp.sqrt(c - x)  # at c = 1 a step on unmasked ones takes sqrt(0)
+    return x
+
+
+@pytest.mark.parametrize("fn, x", [(sqrt_sum_while_positive, 2.5), (climb_to, 1.0)])
+def test_bounded_loops_steps_after_the_test_failed_give_exact_derivatives(fn, x):
+    # The steps after the test failed compute on masked inputs (state and closed-over
+    # parameters): the derivatives of every order are the eager loop's, finite.
+    converted = transpiler.convert(fn)
+    for order in (jax.grad, lambda f: jax.grad(jax.grad(f))):
+        got, want = jax.jit(order(converted))(x), order(fn)(x)
+        assert np.isfinite(got)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    xs = jnp.array([x, 0.3 * x])
+    check_vmap(fn, xs)
+    batched = jax.grad(lambda xs: jax.vmap(converted)(xs).sum())(xs)  # reverse mode of vmap
+    np.testing.assert_allclose(batched, [jax.grad(fn)(v) for v in xs], rtol=1e-6)
+    assert "cond[" not in str(jax.make_jaxpr(jax.grad(converted))(x))
