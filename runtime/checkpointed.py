@@ -421,9 +421,6 @@ def _reverse_sweep(step, consts, saved, count, ct_final, x_part, c_part):
     stack_idx = jnp.concatenate([idx, jnp.full((pad,), -1, jnp.int32)])
     block = jax.tree_util.tree_map(lambda a: jnp.zeros((_BLOCK, *a.shape[1:]), a.dtype), buf)
 
-    def advance(x, steps):
-        return lax.fori_loop(0, steps, lambda _, x: step(x, consts), x)
-
     def back_one(x, ct_x, ct_c):
         out, vjp = jax.vjp(step, x, consts)
         d_x, d_c = vjp(x_part.full(ct_x, out))
@@ -440,26 +437,25 @@ def _reverse_sweep(step, consts, saved, count, ct_final, x_part, c_part):
         x_j = jax.tree_util.tree_map(lambda a: a[start], stack)
         mid = j + (i - j + 1) // 2
 
-        def sweep_block(_):  # states j..i into the block buffer, then back over them
-            def fill(t, b):
-                x = jax.tree_util.tree_map(lambda a: a[t], b)
-                return jax.tree_util.tree_map(lambda a, v: a.at[t + 1].set(v), b, step(x, consts))
+        # One loop recomputes the states from j: up to i into the block buffer to sweep back
+        # over them, or up to the state halfway to i (bisecting), to push it. One copy of the
+        # step in the graph for both, and no `lax.cond` around them.
+        def fill(t, c):
+            x, states = c
+            x = step(x, consts)
+            at = jnp.where(sweeping, t + 1, _BLOCK)  # bisecting, nothing is kept
+            return x, jax.tree_util.tree_map(lambda a, v: a.at[at].set(v, mode="drop"), states, x)
 
-            states = jax.tree_util.tree_map(lambda a, v: a.at[0].set(v), block, x_j)
-            states = lax.fori_loop(0, i - j, fill, states)
+        states = jax.tree_util.tree_map(lambda a, v: a.at[0].set(v), block, x_j)
+        x_new, states = lax.fori_loop(0, jnp.where(sweeping, i, mid) - j, fill, (x_j, states))
 
-            def back(t, c):
-                x = jax.tree_util.tree_map(lambda a: a[i - j - t], states)
-                return back_one(x, *c)
+        def back(t, c):
+            x = jax.tree_util.tree_map(lambda a: a[i - j - t], states)
+            return back_one(x, *c)
 
-            return lax.fori_loop(0, i - j + 1, back, (ct_x, ct_c)), x_j
-
-        def bisect(_):  # recompute the state halfway from j to i, to push it
-            return (ct_x, ct_c), advance(x_j, mid - j)
-
-        # The stack stays out of the cond (a conditional's operands may be copied each time):
-        # the state it returns is written just above the top, and counts only when bisecting.
-        (ct_x, ct_c), x_new = lax.cond(sweeping, sweep_block, bisect, None)
+        # Bisecting, the sweep runs no step.
+        ct_x, ct_c = lax.fori_loop(0, jnp.where(sweeping, i - j + 1, 0), back, (ct_x, ct_c))
+        # The state computed is written just above the top, and counts only when bisecting.
         stack = jax.tree_util.tree_map(lambda a, v: a.at[top].set(v), stack, x_new)
         stack_idx = stack_idx.at[top].set(jnp.where(sweeping, -1, mid))
         top = jnp.where(sweeping, start, top + 1)
