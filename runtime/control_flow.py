@@ -596,6 +596,11 @@ def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:
         weak = jax.typeof(x).weak_type, jax.typeof(y).weak_type
         if x.shape == y.shape and any(weak):
             dtype = jnp.result_type(staging.dtype_like(x), staging.dtype_like(y))
+        if (
+            x.shape == y.shape
+            and any(weak)
+            and all(w or staging.casts_exactly(v.dtype, dtype) for v, w in zip((x, y), weak))
+        ):
             # Two Python numbers (`1` and `2.5`) give one that is still weakly typed: it
             # promotes as either would (`bf16_array * y` stays bfloat16).
             casts[j] = staging.WeakDtype(dtype) if all(weak) else dtype
@@ -606,6 +611,12 @@ def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:
             if x.shape != y.shape
             else (f"; cast one of them, e.g. with .astype(jnp.{np.dtype(x.dtype).name})")
         )
+        if x.shape == y.shape and any(weak):
+            strong = np.dtype((y if weak[0] else x).dtype).name
+            fix += (
+                f" (the weakly typed one, a Python number's, would make the {strong} a "
+                f"{np.dtype(dtype).name}, which does not hold every {strong} exactly)"
+            )
         raise StagingError(
             f"{where} is {describe(x)} in the true branch but {describe(y)} in the false branch "
             f"({site}). With a traced condition both branches must give {where} the same "

@@ -381,16 +381,39 @@ def check_same_dtypes(a, b, what: str, site) -> None:
     result's dtype would depend on which is chosen, where Python gives each its own type. (A
     Python number promotes to the other's dtype, as in a staged `if`.)"""
     a, b = jnp.asarray(a), jnp.asarray(b)
-    if a.dtype == b.dtype or jax.typeof(a).weak_type or jax.typeof(b).weak_type:
+    weak = jax.typeof(a).weak_type, jax.typeof(b).weak_type
+    if a.dtype == b.dtype:
         return
+    note = ""
+    if any(weak):
+        target = jnp.result_type(dtype_like(a), dtype_like(b))
+        if all(w or casts_exactly(v.dtype, target) for v, w in zip((a, b), weak)):
+            return
+        strong = np.dtype((b if weak[0] else a).dtype).name
+        note = (
+            f" (the Python number would make the {strong} a {np.dtype(target).name}, which "
+            f"does not hold every {strong} exactly)"
+        )
     raise StagingError(
         f"{what} are {describe(a)} and {describe(b)} ({site}); with traced values the result "
         "is one of them, chosen in the graph, so they must have the same dtype (Python would "
-        f"give each its own); cast one of them, e.g. with .astype(jnp.{np.dtype(a.dtype).name})."
+        f"give each its own){note}; cast one of them, e.g. with "
+        f".astype(jnp.{np.dtype(a.dtype).name})."
     )
 
 
 _PYTHON_ZERO = types.MappingProxyType({"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j})  # by kind
+
+
+def casts_exactly(dtype, target) -> bool:
+    """Whether every value of `dtype` is a value of `target` (an int32 is not a float32: 2**24 + 1
+    is not): where a weakly typed value promotes a strong one to `target`, the strong one's
+    values must not change."""
+    dtype, target = np.dtype(dtype), np.dtype(target)
+    if dtype.kind not in "iu" or target.kind not in "fc":
+        return True
+    magnitude_bits = np.iinfo(dtype).bits - (dtype.kind == "i")
+    return magnitude_bits <= jnp.finfo(target).nmant + 1
 
 
 def dtype_like(x):

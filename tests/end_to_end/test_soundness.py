@@ -1332,6 +1332,36 @@ def test_a_traced_choice_between_two_dtypes_is_refused():
     check_jit(max_with_a_python_number, jnp.int32(-3), jnp.float32(4.0))
 
 
+def int_or_weak_float_branches(x, n):
+    y = jnp.array(0.5)  # a weakly typed float32
+    if x > 0:
+        y = n
+    return y
+
+
+def max_of_int_and_python_float(n):
+    return max(n, 0.5)
+
+
+def int_or_python_float(x, n):
+    return (x > 0) and n or 0.5
+
+
+def test_a_python_float_does_not_make_an_int32_a_float32_that_changes_its_value():
+    # Promoting int32 16777217 with a weakly typed float gives float32 16777216: refused, where a
+    # Python number that only takes the other's dtype (an int with an int32, a float with a
+    # float16) stays allowed.
+    n = jnp.int32(16777217)
+    with pytest.raises(StagingError, match=r"'y' is int32\[\] in the true branch.*does not hold"):
+        transpiler.jit(int_or_weak_float_branches)(1.0, n)
+    with pytest.raises(StagingError, match=r"int32\[\] and float32\[\].*does not hold every"):
+        transpiler.jit(max_of_int_and_python_float)(n)
+    with pytest.raises(StagingError, match=r"operands of 'or' are int32\[\] and float32"):
+        transpiler.jit(int_or_python_float)(1.0, n)
+    check_jit(int_or_weak_float_branches, 1.0, jnp.float16(2.0))
+    check_jit(int_or_weak_float_branches, -1.0, jnp.int8(3))  # every int8 is a float32
+
+
 def upper_bound(x):
     print("upper called")
     return jnp.sqrt(x) + 1
