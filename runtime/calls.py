@@ -159,12 +159,23 @@ def caller(
             args = tuple(resolve_argument(arg) for arg in args)
             kwargs = {name: resolve_argument(value) for name, value in kwargs.items()}
         try:
+            if resolved is fn and staging.trackers() and _state_of_its_own(fn, is_library):
+                return effects.call_with_state_of_its_own(fn, args, kwargs)
             return resolved(*args, **kwargs)
         except Exception as e:
             errors.raised_by_callee(e)  # `math.sqrt(-1)`: the program's error, to raise as it runs
             raise
 
     return call
+
+
+def _state_of_its_own(fn, is_library) -> bool:
+    """Whether `fn`, called as it is, is an object of the user's that is not a function, a
+    method or a class (`functools.lru_cache` of a user function): its own state (the cache) is
+    out of every snapshot's reach."""
+    if isinstance(fn, (types.FunctionType, types.MethodType, type, types.BuiltinFunctionType)):
+        return False
+    return not (is_library(fn) or _jax_or_standard(fn))
 
 
 _JAX_AND_NUMPY = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "opt_einsum", "runtime"})

@@ -29,7 +29,7 @@ import types
 import jax
 import numpy as np
 
-from runtime import staging
+from runtime import errors, staging
 from runtime.errors import StagingError
 
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, range, type(Ellipsis))
@@ -848,6 +848,42 @@ class Watch:
             and not self.snapshot.opaque  # it might have advanced one of those
             and not self.snapshot.changes()
         )
+
+
+class StateBehindCall(StagingError):
+    """A callable that converted code calls as it is, with state of its own the runtime cannot
+    record or put back (a `functools.lru_cache`), changed Python state while a staged block was
+    traced. Final: the statement is not staged another way (unrolled, traced again), as that
+    would meet the callable's state as this tracing left it (a cache hit, where the first call
+    made the change)."""
+
+
+def call_with_state_of_its_own(fn, args, kwargs):
+    """`fn(*args, **kwargs)` for a callable whose own state no snapshot records (an object of a
+    user's module that is not a function: `functools.lru_cache` of a user function), while a
+    staged block is traced: raises StateBehindCall if the call changed the Python state being
+    watched (the snapshot puts that back; not the callable's own)."""
+    trackers = staging.trackers()
+    wrapped = getattr(fn, "__wrapped__", None)
+    for snapshot in trackers:
+        if isinstance(wrapped, types.FunctionType):
+            snapshot.add_function(wrapped)
+    before = [{c.key: c.after for c in snapshot.changes()} for snapshot in trackers]
+    out = fn(*args, **kwargs)
+    for snapshot, seen in zip(trackers, before):
+        for change in snapshot.changes():
+            if change.key in seen and _same(seen[change.key], change.after):
+                continue
+            name = getattr(fn, "__qualname__", None) or type(fn).__name__
+            where = errors.calling_line()
+            raise StateBehindCall(
+                f"{change.describe()} by a call of {name} ({type(fn).__name__}"
+                f"{', ' + where if where else ''}) while staged code is traced. The call cannot "
+                "be staged: the change depends on the run, and "
+                f"{name} keeps state of its own (a cache) that tracing changes and that cannot "
+                "be put back. Call it outside the staged if or loop, or drop the cache."
+            )
+    return out
 
 
 def called_as_is(known: bool, makes_effects: bool) -> None:

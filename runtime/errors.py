@@ -216,6 +216,18 @@ def user_location(filename: str, lineno: int) -> tuple[str, int] | None:
     return lines[best] if best is not None else None
 
 
+def calling_line() -> str | None:
+    """`file:line` of the innermost line of converted code running now (the user's line behind
+    it), for a message raised from the runtime; None outside converted code."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        found = user_location(frame.f_code.co_filename, frame.f_lineno)
+        if found is not None:
+            return f"{_display(found[0])}:{found[1]}"
+        frame = frame.f_back
+    return None
+
+
 def _display(filename: str) -> str:
     try:
         rel = os.path.relpath(filename)

@@ -323,6 +323,8 @@ def for_stmt(
                 return scan_from(k, state, exit_ is not None and state[-1] is False)
             except carry_.Unsized:
                 pass  # this iteration, as Python, binds what the body binds first
+            except effects_.StateBehindCall:
+                raise  # final: unrolled, the loop would meet the state tracing left
             except _SCAN_REFUSED as e:
                 _log_unrolled(site, e, n - k)
                 break
@@ -342,6 +344,8 @@ def for_stmt(
             if again and may_scan:
                 try:
                     return scan_from(k, state, True)
+                except effects_.StateBehindCall:
+                    raise  # final: unrolled, the loop would meet the state tracing left
                 except _SCAN_REFUSED as e:  # the rest unrolled, this item with `stop`
                     _log_unrolled(site, e, n - k)
                     may_scan = False
@@ -368,6 +372,8 @@ def for_stmt(
                 try:
                     # Before it, the exit's flag was False.
                     return scan_from(0, start, exit_ is not None)
+                except effects_.StateBehindCall:
+                    raise  # final: unrolled, the loop would meet the state tracing left
                 except _SCAN_REFUSED as e:  # as it would from the state after: the rest unrolled
                     _log_unrolled(site, e, n - k)
                     break

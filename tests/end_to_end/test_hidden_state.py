@@ -281,3 +281,40 @@ TAKERS = {"islice": take_islice, "__next__": take_next_method, "next of a zip": 
 def test_an_iterator_advanced_in_staged_code_by_any_means_is_refused(take):
     with pytest.raises(StagingError, match=r"\(an iterator: \w+\) is advanced"):
         transpiler.jit(advances_with(take))(jnp.float32(0.0))
+
+
+# -- callables with state of their own: functools.lru_cache -----------------------------------------
+
+CACHED_CALLS = []
+
+
+@functools.lru_cache(None)
+def cached_scale(k):
+    CACHED_CALLS.append(k)  # an effect the cache makes happen once
+    return k * k
+
+
+@functools.lru_cache(None)
+def cached_pure(k):
+    return k * k
+
+
+def loop_calling_cached(x, scale):
+    s = 0.0
+    for v in x:
+        if v > 0:
+            s = s + v * scale(2)
+    return s, len(CACHED_CALLS)
+
+
+def test_a_cached_call_that_changes_state_in_staged_code_is_refused():
+    # Tracing makes the call, which the snapshot undoes, but the cache keeps its entry: a
+    # second way of staging the loop (unrolled) would meet a cache hit and lose the append.
+    CACHED_CALLS.clear()
+    cached_scale.cache_clear()
+    xs = jnp.array([1.0, -2.0, 3.0])
+    with pytest.raises(StagingError, match=r"by a call of cached_scale .*test_hidden_state.py:"):
+        transpiler.jit(loop_calling_cached, static_argnums=1)(xs, cached_scale)
+    cached_pure.cache_clear()
+    out = transpiler.jit(loop_calling_cached, static_argnums=1)(xs, cached_pure)
+    assert out[0] == loop_calling_cached(xs, cached_pure)[0]
