@@ -136,7 +136,11 @@ def caller(
     def call(fn, /, *args, **kwargs):
         """`fn(*args, **kwargs)`, with `fn` converted first if it is user code, and the user
         functions given to it converted if it is library code."""
-        if isinstance(fn, (type, types.BuiltinFunctionType)):
+        if isinstance(fn, functools.partial) and _staged_builtin(fn.func):
+            # `functools.partial(print, "loss")(x)`: the staged version's partial.
+            fn = functools.partial(builtins_.STAGED[fn.func], *fn.args, **fn.keywords)
+            resolved = fn
+        elif isinstance(fn, (type, types.BuiltinFunctionType)):
             # A builtin reached under another name (`r = range; r(n)`): its staged version.
             fn = builtins_.STAGED.get(fn, fn)
             resolved = fn
@@ -167,6 +171,10 @@ def caller(
             raise
 
     return call
+
+
+def _staged_builtin(fn) -> bool:
+    return isinstance(fn, (type, types.BuiltinFunctionType)) and fn in builtins_.STAGED
 
 
 def _state_of_its_own(fn, is_library) -> bool:

@@ -5,6 +5,7 @@ One test per class of the soundness issue, each comparing the converted function
 means something, `jax.vmap`; or asserting the precise error.
 """
 
+import builtins
 import functools
 import logging
 import os
@@ -246,6 +247,29 @@ def test_f_strings_of_traced_values_print_the_values(capsys):
     assert transpiler.convert(formats)(1.0) == formats(1.0)
     python_printed = capsys.readouterr().out
     assert python_printed == "step 0: x=2.50 (     2.5)\nstep 1: x=4.00 (     4.0)\n" * 2
+
+
+def text_made_before_it_is_printed(x):
+    msg = f"x={x:.2f}"
+    line = "v " + str(x) + " and " + str(x > 1)
+    template = "({})".format(x)  # noqa: UP032 - the .format form is what is tested
+    builtins.print("b", x)
+    functools.partial(print, "p")(x)
+    print(msg)
+    print(line, template)
+    return x, [str(3), str(b"ab", "ascii")]  # no traced value: Python's text
+
+
+def test_text_made_before_it_is_printed_prints_the_values(capsys):
+    # Text stored in a variable and printed later, and print reached as `builtins.print` or
+    # through a partial, print the values when the program runs, in program order.
+    converted = transpiler.convert(text_made_before_it_is_printed)
+    texts = []
+    jax.jit(lambda x: texts.append(converted(x)[1]) or x)(jnp.float32(2.0))
+    jax.effects_barrier()
+    assert texts == [["3", "ab"]] and all(type(t) is str for t in texts[0])
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["b 2.0", "p 2.0", "x=2.00", "v 2.0 and True (2.0)"]
 
 
 # -- 5. Lists appended to under a traced condition ------------------------------------------------
@@ -945,6 +969,14 @@ def index_in_text(x):
     return x
 
 
+def index_in_stored_text(x):
+    for i in range(3):
+        name = f"layer{i}"  # text stored, then used as Python text, not printed
+        if name not in FROZEN:
+            x = x + 1
+    return x
+
+
 def triangle(x):
     s = 0.0
     for i in range(4):
@@ -960,7 +992,7 @@ def arithmetic_only(x, xs):
 
 
 def test_python_uses_of_a_loop_index_keep_it_python():
-    for fn in (keyed_by_index, negative_power, index_in_text, triangle):
+    for fn in (keyed_by_index, negative_power, index_in_text, index_in_stored_text, triangle):
         check_jit(fn, 1.0)
     assert float(jax.jit(jax.grad(transpiler.convert(triangle)))(1.0)) == jax.grad(triangle)(1.0)
     xs = jnp.arange(3.0)

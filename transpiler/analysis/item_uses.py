@@ -273,6 +273,10 @@ def _array_use(name: gast.Name, parents: dict[int, gast.AST], counter: str | Non
         elif isinstance(parent, gast.Call):
             if node is parent.func:
                 return False
+            if _runtime_name(parent.func) == "fstring":
+                # Text shows the value where it is printed, raised or asserted; made for
+                # anything else (`f"layer{i}" in frozen`), it is the text of a tracer.
+                return _printed(parent, parents)
             if _runtime_name(parent.func) not in _PASSING_RUNTIME:
                 return _array_function(parent.func)
         elif isinstance(parent, gast.stmt):
@@ -312,6 +316,16 @@ def _runtime_name(func: gast.expr) -> str | None:
     ):
         return func.attr
     return None
+
+
+def _printed(text: gast.Call, parents: dict[int, gast.AST]) -> bool:
+    """Whether the text `text` makes is an argument of a print, or in a raise or an assert."""
+    parent = parents.get(id(text))
+    if isinstance(parent, gast.Call) and _runtime_name(parent.func) == "print_":
+        return text in parent.args
+    while parent is not None and not isinstance(parent, gast.stmt):
+        parent = parents.get(id(parent))
+    return isinstance(parent, (gast.Raise, gast.Assert))
 
 
 def _array_function(func: gast.expr) -> bool:

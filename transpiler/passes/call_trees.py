@@ -64,6 +64,11 @@ STAGED_BUILTINS = frozenset(
 _NEVER_WRAPPED = frozenset({"super", "locals", "globals", "vars", "eval", "exec", "print"})
 
 
+# The builtins `rt__.call` stages (`runtime.builtins.STAGED`), reached as attributes of the
+# `builtins` module.
+_STAGED_BUILTIN_OBJECTS = tuple(getattr(builtins, name) for name in (*STAGED_BUILTINS, "print"))
+
+
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     """Rewrites the calls in `fn_node` (and its nested functions); `ctx.globals` resolves names.
     With `ctx.recursive` off, only builtins are rewritten."""
@@ -137,6 +142,8 @@ class _CallTrees(Transformer):
             operator = "effect"  # the runtime records that the code running now makes one
         elif library is not _UNKNOWN and libraries.host_effect(library):
             operator = "call"  # `logging.info(...)`: made when the program runs, if staged
+        elif library is not _UNKNOWN and any(library is b for b in _STAGED_BUILTIN_OBJECTS):
+            operator = "call"  # `builtins.print(x)`, `builtins.len(xs)`: their staged versions
         elif library is not _UNKNOWN and not self._given_functions(library, node):
             return node
         else:

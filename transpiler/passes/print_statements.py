@@ -7,7 +7,9 @@
 Only calls of the builtin `print` are rewritten (not a local or global named `print`). Text made
 from values among their arguments (f-strings, `%`, `.format`, `str()`), and in the exception of
 a `raise`, is made by runtime calls that keep traced values apart from the text, so a staged
-print shows their values, not the tracers.
+print shows their values, not the tracers. So is text made elsewhere in the function with an
+f-string, `.format` or a one-argument `str()`/`repr()` (`msg = f"loss {loss}"; print(msg)`):
+where no traced value is in it, it is the same `str`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,15 @@ from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
 # What the pipeline looks for before running this pass, and what it may add (features.py).
-APPLIES_TO = ("call:print", gast.Assert, gast.Raise)
+APPLIES_TO = (
+    "call:print",
+    gast.Assert,
+    gast.Raise,
+    gast.JoinedStr,
+    "call:str",
+    "call:repr",
+    "call:.format",
+)
 ADDS = (gast.Call,)
 
 
@@ -67,13 +77,23 @@ class _Text(gast.NodeTransformer):
     str(x), repr(x)    ->  rt__.str_(x), rt__.repr_(x)
     """
 
-    def __init__(self, builtin_names: frozenset[str]):
+    def __init__(self, builtin_names: frozenset[str], everywhere: bool = False):
         self.builtins = builtin_names
+        # Text outside what is printed, raised or asserted: `%` stays Python's (its numeric
+        # formats raise for a tracer, which says more than a placeholder text would), and so
+        # does `str()` of more than one argument.
+        self.everywhere = everywhere
 
     def visit_Call(self, node):
         node = self.generic_visit(node)
         func = node.func
-        if isinstance(func, gast.Name) and func.id in ("str", "repr") and func.id in self.builtins:
+        one_argument = len(node.args) == 1 and not node.keywords
+        if (
+            isinstance(func, gast.Name)
+            and func.id in ("str", "repr")
+            and func.id in self.builtins
+            and (one_argument or not self.everywhere)
+        ):
             node.func = templates.replace_as_expression(f"{RUNTIME}.{func.id}_")
         elif (
             isinstance(func, gast.Attribute)
@@ -88,7 +108,8 @@ class _Text(gast.NodeTransformer):
     def visit_BinOp(self, node):
         node = self.generic_visit(node)
         if (
-            isinstance(node.op, gast.Mod)
+            not self.everywhere
+            and isinstance(node.op, gast.Mod)
             and isinstance(node.left, gast.Constant)
             and isinstance(node.left.value, str)
         ):
@@ -126,4 +147,6 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     for node in structure.walk_nodes(fn_node):
         if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
             shadowed.add(node.id)
-    return _PrintStatements(ctx.globals, frozenset(shadowed)).visit(fn_node)
+    statements = _PrintStatements(ctx.globals, frozenset(shadowed))
+    fn_node = statements.visit(fn_node)
+    return _Text(statements.builtins, everywhere=True).visit(fn_node)
