@@ -392,7 +392,7 @@ def check_same_dtypes(a, b, what: str, site) -> None:
         strong = np.dtype((b if weak[0] else a).dtype).name
         note = (
             f" (the Python number would make the {strong} a {np.dtype(target).name}, which "
-            f"does not hold every {strong} exactly)"
+            "does not hold every {strong} exactly)"
         )
     raise StagingError(
         f"{what} are {describe(a)} and {describe(b)} ({site}); with traced values the result "
@@ -408,7 +408,8 @@ _PYTHON_ZERO = types.MappingProxyType({"b": False, "i": 0, "u": 0, "f": 0.0, "c"
 def casts_exactly(dtype, target) -> bool:
     """Whether every value of `dtype` is a value of `target` (an int32 is not a float32: 2**24 + 1
     is not): where a weakly typed value promotes a strong one to `target`, the strong one's
-    values must not change."""
+    values must not change. (A bool made an int keeps its values, 0 and 1: a Python bool that
+    became traced is counted up that way, `hits = False` ... `hits = hits + 1`.)"""
     dtype, target = np.dtype(dtype), np.dtype(target)
     if dtype.kind not in "iu" or target.kind not in "fc":
         return True

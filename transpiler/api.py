@@ -38,9 +38,9 @@ class Options:
 class _Generated:
     code: types.CodeType
     source: str  # what `to_source` shows
-    # Whether a loop has `loop_options(max_iterations=N)`, which bounds it in Python too: such
-    # a function runs converted even on Python values (see `_runtime_bridge.wrap`).
-    bounds_loops: bool
+    # Whether the function runs converted even on Python values (see `_runtime_bridge.wrap`
+    # and `pipeline.Converted`).
+    runs_converted: bool
     # The globals the code was generated for (conversion resolves names in them), so that
     # their id in the cache key is not taken for another dict's: through their module, weakly,
     # where they are a module's (holding them would hold the module, whose functions hold the
@@ -248,7 +248,7 @@ def convert(
         from transpiler import _runtime_bridge
 
         new = loading.instantiate(generated.code, fn, _runtime(), skip=(_CACHE_ATTRIBUTE,))
-        converted = _runtime_bridge.wrap(new, fn, python_path=not generated.bounds_loops)
+        converted = _runtime_bridge.wrap(new, fn, python_path=not generated.runs_converted)
         converted.__dict__.pop(_CACHE_ATTRIBUTE, None)
         setattr(converted, _CONVERTED_FLAG, True)
         converted.__transpiler_source__ = generated.source
@@ -302,7 +302,7 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
         converted = pipeline.run(
             parsed.node, fn.__globals__, fn.__code__.co_freevars, recursive=options.recursive
         )
-        bounds_loops = converted.bounds_loops
+        runs_converted = converted.runs_converted
         return_values = {
             name: (info.function, info.returns) for name, info in converted.return_values.items()
         }
@@ -314,7 +314,7 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
             suffix=_runtime_bridge.GENERATED_SUFFIX,
             footer=lambda line_map: _runtime_bridge.source_map_footer(line_map, return_values),
         )
-    generated = _Generated(code, source, bounds_loops, _owner_of(fn.__globals__))
+    generated = _Generated(code, source, runs_converted, _owner_of(fn.__globals__))
     _generated.put(fn, options, generated)
     if _logger.isEnabledFor(logging.INFO):
         seconds = time.perf_counter() - started

@@ -22,6 +22,9 @@ class PassContext:
       return_values: filled by the return pass: return-value variable -> what error messages say
         about it.
       bounds_loops: set by the directives pass: a loop has `loop_options(max_iterations=N)`.
+      hands_functions: set by the call-trees pass: the function hands a function to library
+        code (`jax.vmap(helper)`, `lax.scan(step, ...)`), which JAX traces unconverted if the
+        original runs.
       analyzed: the tree whose analyses are current, where a pass that analysed it left it
         unchanged (the next pass need not analyse it again); None once a pass changes it.
     """
@@ -32,6 +35,7 @@ class PassContext:
     recursive: bool = True
     return_values: dict = dataclasses.field(default_factory=dict)
     bounds_loops: bool = False
+    hands_functions: bool = False
     analyzed: gast.AST | None = None
 
     @classmethod

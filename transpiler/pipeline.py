@@ -84,8 +84,11 @@ class Converted:
     node: gast.FunctionDef
     # return-value variable -> what error messages say about it
     return_values: dict[str, return_statements.ReturnValue]
-    # whether a loop has loop_options(max_iterations=N), which bounds it in Python too
-    bounds_loops: bool = False
+    # whether the converted code runs on Python values too (not the original): a loop has
+    # loop_options(max_iterations=N), which bounds it in Python too, or the function hands a
+    # function to library code (`jax.vmap(helper)`), which JAX traces: converted, its staged
+    # ifs and loops work
+    runs_converted: bool = False
 
 
 def run(
@@ -113,4 +116,4 @@ def run(
             continue  # nothing in the tree for it to rewrite
         fn_node = pass_.transform(fn_node, ctx)
         found.update(getattr(pass_, "ADDS", ()))
-    return Converted(fn_node, ctx.return_values, ctx.bounds_loops)
+    return Converted(fn_node, ctx.return_values, ctx.bounds_loops or ctx.hands_functions)

@@ -5,6 +5,7 @@ import sys
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import transpiler
@@ -57,6 +58,34 @@ def test_a_bounded_loop_stays_bounded_on_python_values():
     # converted code eagerly as well.
     assert transpiler.convert(bounded_count)(10) == 3
     assert bounded_count(10) == 10  # unconverted, the directive does nothing
+
+
+def huber(r):
+    if jnp.abs(r) < 1.0:
+        return 0.5 * r**2
+    return jnp.abs(r) - 0.5
+
+
+def mean_huber(r):
+    return jnp.mean(jax.vmap(huber)(r))
+
+
+def positive_sum(r):
+    def step(c, v):
+        if v > 0:
+            c = c + v
+        return c, c
+
+    return jax.lax.scan(step, 0.0, r)[0]
+
+
+def test_a_function_handing_its_functions_to_jax_runs_converted_on_python_values():
+    # On concrete arrays the original would give `huber` to jax.vmap unconverted, and its `if`
+    # on a traced value would fail: such a function runs its converted code, as under jit.
+    r = jnp.array([0.5, 2.0])
+    for fn, want in ((mean_huber, 0.8125), (positive_sum, 2.5)):
+        assert float(transpiler.convert(fn)(r)) == want == float(transpiler.jit(fn)(r))
+        assert float(transpiler.convert(fn)(np.asarray(r))) == want
 
 
 def signature_zoo(a, b=2, /, c=3, *rest, d, e=[], **options):  # noqa: B006 - the shared default is tested

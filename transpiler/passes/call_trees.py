@@ -72,7 +72,10 @@ _STAGED_BUILTIN_OBJECTS = tuple(getattr(builtins, name) for name in (*STAGED_BUI
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     """Rewrites the calls in `fn_node` (and its nested functions); `ctx.globals` resolves names.
     With `ctx.recursive` off, only builtins are rewritten."""
-    return _CallTrees(ctx.globals, frozenset(ctx.freevars), ctx.recursive).visit(fn_node)
+    calls = _CallTrees(ctx.globals, frozenset(ctx.freevars), ctx.recursive)
+    fn_node = calls.visit(fn_node)
+    ctx.hands_functions = ctx.hands_functions or calls.hands_functions
+    return fn_node
 
 
 class _CallTrees(Transformer):
@@ -84,6 +87,7 @@ class _CallTrees(Transformer):
         self.function_names: list[frozenset[str]] = []  # locals bound to a def or a lambda
         self.unknown_names: list[frozenset[str]] = []  # parameters: any value at all
         self.self_name: str | None = None  # the method's first parameter, for `super()`
+        self.hands_functions = False  # a library call given a function (`jax.vmap(f)`)
 
     def visit_FunctionDef(self, node):
         if not self.local_names and "__class__" in self.freevars and node.args.args:
@@ -148,6 +152,7 @@ class _CallTrees(Transformer):
             return node
         else:
             operator = "call"
+            self.hands_functions = self.hands_functions or library is not _UNKNOWN
         call = templates.replace_as_expression(f"{RUNTIME}.{operator}(func)", func=func)
         call.args += node.args
         call.keywords = node.keywords
