@@ -789,7 +789,20 @@ class Effects:
                     change.restore()
             known = {c.key for c in carried}
             new = [c for c in changes if c.key not in known]
-            if not returns_state:
+            if returns_state:
+                # The cell of one of the statement's own variables that a nested function
+                # reads (`lambda: s`), which generated code sets in the branch or body
+                # (`nonlocal s; s = s_1; s = x * 2`) and returns, where it held no array
+                # before (unbound, None): the statement's outputs set it afterwards, and it
+                # cannot be carried. (A cell that held an array is carried: a closure the
+                # loop's test calls then reads the body's value of it.)
+                state = frozenset(self.names)
+                new = [
+                    c
+                    for c in new
+                    if not (c.kind == "cell" and c.label in state and not c.carryable)
+                ]
+            else:
                 # A closure's cell of a state variable, which generated code sets to the
                 # function's own value of it (`nonlocal c; c = c_2`): not a change of its own.
                 own = dict(zip(self.names[-n:], args[:n])) if n else {}

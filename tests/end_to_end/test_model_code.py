@@ -534,3 +534,38 @@ def mixed_number_items(xs):
 def test_list_items_promote_like_jnp_stack():
     xs = jnp.array([0.5, -1.0, 2.0])
     check_jit(mixed_number_items, xs)
+
+
+def read_by_a_lambda(x):
+    if x > 0:
+        s = x * 2
+    else:
+        s = x * 3
+    return (lambda: s)()
+
+
+def clipped_steps(g, loss):
+    while loss > 0.1:
+        norm = jnp.sqrt(sum(jnp.sum(v * v) for v in jax.tree.leaves(g)))
+        g = jax.tree.map(lambda v: v * 0.5 / norm, g)  # noqa: B023 - `norm` read by a lambda
+        loss = loss * 0.5
+    return g, loss
+
+
+def last_of_closures(x):
+    fs = []
+    i = 0
+    while i < 3:
+        s = x * i
+        fs.append(lambda: s)  # noqa: B023 - late binding is what is tested
+        i += 1
+    return fs[0]() + fs[2]()
+
+
+def test_variables_first_bound_in_staged_code_and_read_by_a_nested_function():
+    # The variable is a closure cell, which the branch or body sets: it is the statement's own
+    # state (set from its outputs afterwards), not Python state changed by tracing.
+    check_jit(read_by_a_lambda, jnp.float32(3.0))
+    check_jit(read_by_a_lambda, jnp.float32(-3.0))
+    check_jit(clipped_steps, {"a": jnp.ones(2), "b": jnp.full(3, 2.0)}, jnp.float32(1.0))
+    check_jit(last_of_closures, 2.0)  # late binding: every closure reads the last `s`
