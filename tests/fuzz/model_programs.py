@@ -42,6 +42,7 @@ CLASS_NAMES = {
     14: "loops on Python values that the first iteration makes traced",
     15: "Python ints as Python: int powers, enumerate's index, replaced lists, ranges",
     16: "lists and dicts a staged branch or loop rebinds: aliases, swaps, choices",
+    17: "text made before it is printed, names a lambda reads, a float against an int",
 }
 
 
@@ -630,6 +631,37 @@ class _Generator:
             self.emit(indent + 1, f"{k} += 1")
         self.emit(indent, f"{cur}[0] = ({cur}[0] + {self.expr(ctx)}) % 97")
         self.emit(indent, f"a = (a + {pa}[0] + 2 * {pb}[0] + {cur}[1]) % 97")
+
+    def c17(self, indent: int, ctx: _Ctx) -> None:
+        """Text made (f-string, str(), +, .format) and printed later; a variable first bound in
+        both branches of an `if` and read by a lambda; a Python float against an int in a
+        branch (refused where the condition is traced)."""
+        r = self.rng.random()
+        v = self.rng.choice(["a", "b"] + list(ctx.names))
+        if r < 0.4:
+            msg = self.fresh("msg")
+            text = self.rng.choice(
+                [f'f"{v}={{{v}}}"', f'"{v}:" + str({v})', f'"<{{}}>".format({v})', f"str({v})"]
+            )
+            self.emit(indent, f"{msg} = {text}")
+            if self.chance(0.5):
+                self.emit(indent, f"if {self.cond(ctx)}:")
+                self.emit(indent + 1, f"print({msg})")
+            else:
+                self.emit(indent, f'print("m", {msg} + "!")')
+        elif r < 0.85:
+            s_ = self.fresh("s")
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            self.emit(indent + 1, f"{s_} = {self.expr(ctx)}")
+            self.emit(indent, "else:")
+            self.emit(indent + 1, f"{s_} = {self.expr(ctx)}")
+            self.emit(indent, f"{v if v in 'ab' else 'a'} = ((lambda: {s_})() + a) % 97")
+        else:
+            w = self.fresh("w")
+            self.emit(indent, f"{w} = 0.5")
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            self.emit(indent + 1, f"{w} = {v}")
+            self.emit(indent, f"a = (a + int({w} * 2)) % 97")
 
     def first_iteration_effect(self, indent: int, ctx: _Ctx) -> None:
         options = [
