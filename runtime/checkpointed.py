@@ -93,7 +93,7 @@ def has_inexact(tree) -> bool:
 def lax_while_loop(cond_fun, body_fun, init_val):
     """What converted code calls for `lax.while_loop`: the same loop, differentiable in reverse
     mode too."""
-    return while_loop(cond_fun, body_fun, init_val)
+    return while_loop(cond_fun, body_fun, init_val, site=_LaxLoop("lax.while_loop"))
 
 
 def lax_fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
@@ -110,7 +110,9 @@ def lax_fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
         return i + 1, body_fun(i, x)
 
     start = (jnp.asarray(lower, dtype), init_val)
-    _, final = while_loop(lambda carry: carry[0] < upper, body, start)
+    _, final = while_loop(
+        lambda carry: carry[0] < upper, body, start, site=_LaxLoop("lax.fori_loop")
+    )
     return final
 
 
@@ -239,34 +241,54 @@ def _refusing_derivatives(values, site):
     reaches the loop, also through a `cond` or `scan` around it, which JAX differentiates as a
     jaxpr (a primitive, since JAX inlines a `custom_jvp` whose inputs it knows)."""
     leaves, tree = jax.tree_util.tree_flatten(values)
-    where = f" ({site})" if site is not None else ""
-    out = _first_order_only_p.bind(*leaves, where=where)
+    if isinstance(site, _LaxLoop):
+        where, fix = f" ({site.name} at {site.line})" if site.line else "", _LAX_FIX
+    else:
+        where, fix = f" ({site})" if site is not None else "", _PYTHON_FIX
+    out = _first_order_only_p.bind(*leaves, where=where, fix=fix)
     return jax.tree_util.tree_unflatten(tree, out)
 
 
-def _refuse_second_order(primals, tangents, *, where):
+_PYTHON_FIX = (
+    "Bound the loop with transpiler.loop_options(max_iterations=N) (a scan, differentiable to "
+    "any order), or take the second derivative outside jax.jit (the loop then runs in Python)."
+)
+_LAX_FIX = (
+    "Write the loop as a lax.scan of a fixed number of steps (masked after the test fails), or "
+    "as a Python while loop with transpiler.loop_options(max_iterations=N)."
+)
+
+
+class _LaxLoop:
+    """A `lax.while_loop` or `lax.fori_loop` that converted code calls: named in the refusal
+    of second derivatives by the user's line that calls it."""
+
+    def __init__(self, name: str):
+        self.name, self.line = name, errors.calling_line()
+
+
+def _refuse_second_order(primals, tangents, *, where, fix):
     if all(type(t) is ad.Zero or jnp.result_type(t) == jax.dtypes.float0 for t in tangents):
-        return _first_order_only_p.bind(*primals, where=where), tangents
+        return _first_order_only_p.bind(*primals, where=where, fix=fix), tangents
     raise errors.StagingError(
         f"second derivatives through a staged while loop{where} are not supported: "
         "jax.hessian, jax.jacfwd/jacrev of a gradient, or jax.grad of jax.jvp through it "
-        "would be computed wrong. Bound the loop with "
-        "transpiler.loop_options(max_iterations=N) (a scan, differentiable to any order), "
-        "or take the second derivative outside jax.jit (the loop then runs in Python)."
+        f"would be computed wrong. {fix}"
     )
 
 
 _first_order_only_p = Primitive("first_order_only")
 _first_order_only_p.multiple_results = True
-_first_order_only_p.def_impl(lambda *values, where: values)
-_first_order_only_p.def_abstract_eval(lambda *avals, where: avals)
+_first_order_only_p.def_impl(lambda *values, where, fix: values)
+_first_order_only_p.def_abstract_eval(lambda *avals, where, fix: avals)
 ad.primitive_jvps[_first_order_only_p] = _refuse_second_order
-batching.primitive_batchers[_first_order_only_p] = lambda args, dims, *, where: (
-    _first_order_only_p.bind(*args, where=where),
+batching.primitive_batchers[_first_order_only_p] = lambda args, dims, *, where, fix: (
+    _first_order_only_p.bind(*args, where=where, fix=fix),
     dims,
 )
 mlir.register_lowering(
-    _first_order_only_p, mlir.lower_fun(lambda *values, where: values, multiple_results=True)
+    _first_order_only_p,
+    mlir.lower_fun(lambda *values, where, fix: values, multiple_results=True),
 )
 
 

@@ -349,6 +349,18 @@ SECOND_ORDER = {
 }
 
 
+def lax_growth(x):
+    return jax.lax.while_loop(lambda s: s < 10.0, lambda s: s * 1.5, x)
+
+
+def test_second_derivatives_through_a_called_lax_while_loop_name_its_line():
+    # The lax.while_loop converted code calls is the checkpointed loop too: its refusal names
+    # the user's line and advice that applies to a lax loop.
+    with pytest.raises(StagingError, match=r"lax.while_loop at .*test_gradients.py:\d+.*lax.scan"):
+        jax.jit(jax.hessian(transpiler.convert(lax_growth)))(1.0)
+    assert float(jax.jit(jax.grad(transpiler.convert(lax_growth)))(1.0)) == 1.5**6
+
+
 @pytest.mark.parametrize("name", sorted(SECOND_ORDER))
 def test_second_derivatives_through_a_staged_while_are_refused_by_line(name):
     # The derivative of the checkpointed loop's derivative would be computed wrong (JAX
