@@ -188,6 +188,7 @@ def _staged_select(a, truth, b, op, site):
             f"the right operand of '{op}' is {describe(b)} while the left one is traced "
             f"({site}); with a traced left operand both operands must be arrays."
         )
+    given = b  # a Python number as it is: its value is known (see `staging.check_fits`)
     a, b = jnp.asarray(a), jnp.asarray(b)
     if a.dtype == jnp.bool_ and b.dtype == jnp.bool_ and b.shape == ():
         return jnp.logical_and(a, b) if op == "and" else jnp.logical_or(a, b)
@@ -197,5 +198,5 @@ def _staged_select(a, truth, b, op, site):
             "left operand the result is one of them, chosen in the graph, so they must have the "
             "same shape."
         )
-    staging.check_same_dtypes(a, b, f"the operands of '{op}'", site)
+    staging.check_same_dtypes(a, given, f"the operands of '{op}'", site)
     return jnp.where(truth, b, a) if op == "and" else jnp.where(truth, a, b)

@@ -221,8 +221,10 @@ def step_lowering(body, test, state_dtypes, constants) -> str | None:
     step has an effect (rule 1: `effects` of the jaxprs), where it holds a `while` (computed on a
     state the loop never reaches, it need not stop), where it computes more than
     `MAX_STEP_ELEMENTS` elements, where the state holds values a select does not take (PRNG
-    keys), or where guarding would mask more than `MAX_MASKED_CONSTANT_ELEMENTS` constants."""
-    if not all(selects(dtype) for dtype in state_dtypes):
+    keys), where the step computes complex numbers (JAX's rematerialization of the scan's
+    residuals takes no complex ones outside a cond), or where guarding would mask more than
+    `MAX_MASKED_CONSTANT_ELEMENTS` constants."""
+    if not all(selects(dtype) and not _complex(dtype) for dtype in state_dtypes):
         return None
     found = "select"
     spent = [0]
@@ -255,6 +257,8 @@ def _step_kind(jaxpr, spent: list[int]) -> str | None:
             if kind is None:
                 return None
             found = "guarded select" if kind == "guarded select" else found
+        if any(_complex(v.aval.dtype) for v in eqn.outvars):
+            return None
         if name in _CALLS:
             continue
         spent[0] += sum(math.prod(v.aval.shape) for v in eqn.outvars)
@@ -263,6 +267,10 @@ def _step_kind(jaxpr, spent: list[int]) -> str | None:
         if _differentiable(eqn) and name not in _ZERO_SAFE and not _scaled_by_literal(eqn):
             found = "guarded select"
     return found
+
+
+def _complex(dtype) -> bool:
+    return isinstance(dtype, np.dtype) and dtype.kind == "c"
 
 
 def _jaxprs(eqn) -> list:

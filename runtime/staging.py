@@ -380,6 +380,7 @@ def check_same_dtypes(a, b, what: str, site) -> None:
     choice gives (`min(a, b)`, `a or b`), have different dtypes, neither a Python number's: the
     result's dtype would depend on which is chosen, where Python gives each its own type. (A
     Python number promotes to the other's dtype, as in a staged `if`.)"""
+    given = (a, b)
     a, b = jnp.asarray(a), jnp.asarray(b)
     weak = jax.typeof(a).weak_type, jax.typeof(b).weak_type
     if a.dtype == b.dtype:
@@ -387,6 +388,9 @@ def check_same_dtypes(a, b, what: str, site) -> None:
     note = ""
     if any(weak):
         target = jnp.result_type(dtype_like(a), dtype_like(b))
+        for value, w in zip(given, weak):
+            if w:
+                check_fits(value, target)
         if all(w or casts_exactly(v.dtype, target) for v, w in zip((a, b), weak)):
             return
         strong = np.dtype((b if weak[0] else a).dtype).name
@@ -417,6 +421,38 @@ def casts_exactly(dtype, target) -> bool:
     return magnitude_bits <= jnp.finfo(target).nmant + 1
 
 
+def check_fits(x, dtype) -> None:
+    """Raises StagingError if `x`, a value known while tracing (a Python number), changes its
+    value made a `dtype`: 300 is 44 as a uint8, 70000 is 4464 as an int16, 1e6 is inf as a
+    float16, where Python keeps the number. (Rounding a float to a narrower float is the weak
+    type's promotion, as JAX's.) A traced value is not known: JAX's cast."""
+    known = (jax.Array, np.ndarray, np.generic, int, float, complex)
+    if isinstance(x, (jax.core.Tracer, bool)) or not isinstance(x, known):
+        return
+    value, dtype = np.asarray(x), np.dtype(dtype)
+    if value.dtype.kind not in "iufc" or dtype.kind not in "iufc" or value.size == 0:
+        return
+    parts = (value.real, value.imag) if value.dtype.kind == "c" else (value,)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        fits = all(np.all((p >= info.min) & (p <= info.max)) for p in parts)
+    else:
+        largest = float(jnp.finfo(dtype).max)
+        fits = all(np.all(~np.isfinite(p) | (np.abs(p) <= largest)) for p in parts)
+    if fits:
+        return
+    shown = value.item() if value.size == 1 else f"an array of {value.dtype}"
+    where = errors_.calling_line()
+    raise StagingError(
+        f"the Python number {shown} would be made a {dtype.name} here"
+        f"{' (' + where + ')' if where else ''}, whose values do not include it: it takes the "
+        f"dtype of the {dtype.name} array it is chosen with or joins (in a staged if, a "
+        "conditional expression, min/max, and/or, a loop's state), and would wrap or overflow, "
+        f"where Python keeps the number. Cast the array first (x.astype(jnp.int32), "
+        "x.astype(jnp.float32)), or use a number the dtype holds."
+    )
+
+
 def dtype_like(x):
     """Something `jnp.result_type` promotes as it would promote `x`, weak type included."""
     if not jax.typeof(x).weak_type:
@@ -435,7 +471,9 @@ _PYTHON_ONE = types.MappingProxyType({"b": True, "i": 1, "u": 1, "f": 1.0, "c": 
 
 def cast(x, dtype):
     """`x` as `dtype` (a strong cast), or as the weakly typed `WeakDtype.dtype`: a weakly typed
-    `x` times the Python one of that kind, which JAX promotes to it and keeps weak (exact)."""
+    `x` times the Python one of that kind, which JAX promotes to it and keeps weak (exact).
+    A number known now (a Python number's) must keep its value (see `check_fits`)."""
+    check_fits(x, dtype.dtype if isinstance(dtype, WeakDtype) else dtype)
     if not isinstance(dtype, WeakDtype):
         return lax.convert_element_type(x, dtype)
     if x.dtype == dtype.dtype:

@@ -1394,6 +1394,67 @@ def test_a_python_float_does_not_make_an_int32_a_float32_that_changes_its_value(
     check_jit(int_or_weak_float_branches, -1.0, jnp.int8(3))  # every int8 is a float32
 
 
+def uint8_or_python_int(x, c):
+    if c > 0:
+        y = x
+    else:
+        y = 300
+    return y
+
+
+def int16_max(x):
+    return max(x, 70000)
+
+
+def float16_or_large(x, c):
+    return x if c > 0 else 1e6
+
+
+def uint8_or(x, c):
+    return (c > 0 and x) or 1000
+
+
+def uint8_after_no_iterations(x, n):
+    y = 300
+    i = 0
+    while i < n:
+        y = x
+        i += 1
+    return y
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (uint8_or_python_int, (jnp.uint8(5), -1)),
+        (int16_max, (jnp.int16(5),)),
+        (float16_or_large, (jnp.float16(2), -1)),
+        (uint8_or, (jnp.uint8(5), -1)),
+        (uint8_after_no_iterations, (jnp.uint8(5), 0)),
+    ],
+)
+def test_a_python_number_the_arrays_dtype_does_not_hold_is_refused(fn, args):
+    # 300 as a uint8 is 44, 70000 as an int16 4464, 1e6 as a float16 inf: Python keeps them.
+    with pytest.raises(StagingError, match=r"the Python number .* would be made a"):
+        transpiler.jit(fn)(*args)
+
+
+LAYERS = {"layer0": 1.0, "layer1": 2.0}
+
+
+def raised_text_caught(x):
+    for i in range(2):
+        try:
+            raise KeyError(f"layer{i}")
+        except KeyError as e:
+            x = x + LAYERS.get(e.args[0], 100.0)
+    return x
+
+
+def test_text_of_an_exception_the_function_catches_keeps_the_loop_index_python():
+    check_jit(raised_text_caught, jnp.float32(0.0))
+
+
 def upper_bound(x):
     print("upper called")
     return jnp.sqrt(x) + 1

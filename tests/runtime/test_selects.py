@@ -302,3 +302,26 @@ def test_bounded_loops_steps_after_the_test_failed_give_exact_derivatives(fn, x)
     batched = jax.grad(lambda xs: jax.vmap(converted)(xs).sum())(xs)  # reverse mode of vmap
     np.testing.assert_allclose(batched, [jax.grad(fn)(v) for v in xs], rtol=1e-6)
     assert "cond[" not in str(jax.make_jaxpr(jax.grad(converted))(x))
+
+
+def complex_escape(a):
+    z = a
+    while jnp.abs(z) < 4.0:
+        transpiler.loop_options(max_iterations=5)
+        z = z * z + a
+    return jnp.real(z)
+
+
+def closes_over_a_complex(a, x):
+    while x < 4.0:
+        transpiler.loop_options(max_iterations=5)
+        x = x + jnp.abs(a * x)
+    return x
+
+
+def test_bounded_steps_computing_complex_numbers_stay_conds_and_differentiate():
+    a = jnp.complex64(0.5 + 0.6j)
+    grad = jax.jit(jax.grad(transpiler.convert(complex_escape)))(a)
+    np.testing.assert_allclose(grad, jax.grad(complex_escape)(a), rtol=1e-6)
+    grad = jax.jit(jax.grad(transpiler.convert(closes_over_a_complex), argnums=1))(a, 1.0)
+    np.testing.assert_allclose(grad, jax.grad(closes_over_a_complex, argnums=1)(a, 1.0), rtol=1e-6)

@@ -49,10 +49,12 @@ def uses_items_as_python(
     loop: gast.For,
     live_after: frozenset[str] = frozenset(),
     enclosing: frozenset[str] = frozenset(),
+    catches: bool = False,
 ) -> bool:
     """Whether the body of `loop` (or its extra test) uses an item as a Python value; or the
     code after it (`live_after`: names read after the loop) reads the last item. `enclosing`:
-    the indices of the `for` loops over ranges around it."""
+    the indices of the `for` loops over ranges around it. `catches`: the function has a `try`,
+    whose handlers may read the text of an exception the loop raises (as Python text)."""
     tainted = _names(loop.target)
     if tainted & live_after:
         return True  # read after the loop, where no analysis of ours follows it
@@ -68,15 +70,16 @@ def uses_items_as_python(
     for stmt in statements:
         if isinstance(stmt, gast.For) and range_loop(stmt):
             indices |= index_names(stmt)
-    return _used_as_python(statements, tainted, counter, indices)
+    return _used_as_python(statements, tainted, counter, indices, catches)
 
 
-def used_as_python(body: list[gast.stmt], names) -> frozenset[str]:
+def used_as_python(body: list[gast.stmt], names, catches: bool = False) -> frozenset[str]:
     """Those of `names` (variables of a loop's state) whose values `body` uses as Python
     values (`isinstance(n, int)`, `n is 1`, `f"{n}"`, ...), directly or through the names bound
-    from them: where a Python number became an array, the body would compute differently."""
+    from them: where a Python number became an array, the body would compute differently.
+    `catches`: as `uses_items_as_python`'s."""
     statements = list(structure.walk(body))
-    return frozenset(n for n in names if _used_as_python(statements, {n}, None))
+    return frozenset(n for n in names if _used_as_python(statements, {n}, None, catches=catches))
 
 
 def index_names(loop: gast.For) -> frozenset[str]:
@@ -98,7 +101,11 @@ def _closure(statements: list[gast.stmt], tainted: set[str]) -> set[str]:
 
 
 def _used_as_python(
-    statements: list[gast.stmt], tainted: set[str], counter, indices: set[str] = frozenset()
+    statements: list[gast.stmt],
+    tainted: set[str],
+    counter,
+    indices: set[str] = frozenset(),
+    catches: bool = False,
 ) -> bool:
     tainted = _closure(statements, tainted)
     for stmt in statements:
@@ -119,7 +126,7 @@ def _used_as_python(
         ]
         if reads:
             parents = _parents(stmt)
-            if not all(_array_use(node, parents, counter) for node in reads):
+            if not all(_array_use(node, parents, counter, catches) for node in reads):
                 return True
     return False
 
@@ -233,7 +240,9 @@ def _parents(stmt: gast.stmt) -> dict[int, gast.AST]:
     return parents
 
 
-def _array_use(name: gast.Name, parents: dict[int, gast.AST], counter: str | None) -> bool:
+def _array_use(
+    name: gast.Name, parents: dict[int, gast.AST], counter: str | None, catches: bool = False
+) -> bool:
     """Whether this read of an item feeds an array computation, where a tracer is exact: its
     value (or what arithmetic makes of it) is compared, indexes an array, goes into a JAX
     function or into an assignment (followed as a binding); not into text, a type test, an
@@ -276,7 +285,7 @@ def _array_use(name: gast.Name, parents: dict[int, gast.AST], counter: str | Non
             if _runtime_name(parent.func) == "fstring":
                 # Text shows the value where it is printed, raised or asserted; made for
                 # anything else (`f"layer{i}" in frozen`), it is the text of a tracer.
-                return _printed(parent, parents)
+                return _printed(parent, parents, catches)
             if _runtime_name(parent.func) not in _PASSING_RUNTIME:
                 return _array_function(parent.func)
         elif isinstance(parent, gast.stmt):
@@ -318,14 +327,15 @@ def _runtime_name(func: gast.expr) -> str | None:
     return None
 
 
-def _printed(text: gast.Call, parents: dict[int, gast.AST]) -> bool:
-    """Whether the text `text` makes is an argument of a print, or in a raise or an assert."""
+def _printed(text: gast.Call, parents: dict[int, gast.AST], catches: bool) -> bool:
+    """Whether the text `text` makes is an argument of a print, or in a raise or an assert
+    that nothing in the function catches (`catches`: a handler may read it as Python text)."""
     parent = parents.get(id(text))
     if isinstance(parent, gast.Call) and _runtime_name(parent.func) == "print_":
         return text in parent.args
     while parent is not None and not isinstance(parent, gast.stmt):
         parent = parents.get(id(parent))
-    return isinstance(parent, (gast.Raise, gast.Assert))
+    return not catches and isinstance(parent, (gast.Raise, gast.Assert))
 
 
 def _array_function(func: gast.expr) -> bool:

@@ -181,6 +181,7 @@ class _ControlFlow(Transformer):
         self.range_indices: list[frozenset[str]] = []  # of the loops over ranges around a node
         # Per scope: what `ownership.changed_in_place` finds.
         self.aliased: list[frozenset[str]] = []
+        self.catches: list[bool | None] = []
 
     def visit_FunctionDef(self, node):
         self.scopes.append(node)
@@ -188,10 +189,20 @@ class _ControlFlow(Transformer):
         # other names may reach, and a staged `if` may leave holding one of two objects (see
         # runtime.control_flow._identities).
         self.aliased.append(ownership.changed_in_place(node, ownership.owned_names(node)))
+        self.catches.append(None)  # whether it has a `try` (found when a loop asks)
         node.body = self.visit_block(node.body)
+        self.catches.pop()
         self.aliased.pop()
         self.scopes.pop()
         return node
+
+    def _catches(self) -> bool:
+        """Whether the function being converted has a `try` (its handlers may read the text of
+        an exception a loop raises)."""
+        if self.catches[-1] is None:
+            nodes = structure.walk_nodes(self.scopes[-1])
+            self.catches[-1] = any(isinstance(n, gast.Try) for n in nodes)
+        return self.catches[-1]
 
     def _state(self, node):
         """(outputs, inputs, cells) of the statement, from the annotations, which describe it as
@@ -270,7 +281,8 @@ class _ControlFlow(Transformer):
         # Decided on the body as the user wrote it, before its statements become functions.
         options = _loop_options(node)
         enclosing = frozenset().union(*self.range_indices)
-        if item_uses.uses_items_as_python(node, anno.getanno(node, _A.LIVE_OUT), enclosing):
+        live_after = anno.getanno(node, _A.LIVE_OUT)
+        if item_uses.uses_items_as_python(node, live_after, enclosing, self._catches()):
             true = templates.constant(True)
             options.append(gast.keyword(arg="items_as_python", value=true))
         names, _, cells = self._state(node)
@@ -327,7 +339,7 @@ class _ControlFlow(Transformer):
         # A variable the body uses as a Python value (`isinstance(n, int)`) counts as read: a
         # restart from its promoted value would compute that use differently.
         plain = [n for n in names if n not in read and n not in self.namer.generated]
-        pythonic = item_uses.used_as_python(node.body, [*sums, *plain])
+        pythonic = item_uses.used_as_python(node.body, [*sums, *plain], self._catches())
         sums = [n for n in sums if n not in pythonic]
         read = [n for n in names if n in read or n in pythonic]
         keywords = []
