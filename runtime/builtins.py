@@ -27,6 +27,9 @@ def _scalar(x, name):
         raise errors.python_error(
             TypeError(f"only arrays with one element can be converted by {name}(), got {x.shape}")
         )
+    if jnp.issubdtype(x.dtype, jnp.complexfloating):
+        # Python's int() and float() take no complex number: its own TypeError.
+        errors.python_call(getattr(builtins, name), 1j)
     return x.reshape(())
 
 

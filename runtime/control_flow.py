@@ -604,7 +604,7 @@ def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:
         if (
             x.shape == y.shape
             and any(weak)
-            and all(w or staging.casts_exactly(v.dtype, dtype) for v, w in zip((x, y), weak))
+            and all(w or staging.keeps_dtype(v.dtype, dtype) for v, w in zip((x, y), weak))
         ):
             # Two Python numbers (`1` and `2.5`) give one that is still weakly typed: it
             # promotes as either would (`bf16_array * y` stays bfloat16).
@@ -620,7 +620,8 @@ def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:
             strong = np.dtype((y if weak[0] else x).dtype).name
             fix += (
                 f" (the weakly typed one, a Python number's, would make the {strong} a "
-                f"{np.dtype(dtype).name}, which does not hold every {strong} exactly)"
+                f"{np.dtype(dtype).name}, which computes differently from the {strong} Python "
+                "gives back where it takes that path)"
             )
         raise StagingError(
             f"{where} is {describe(x)} in the true branch but {describe(y)} in the false branch "

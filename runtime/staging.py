@@ -391,12 +391,12 @@ def check_same_dtypes(a, b, what: str, site) -> None:
         for value, w in zip(given, weak):
             if w:
                 check_fits(value, target)
-        if all(w or casts_exactly(v.dtype, target) for v, w in zip((a, b), weak)):
+        if all(w or keeps_dtype(v.dtype, target) for v, w in zip((a, b), weak)):
             return
         strong = np.dtype((b if weak[0] else a).dtype).name
         note = (
             f" (the Python number would make the {strong} a {np.dtype(target).name}, which "
-            "does not hold every {strong} exactly)"
+            f"computes differently from the {strong} Python gives back where it takes it)"
         )
     raise StagingError(
         f"{what} are {describe(a)} and {describe(b)} ({site}); with traced values the result "
@@ -409,16 +409,16 @@ def check_same_dtypes(a, b, what: str, site) -> None:
 _PYTHON_ZERO = types.MappingProxyType({"b": False, "i": 0, "u": 0, "f": 0.0, "c": 0j})  # by kind
 
 
-def casts_exactly(dtype, target) -> bool:
-    """Whether every value of `dtype` is a value of `target` (an int32 is not a float32: 2**24 + 1
-    is not): where a weakly typed value promotes a strong one to `target`, the strong one's
-    values must not change. (A bool made an int keeps its values, 0 and 1: a Python bool that
-    became traced is counted up that way, `hits = False` ... `hits = hits + 1`.)"""
+def keeps_dtype(dtype, target) -> bool:
+    """Whether a strongly typed array of `dtype` may become `target` where a weakly typed value
+    (a Python number's) joins it in a staged choice: only where it stays `dtype`. Python gives
+    the array back as it is where it takes the array's path, and an int16 made a float32 (by a
+    Python float on the other path) computes differently afterwards (`c * 1000` wraps as an
+    int16, not as a float32), and so does a float32 made a complex64. The one exception: a bool
+    made an int, which keeps its values, 0 and 1 (a Python bool that became traced is counted
+    up that way, `hits = False` ... `hits = hits + 1`; `~` of it differs, documented)."""
     dtype, target = np.dtype(dtype), np.dtype(target)
-    if dtype.kind not in "iu" or target.kind not in "fc":
-        return True
-    magnitude_bits = np.iinfo(dtype).bits - (dtype.kind == "i")
-    return magnitude_bits <= jnp.finfo(target).nmant + 1
+    return dtype == target or (dtype.kind == "b" and target.kind in "iu")
 
 
 def check_fits(x, dtype) -> None:
@@ -447,7 +447,8 @@ def check_fits(x, dtype) -> None:
         f"the Python number {shown} would be made a {dtype.name} here"
         f"{' (' + where + ')' if where else ''}, whose values do not include it: it takes the "
         f"dtype of the {dtype.name} array it is chosen with or joins (in a staged if, a "
-        "conditional expression, min/max, and/or, a loop's state), and would wrap or overflow, "
+        "conditional expression, min/max, and/or, a loop's state), or JAX's default dtype as "
+        "staged state, and would wrap or overflow, "
         f"where Python keeps the number. Cast the array first (x.astype(jnp.int32), "
         "x.astype(jnp.float32)), or use a number the dtype holds."
     )
@@ -568,8 +569,16 @@ def as_arrays(tree):
     """Python numbers and NumPy arrays in `tree` -> JAX arrays (numbers stay weakly typed);
     other leaves -> `Held`."""
     return jax.tree_util.tree_map(
-        lambda leaf: jnp.asarray(leaf) if is_array_leaf(leaf) else Held(leaf), tree
+        lambda leaf: _as_array(leaf) if is_array_leaf(leaf) else Held(leaf), tree
     )
+
+
+def _as_array(leaf):
+    """A JAX array of `leaf`; a Python number it would change (1e39 is inf as a float32, 2**31
+    no int32) is refused, where Python keeps the number."""
+    if type(leaf) in (int, float, complex):
+        check_fits(leaf, jnp.result_type(type(leaf)))
+    return jnp.asarray(leaf)
 
 
 def released(tree):

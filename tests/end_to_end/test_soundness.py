@@ -1371,6 +1371,11 @@ def int_or_weak_float_branches(x, n):
     return y
 
 
+def float_or_python_complex(x, a):
+    c = 1j if x > 0 else a
+    return jnp.sqrt(c)
+
+
 def max_of_int_and_python_float(n):
     return max(n, 0.5)
 
@@ -1384,14 +1389,19 @@ def test_a_python_float_does_not_make_an_int32_a_float32_that_changes_its_value(
     # Python number that only takes the other's dtype (an int with an int32, a float with a
     # float16) stays allowed.
     n = jnp.int32(16777217)
-    with pytest.raises(StagingError, match=r"'y' is int32\[\] in the true branch.*does not hold"):
+    with pytest.raises(StagingError, match=r"'y' is int32\[\] in the true branch.*differently"):
         transpiler.jit(int_or_weak_float_branches)(1.0, n)
-    with pytest.raises(StagingError, match=r"int32\[\] and float32\[\].*does not hold"):
+    with pytest.raises(StagingError, match=r"int32\[\] and float32\[\].*differently"):
         transpiler.jit(max_of_int_and_python_float)(n)
     with pytest.raises(StagingError, match=r"operands of 'or' are int32\[\] and float32"):
         transpiler.jit(int_or_python_float)(1.0, n)
-    check_jit(int_or_weak_float_branches, 1.0, jnp.float16(2.0))
-    check_jit(int_or_weak_float_branches, -1.0, jnp.int8(3))  # every int8 is a float32
+    check_jit(int_or_weak_float_branches, 1.0, jnp.float16(2.0))  # 0.5 takes float16
+    # An int8 made a float32 keeps its values but not its arithmetic (`c * 100` wraps as an
+    # int8): refused too; and a float32 made a complex64 by a Python complex.
+    with pytest.raises(StagingError, match=r"'y' is int8\[\] in the true branch"):
+        transpiler.jit(int_or_weak_float_branches)(-1.0, jnp.int8(3))
+    with pytest.raises(StagingError, match=r"computes differently"):
+        transpiler.jit(float_or_python_complex)(-1.0, jnp.float32(-4.0))
 
 
 def uint8_or_python_int(x, c):
@@ -1414,6 +1424,29 @@ def uint8_or(x, c):
     return (c > 0 and x) or 1000
 
 
+def huge_or_float32(x, a):
+    c = 1e39 if x > 0 else a
+    return c / 1e30
+
+
+def two_to_31_or_int32(x, n):
+    c = 2**31 if x > 0 else n
+    return c
+
+
+def int_of_complex(z, c):
+    if c > 0:
+        return int(z) + 1
+    return 0
+
+
+def test_int_of_a_traced_complex_raises_pythons_type_error_where_it_runs():
+    z = jnp.complex64(2.5 + 1j)
+    with pytest.raises(Exception, match="not 'complex'"):  # raised where the branch runs
+        jax.block_until_ready(transpiler.jit(int_of_complex)(z, 1.0))
+    assert int(transpiler.jit(int_of_complex)(z, -1.0)) == 0  # the branch is not taken
+
+
 def uint8_after_no_iterations(x, n):
     y = 300
     i = 0
@@ -1431,6 +1464,8 @@ def uint8_after_no_iterations(x, n):
         (float16_or_large, (jnp.float16(2), -1)),
         (uint8_or, (jnp.uint8(5), -1)),
         (uint8_after_no_iterations, (jnp.uint8(5), 0)),
+        (huge_or_float32, (jnp.float32(1.0), jnp.float32(2.0))),  # 1e39 is inf as a float32
+        (two_to_31_or_int32, (jnp.float32(-1.0), jnp.int32(5))),  # 2**31 is no int32
     ],
 )
 def test_a_python_number_the_arrays_dtype_does_not_hold_is_refused(fn, args):
