@@ -30,7 +30,10 @@ def and_(a, b, lazy=False, truth=False):
         if lazy:
             return control_flow.if_exp(a, b, lambda: a)
         truth = staging.scalar_predicate(a, site, "left operand")
-        return _staged_select(a, truth, _evaluated_where(b, truth, True), "and", site)
+        right = _evaluated_where(b, truth, True)
+        if right is _RAISES:  # where Python evaluates it: in a branch, raised where it runs
+            return control_flow.if_exp(a, b, lambda: a)
+        return _staged_select(a, truth, right, "and", site)
     return a and b()
 
 
@@ -43,7 +46,10 @@ def or_(a, b, lazy=False, truth=False):
         if lazy:
             return control_flow.if_exp(a, lambda: a, b)
         truth = staging.scalar_predicate(a, site, "left operand")
-        return _staged_select(a, truth, _evaluated_where(b, truth, False), "or", site)
+        right = _evaluated_where(b, truth, False)
+        if right is _RAISES:
+            return control_flow.if_exp(a, lambda: a, b)
+        return _staged_select(a, truth, right, "or", site)
     return a or b()
 
 
@@ -63,7 +69,10 @@ def _truths(a, b, lazy: bool, op: str, site: Site):
         if when:
             return control_flow.if_exp(left, taken, skipped)
         return control_flow.if_exp(left, skipped, taken)
-    right = _truth(_evaluated_where(b, left, when), site)
+    right = _evaluated_where(b, left, when)
+    if right is _RAISES:  # where Python evaluates it: in a branch, raised where it runs
+        return _truths(a, b, True, op, site)
+    right = _truth(right, site)
     if not is_staged(right):  # Python's answer is known now, or it is the left operand's
         if when:
             return left if right else False
@@ -82,9 +91,25 @@ def _truth(value, site: Site):
 def _evaluated_where(b, truth, when: bool):
     """`b()`, computed alongside, its checks (an index into a list of traced length, a
     placeholder read) made only where Python evaluates it: where `truth` (the left operand's)
-    is `when` (`len(out) == 0 or out[-1] != v` reads `out[-1]` only where the list has items)."""
+    is `when` (`len(out) == 0 or out[-1] != v` reads `out[-1]` only where the list has items).
+    `_RAISES` where computing it raised what Python raises where it evaluates it (`2**31 !=
+    jnp.sum(v)`, an OverflowError): the caller evaluates it in a branch instead, where the
+    error is raised only where Python would raise it."""
     with staging.tracing_branch(truth, when):
-        return b()
+        try:
+            return b()
+        except staging.CANNOT_STAGE:
+            raise
+        except Exception as e:  # noqa: BLE001 - the program's error, raised where b() runs
+            cannot_stage = errors.as_cannot_stage(e)
+            if cannot_stage is not None:
+                raise cannot_stage from e
+            if not errors.is_users(e):
+                raise
+            return _RAISES
+
+
+_RAISES = object()  # `_evaluated_where`: the right operand raised
 
 
 def not_(a):

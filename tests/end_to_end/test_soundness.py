@@ -1690,3 +1690,24 @@ def test_logging_warnings_and_writes_happen_when_their_branch_runs(capsys, caplo
     assert [str(w.message) for w in caught] == ["loss exploding"]
     assert [r.getMessage() for r in caplog.records] == ["loss 5000.0"]
     assert capsys.readouterr().out == "exploding\n"
+
+
+def and_with_a_failing_right_operand(x, y):
+    if x < 0 and (y & 2.5):  # Python evaluates the right operand only where x < 0
+        return x
+    return -x
+
+
+def or_with_a_failing_right_operand(x, y):
+    return (x < 0) or (y & 2.5)
+
+
+def test_a_right_operand_that_raises_raises_only_where_python_evaluates_it():
+    for fn, fine, raising in (
+        (and_with_a_failing_right_operand, 1.0, -1.0),
+        (or_with_a_failing_right_operand, -1.0, 1.0),
+    ):
+        converted = jax.jit(transpiler.convert(fn), static_argnums=1)
+        assert float(converted(jnp.float32(fine), 1.5)) == float(fn(jnp.float32(fine), 1.5))
+        with pytest.raises(Exception, match="unsupported operand type"):
+            jax.block_until_ready(converted(jnp.float32(raising), 1.5))
