@@ -618,6 +618,7 @@ def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:
         )
         if x.shape == y.shape and any(weak):
             strong = np.dtype((y if weak[0] else x).dtype).name
+            fix = f"; cast the array, e.g. with .astype(jnp.{np.dtype(dtype).name})"
             fix += (
                 f" (the weakly typed one, a Python number's, would make the {strong} a "
                 f"{np.dtype(dtype).name}, which computes differently from the {strong} Python "

@@ -398,11 +398,11 @@ def check_same_dtypes(a, b, what: str, site) -> None:
             f" (the Python number would make the {strong} a {np.dtype(target).name}, which "
             f"computes differently from the {strong} Python gives back where it takes it)"
         )
+    cast_to = np.dtype(target if any(weak) else a.dtype).name
     raise StagingError(
         f"{what} are {describe(a)} and {describe(b)} ({site}); with traced values the result "
         "is one of them, chosen in the graph, so they must have the same dtype (Python would "
-        f"give each its own){note}; cast one of them, e.g. with "
-        f".astype(jnp.{np.dtype(a.dtype).name})."
+        f"give each its own){note}; cast the array, e.g. with .astype(jnp.{cast_to})."
     )
 
 
@@ -437,8 +437,21 @@ def check_fits(x, dtype) -> None:
         info = np.iinfo(dtype)
         fits = all(np.all((p >= info.min) & (p <= info.max)) for p in parts)
     else:
+        # Rounded, as the weak type's promotion rounds; not overflowing to inf, nor underflowing
+        # to 0 or to a subnormal far from it (1e-8 as a float16).
         largest = float(jnp.finfo(dtype).max)
-        fits = all(np.all(~np.isfinite(p) | (np.abs(p) <= largest)) for p in parts)
+        real = np.empty(0, dtype).real.dtype  # of a complex dtype, its parts
+        fits = True
+        for p in parts:
+            p = np.asarray(p, np.float64)
+            finite = np.isfinite(p)
+            if not np.all(~finite | (np.abs(p) <= largest)):
+                fits = False
+                break
+            with np.errstate(over="ignore", under="ignore"):
+                cast = p.astype(real).astype(np.float64)
+            lost = finite & (p != 0) & (np.abs(cast - p) > 0.01 * np.abs(p))
+            fits = fits and not np.any(lost)
     if fits:
         return
     shown = value.item() if value.size == 1 else f"an array of {value.dtype}"

@@ -272,6 +272,22 @@ def test_text_made_before_it_is_printed_prints_the_values(capsys):
     assert printed == ["b 2.0", "p 2.0", "x=2.00", "v 2.0 and True (2.0)"]
 
 
+TEXT_LOG = []
+
+
+def text_kept_elsewhere(loss):
+    TEXT_LOG.append(f"loss={loss:.2f}")  # kept, not printed: Python's text
+    return loss
+
+
+def test_text_kept_elsewhere_is_pythons_text_as_under_jit():
+    # Only text that is printed (raised, asserted) is made when the program runs; kept in a
+    # list, a tracer's format fails as under plain jax.jit, not a silently different text.
+    with pytest.raises(TypeError, match="unsupported format string"):
+        transpiler.jit(text_kept_elsewhere)(jnp.float32(0.5))
+    TEXT_LOG.clear()
+
+
 # -- 5. Lists appended to under a traced condition ------------------------------------------------
 
 
@@ -1434,6 +1450,10 @@ def two_to_31_or_int32(x, n):
     return c
 
 
+def tiny_or_float16(t, c):
+    return t if c > 0 else 1e-8
+
+
 def int_of_complex(z, c):
     if c > 0:
         return int(z) + 1
@@ -1466,6 +1486,7 @@ def uint8_after_no_iterations(x, n):
         (uint8_after_no_iterations, (jnp.uint8(5), 0)),
         (huge_or_float32, (jnp.float32(1.0), jnp.float32(2.0))),  # 1e39 is inf as a float32
         (two_to_31_or_int32, (jnp.float32(-1.0), jnp.int32(5))),  # 2**31 is no int32
+        (tiny_or_float16, (jnp.float16(0.5), -1.0)),  # 1e-8 is 0 as a float16
     ],
 )
 def test_a_python_number_the_arrays_dtype_does_not_hold_is_refused(fn, args):

@@ -7,9 +7,9 @@
 Only calls of the builtin `print` are rewritten (not a local or global named `print`). Text made
 from values among their arguments (f-strings, `%`, `.format`, `str()`), and in the exception of
 a `raise`, is made by runtime calls that keep traced values apart from the text, so a staged
-print shows their values, not the tracers. So is text made elsewhere in the function with an
-f-string, `.format` or a one-argument `str()`/`repr()` (`msg = f"loss {loss}"; print(msg)`):
-where no traced value is in it, it is the same `str`.
+print shows their values, not the tracers. So is text assigned to a name that is only printed,
+raised or asserted (`msg = f"loss {loss}"; print(msg)`); where no traced value is in it, it is
+the same `str`. Text used anywhere else stays Python's.
 """
 
 from __future__ import annotations
@@ -149,4 +149,86 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
             shadowed.add(node.id)
     statements = _PrintStatements(ctx.globals, frozenset(shadowed))
     fn_node = statements.visit(fn_node)
-    return _Text(statements.builtins, everywhere=True).visit(fn_node)
+    text = _Text(statements.builtins, everywhere=True)
+    for assignment in _printed_text_assignments(fn_node, statements.builtins):
+        assignment.value = text.visit(assignment.value)
+    return fn_node
+
+
+def _printed_text_assignments(fn_node: gast.FunctionDef, builtin_names) -> list[gast.stmt]:
+    """The assignments `name = <text>` (`name += <text>`) of the names whose every read is in
+    what is printed, raised or asserted, or in such an assignment (`msg = f"loss {loss}"; print(
+    msg)`): their text is made as a print's is. Text read anywhere else (appended to a list,
+    compared, used as a key) stays Python's, the text of a tracer or JAX's error, as under
+    `jax.jit`."""
+    assignments: dict[str, list[gast.stmt]] = {}
+    shown: set[int] = set()  # the nodes of what is printed, raised or asserted
+    for node in structure.walk_nodes(fn_node):
+        assigns = isinstance(node, (gast.Assign, gast.AugAssign))
+        if assigns and _text_assignment(node, builtin_names):
+            target = node.targets[0] if isinstance(node, gast.Assign) else node.target
+            assignments.setdefault(target.id, []).append(node)
+        shown_here = []
+        if isinstance(node, gast.Call) and _runtime_call(node, "print_"):
+            shown_here = node.args
+        elif isinstance(node, gast.Raise) and node.exc is not None:
+            shown_here = [node.exc]
+        elif isinstance(node, gast.Assert) and node.msg is not None:
+            shown_here = [node.msg]
+        for region in shown_here:
+            shown.update(id(n) for n in structure.walk_nodes(region))
+    if not assignments:
+        return []
+    reads = [
+        n for n in structure.walk_nodes(fn_node) if isinstance(n, gast.Name) and n.id in assignments
+    ]
+    names = set(assignments)
+    while True:  # drop the names read elsewhere, until the rest read only each other
+        fine = set(shown)
+        for name in names:
+            for assignment in assignments[name]:
+                fine.update(id(n) for n in structure.walk_nodes(assignment.value))
+        other = {
+            n.id
+            for n in reads
+            if n.id in names and isinstance(n.ctx, gast.Load) and id(n) not in fine
+        }
+        if not other:
+            return [a for name in names for a in assignments[name]]
+        names -= other
+
+
+def _text_assignment(node, builtin_names) -> bool:
+    """`name = <value>` or `name += <value>` whose value makes text (an f-string, `.format` of a
+    constant, `str()`/`repr()` of one argument)."""
+    if isinstance(node, gast.Assign):
+        if len(node.targets) != 1 or not isinstance(node.targets[0], gast.Name):
+            return False
+    elif not (isinstance(node.target, gast.Name) and isinstance(node.op, gast.Add)):
+        return False
+    for n in structure.walk_nodes(node.value):
+        if isinstance(n, gast.JoinedStr):
+            return True
+        if isinstance(n, gast.Call):
+            func = n.func
+            if isinstance(func, gast.Name) and func.id in ("str", "repr"):
+                if func.id in builtin_names and len(n.args) == 1 and not n.keywords:
+                    return True
+            if (
+                isinstance(func, gast.Attribute)
+                and func.attr == "format"
+                and isinstance(func.value, gast.Constant)
+                and isinstance(func.value.value, str)
+            ):
+                return True
+    return False
+
+
+def _runtime_call(node: gast.Call, name: str) -> bool:
+    func = node.func
+    return (
+        isinstance(func, gast.Attribute)
+        and func.attr == name
+        and isinstance(func.value, gast.Name)
+        and func.value.id == RUNTIME
+    )
