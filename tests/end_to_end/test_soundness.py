@@ -1450,6 +1450,10 @@ def two_to_31_or_int32(x, n):
     return c
 
 
+def max_with_a_subnormal(x):
+    return max(x, 1e-40)
+
+
 def tiny_or_float16(t, c):
     return t if c > 0 else 1e-8
 
@@ -1487,6 +1491,8 @@ def uint8_after_no_iterations(x, n):
         (huge_or_float32, (jnp.float32(1.0), jnp.float32(2.0))),  # 1e39 is inf as a float32
         (two_to_31_or_int32, (jnp.float32(-1.0), jnp.int32(5))),  # 2**31 is no int32
         (tiny_or_float16, (jnp.float16(0.5), -1.0)),  # 1e-8 is 0 as a float16
+        (max_with_a_subnormal, (jnp.float32(-2.0),)),  # flushed to 0 by XLA's CPU backend
+        (max_with_a_subnormal, (jnp.bfloat16(-2.0),)),
     ],
 )
 def test_a_python_number_the_arrays_dtype_does_not_hold_is_refused(fn, args):
