@@ -464,7 +464,7 @@ def check_fits(x, dtype) -> None:
         f"{' (' + where + ')' if where else ''}, whose values do not include it: it takes the "
         f"dtype of the {dtype.name} array it is chosen with or joins (in a staged if, a "
         "conditional expression, min/max, and/or, a loop's state), or JAX's default dtype as "
-        "staged state, and would wrap or overflow, "
+        "staged state, and would wrap, overflow or underflow, "
         f"where Python keeps the number. Cast the array first (x.astype(jnp.int32), "
         "x.astype(jnp.float32)), or use a number the dtype holds."
     )
