@@ -409,14 +409,7 @@ def _promote(state, promotions):
     """`state` with the leaves `promotions` names cast (see `Promoted`)."""
     state = list(state)
     for i, casts in promotions.items():
-        given = jax.tree_util.tree_leaves(state[i])  # Python numbers as they are
-        leaves, tree = jax.tree_util.tree_flatten(staging.as_arrays(state[i]))
-        for j, v in enumerate(given if len(given) == len(leaves) else ()):
-            if j in casts:
-                cast = casts[j]
-                staging.check_fits(v, cast.dtype if isinstance(cast, staging.WeakDtype) else cast)
-        leaves = [staging.cast(v, casts[j]) if j in casts else v for j, v in enumerate(leaves)]
-        state[i] = staging.released(jax.tree_util.tree_unflatten(tree, leaves))
+        state[i] = staging.released(staging.cast_leaves(state[i], casts))
     return tuple(state)
 
 

@@ -467,17 +467,8 @@ def _branch_output(index, value, fixes: _Retrace, name: str):
         value = value.resized(fixes.resize[index], value.fixed)._with(static_length=None)
     if not staging.is_array_tree(value):
         return value
-    given = jax.tree_util.tree_leaves(value)  # Python numbers as they are: their values known
-    leaves, treedef = jax.tree_util.tree_flatten(staging.as_arrays(value))
-    for j, leaf in enumerate(given if len(given) == len(leaves) else ()):
-        if (index, j) in fixes.casts:
-            cast = fixes.casts[index, j]
-            staging.check_fits(leaf, cast.dtype if isinstance(cast, staging.WeakDtype) else cast)
-    leaves = [
-        staging.cast(leaf, fixes.casts[index, j]) if (index, j) in fixes.casts else leaf
-        for j, leaf in enumerate(leaves)
-    ]
-    return jax.tree_util.tree_unflatten(treedef, leaves)
+    casts = {j: dtype for (i, j), dtype in fixes.casts.items() if i == index}
+    return staging.cast_leaves(value, casts)
 
 
 def _label(name: str, site: Site) -> str:

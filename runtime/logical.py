@@ -101,9 +101,7 @@ def _evaluated_where(b, truth, when: bool):
         except staging.CANNOT_STAGE:
             raise
         except Exception as e:  # noqa: BLE001 - the program's error, raised where b() runs
-            cannot_stage = errors.as_cannot_stage(e)
-            if cannot_stage is not None:
-                raise cannot_stage from e
+            staging.raise_cannot_stage(e)
             if not errors.is_users(e):
                 raise
             return _RAISES

@@ -486,6 +486,20 @@ class WeakDtype(typing.NamedTuple):
 _PYTHON_ONE = types.MappingProxyType({"b": True, "i": 1, "u": 1, "f": 1.0, "c": 1 + 0j})
 
 
+def cast_leaves(tree, casts: dict):
+    """`tree` as arrays (see `as_arrays`), its leaves at the positions `casts` names cast to
+    theirs (dtypes or `WeakDtype`s); a Python number among them that would change its value is
+    refused (`check_fits`: its value is known as the number it is, not as the array it makes)."""
+    given = jax.tree_util.tree_leaves(tree)
+    leaves, treedef = jax.tree_util.tree_flatten(as_arrays(tree))
+    for j, number in enumerate(given if len(given) == len(leaves) else ()):
+        if j in casts:
+            dtype = casts[j]
+            check_fits(number, dtype.dtype if isinstance(dtype, WeakDtype) else dtype)
+    leaves = [cast(leaf, casts[j]) if j in casts else leaf for j, leaf in enumerate(leaves)]
+    return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
 def cast(x, dtype):
     """`x` as `dtype` (a strong cast), or as the weakly typed `WeakDtype.dtype`: a weakly typed
     `x` times the Python one of that kind, which JAX promotes to it and keeps weak (exact).

@@ -10,6 +10,17 @@ RUNTIME = "rt__"
 """The one name through which generated code reaches the runtime; reserved as a prefix."""
 
 
+def runtime_operator(func: gast.expr) -> str | None:
+    """`'print_'` for the callee `rt__.print_` of generated code, else None."""
+    if (
+        isinstance(func, gast.Attribute)
+        and isinstance(func.value, gast.Name)
+        and func.value.id == RUNTIME
+    ):
+        return func.attr
+    return None
+
+
 class Namer:
     """Hands out names that clash neither with the user's names nor with each other."""
 

@@ -18,7 +18,7 @@ import builtins
 
 import gast
 
-from transpiler import structure
+from transpiler import naming, structure
 from transpiler.naming import RUNTIME
 
 # Runtime operators that treat a traced int as Python would (casts, min/max, print).
@@ -150,7 +150,7 @@ def range_loop(loop: gast.For) -> bool:
 def _range_call(node: gast.expr) -> bool:
     if not isinstance(node, gast.Call):
         return False
-    return _runtime_name(node.func) == "range_" or (
+    return naming.runtime_operator(node.func) == "range_" or (
         isinstance(node.func, gast.Name) and node.func.id == "range"
     )
 
@@ -158,7 +158,7 @@ def _range_call(node: gast.expr) -> bool:
 def _resizes_a_list(stmt: gast.If) -> bool:
     """Whether the branches of `stmt` append to or pop from a list (as the lists pass wrote)."""
     return any(
-        isinstance(node, gast.Call) and _runtime_name(node.func) in _RESIZING
+        isinstance(node, gast.Call) and naming.runtime_operator(node.func) in _RESIZING
         for branch in (stmt.body, stmt.orelse)
         for child in branch
         for node in structure.walk_nodes(child)
@@ -192,7 +192,7 @@ def _derived(value: gast.AST, names: set[str]) -> bool:
     if isinstance(value, gast.Name):
         return value.id in names
     if isinstance(value, gast.Call):
-        passes = _runtime_name(value.func) in _PASSING_RUNTIME
+        passes = naming.runtime_operator(value.func) in _PASSING_RUNTIME
         return passes and any(_derived(a, names) for a in value.args)
     if isinstance(value, gast.IfExp):
         return _derived(value.body, names) or _derived(value.orelse, names)
@@ -282,11 +282,11 @@ def _array_use(
         elif isinstance(parent, gast.Call):
             if node is parent.func:
                 return False
-            if _runtime_name(parent.func) == "fstring":
+            if naming.runtime_operator(parent.func) == "fstring":
                 # Text shows the value where it is printed, raised or asserted; made for
                 # anything else (`f"layer{i}" in frozen`), it is the text of a tracer.
                 return _printed(parent, parents, catches)
-            if _runtime_name(parent.func) not in _PASSING_RUNTIME:
+            if naming.runtime_operator(parent.func) not in _PASSING_RUNTIME:
                 return _array_function(parent.func)
         elif isinstance(parent, gast.stmt):
             return not isinstance(parent, gast.Expr)
@@ -316,22 +316,11 @@ _VALUE_PASSING = (
 )
 
 
-def _runtime_name(func: gast.expr) -> str | None:
-    """`'ld'` for `rt__.ld`, else None."""
-    if (
-        isinstance(func, gast.Attribute)
-        and isinstance(func.value, gast.Name)
-        and func.value.id == RUNTIME
-    ):
-        return func.attr
-    return None
-
-
 def _printed(text: gast.Call, parents: dict[int, gast.AST], catches: bool) -> bool:
     """Whether the text `text` makes is an argument of a print, or in a raise or an assert
     that nothing in the function catches (`catches`: a handler may read it as Python text)."""
     parent = parents.get(id(text))
-    if isinstance(parent, gast.Call) and _runtime_name(parent.func) == "print_":
+    if isinstance(parent, gast.Call) and naming.runtime_operator(parent.func) == "print_":
         return text in parent.args
     while parent is not None and not isinstance(parent, gast.stmt):
         parent = parents.get(id(parent))

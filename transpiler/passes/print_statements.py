@@ -18,7 +18,7 @@ import builtins
 
 import gast
 
-from transpiler import structure, templates
+from transpiler import naming, structure, templates
 from transpiler.analysis import activity
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
@@ -169,7 +169,7 @@ def _printed_text_assignments(fn_node: gast.FunctionDef, builtin_names) -> list[
             target = node.targets[0] if isinstance(node, gast.Assign) else node.target
             assignments.setdefault(target.id, []).append(node)
         shown_here = []
-        if isinstance(node, gast.Call) and _runtime_call(node, "print_"):
+        if isinstance(node, gast.Call) and naming.runtime_operator(node.func) == "print_":
             shown_here = node.args
         elif isinstance(node, gast.Raise) and node.exc is not None:
             shown_here = [node.exc]
@@ -222,13 +222,3 @@ def _text_assignment(node, builtin_names) -> bool:
             ):
                 return True
     return False
-
-
-def _runtime_call(node: gast.Call, name: str) -> bool:
-    func = node.func
-    return (
-        isinstance(func, gast.Attribute)
-        and func.attr == name
-        and isinstance(func.value, gast.Name)
-        and func.value.id == RUNTIME
-    )
