@@ -306,9 +306,7 @@ def _trace_branch(fn, state, which) -> tuple[list, dict]:
     except staging.CANNOT_STAGE:
         raise
     except Exception as e:  # noqa: BLE001 - the user's exception, raised when the branch runs
-        cannot_stage = errors.as_cannot_stage(e)
-        if cannot_stage is not None:
-            raise cannot_stage from e
+        staging.raise_cannot_stage(e)
         if not errors.is_users(e):
             raise  # a fault of ours: never hidden in a branch that may not run
         raise _Retrace(raised={which: e}) from None

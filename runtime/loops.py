@@ -242,9 +242,7 @@ def staged_while(
     except staging.CANNOT_STAGE:
         raise
     except Exception as e:  # noqa: BLE001 - the user's exception, raised if the loop runs
-        cannot_stage = errors.as_cannot_stage(e)
-        if cannot_stage is not None:
-            raise cannot_stage from e
+        staging.raise_cannot_stage(e)
         if not errors.is_users(e):
             raise
 
