@@ -145,6 +145,7 @@ class Carry:
             )
         staged = isinstance(value, lists_.StagedList)
         items = probed.appended + ([] if staged else list(value))
+        lists_.check_items(items, f"'{name}', appended to in the staged {site.construct} ({site}),")
         if staged:
             element = lists_.item_type([value.buffer[0], *items], value.buffer.dtype)
         else:

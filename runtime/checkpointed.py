@@ -146,11 +146,13 @@ class Traced:
 def run_while(cond: Traced, body: Traced, cond_consts, body_consts, init):
     """`lax.while_loop` of the traced `cond` and `body` from `init`: one `while` equation made
     of their jaxprs, without tracing them a second time (replaying a jaxpr costs about as much
-    as tracing the function). Where the body's result types differ from the state's in weak
-    types only, `lax.while_loop` (which promotes the state) makes it."""
+    as tracing the function). The body's results may differ from the state in weak types
+    (`done = x < tol` is a weakly typed bool where `done = False` was made a strong one), which
+    `lax.while_loop` accepts as they are (`while`'s results have the body's types); where they
+    differ in more, `lax.while_loop` makes it and raises its error."""
     leaves, tree = jax.tree_util.tree_flatten(init)
-    state = [v.aval for v in body.jaxpr.invars]
-    if [v.aval for v in body.jaxpr.outvars] != state or len(leaves) != len(state):
+    state = [_type(v.aval) for v in body.jaxpr.invars]
+    if [_type(v.aval) for v in body.jaxpr.outvars] != state or len(leaves) != len(state):
         return lax.while_loop(lambda x: cond(x, cond_consts), lambda x: body(x, body_consts), init)
     out = while_p.bind(
         *cond_consts,
@@ -162,6 +164,11 @@ def run_while(cond: Traced, body: Traced, cond_consts, body_consts, init):
         body_jaxpr=body.with_consts_first(),
     )
     return jax.tree_util.tree_unflatten(tree, out)
+
+
+def _type(aval) -> tuple:
+    """What `while` requires of a state variable: the same shape and dtype (not weak type)."""
+    return aval.shape, aval.dtype
 
 
 def _loop(body, quiet, cond, checkpoints, site):

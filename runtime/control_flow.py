@@ -519,7 +519,7 @@ def _compare_branches(first, second, names, site, state, untouched=frozenset()):
             )
         # Lists are compared as the branches left them: the items both kept are the same objects.
         entered = state[index] if index < len(state) else None
-        grown = _appended_in_branches(raw["true"], raw["false"], entered)
+        grown = _appended_in_branches(raw["true"], raw["false"], entered, name, site)
         if grown is not None:
             # One list, grown by different numbers of items in the two branches (not two lists
             # of their own, `[x] if p else []`).
@@ -562,10 +562,10 @@ def _bound_on_one_path(a, b):
     return staging.shapes_of(staging.as_arrays(bound[0]))
 
 
-def _appended_in_branches(a, b, entered):
+def _appended_in_branches(a, b, entered, name, site):
     """(capacity, item type) if `a` and `b` are the Python list `entered` plus different numbers
     of appended arrays, all of one shape and dtype (appends under a traced condition); else
-    None."""
+    None. Raises StagingError where an item of such a list is not an array (a tuple)."""
     if type(a) is not list or type(b) is not list or type(entered) is not list or len(a) == len(b):
         return None
     n = len(entered)
@@ -575,7 +575,9 @@ def _appended_in_branches(a, b, entered):
         return None
     if min(len(a), len(b)) < n:
         return None  # a branch popped: not a list that only grew
-    element = lists.item_type([*entered, *a[n:], *b[n:]])
+    items = [*entered, *a[n:], *b[n:]]
+    lists.check_items(items, f"'{name}', appended to in one branch of the staged if ({site}),")
+    element = lists.item_type(items)
     return None if element is None else (max(len(a), len(b)), element)
 
 

@@ -803,13 +803,14 @@ class Effects:
                     if not (c.kind == "cell" and c.label in state and not c.carryable)
                 ]
             else:
-                # A closure's cell of a state variable, which generated code sets to the
-                # function's own value of it (`nonlocal c; c = c_2`): not a change of its own.
+                # A closure's cell or a module global of a state variable, which generated
+                # code sets to the function's own value of it (`nonlocal c; c = c_2`, `global
+                # COUNT; COUNT = COUNT_1`): not a change of its own.
                 own = dict(zip(self.names[-n:], args[:n])) if n else {}
                 changed = [
                     c
                     for c, v, a in zip(carried, values, args[n:])
-                    if v is not a and not (c.kind == "cell" and own.get(c.label, a) is v)
+                    if v is not a and own.get(self._state_name(c), a) is not v
                 ]
                 self._check_unchanged(new, changed)
             if new:
@@ -817,6 +818,17 @@ class Effects:
             return (*out, *values) if returns_state else out
 
         return wrapped
+
+    def _state_name(self, change: Change) -> str | None:
+        """The state variable whose place `change` is, where generated code keeps the two in
+        step: a closure cell (the variable's own), or a module global of the statement's
+        functions (a `global` declaration); else None."""
+        if change.kind == "cell":
+            return change.label
+        globals_ = {id(f.__globals__) for f in self.functions}
+        if change.kind == "item" and change.key[0] in globals_:
+            return change.key[2]
+        return None
 
     def _check_unchanged(self, new: list[Change], changed: list[Change]) -> None:
         """Raises StagingError if a function that gives no state back (a loop's test) changed

@@ -126,6 +126,7 @@ class StagedList:
 
     def appended(self, item) -> StagedList:
         """The list with `item` after its last item."""
+        check_items([item], f"'{self.origin.name}', a list built in staged code,")
         item = jnp.asarray(item, self.buffer.dtype)
         if item.shape != self.buffer.shape[1:]:
             raise ValueError(
@@ -252,6 +253,7 @@ class StagedList:
         if update is not None:  # Python reads the item first: its index error is the read's
             position = self._position(index)
             value = update(self._item_at(position), value)
+        check_items([value], f"'{self.origin.name}[...] = ...', into a list built in staged code,")
         item = jnp.asarray(value)
         row = jax.ShapeDtypeStruct(self.buffer.shape[1:], self.buffer.dtype)
         if item_type([value], self.buffer.dtype) != row:
@@ -418,6 +420,20 @@ def padded(target):
     return jnp.stack(target), len(target)
 
 
+def check_items(items, what: str) -> None:
+    """Raises StagingError unless every item is an array or a number: a staged list stacks its
+    items into one array, where a tuple, a dict or a string would lose what it is (`pair + pair`
+    would add where Python concatenates). `what`: the list and where, for the message."""
+    for item in items:
+        if not staging.is_array_leaf(item):
+            raise StagingError(
+                f"{what} gets {staging.describe(item)}: a list built in staged code is one array "
+                "of its items, stacked, so each item must be an array (or a number) of one "
+                "shape. Keep one list per field (`xs.append(x); ys.append(y)`), or stack the "
+                "fields into one array."
+            )
+
+
 def item_type(items, dtype=None) -> jax.ShapeDtypeStruct | None:
     """The one type a staged list of `items` stores: their common shape, and the dtype stacking
     them gives (`jnp.stack` promotion: `[1, 2.5]` -> float32), or `dtype` if every item promotes
@@ -578,14 +594,7 @@ class ProbeList(list):
     def append(self, item):
         if self.where is None:
             self.where = Site("append", depth=2).location()
-        if not staging.is_array_leaf(item):
-            raise StagingError(
-                f"a list appended to in a staged loop ({self.where}) gets "
-                f"{staging.describe(item)}: a list built in a staged loop is one array of its "
-                "items, stacked, so each item must be an array (or a number) of one shape. "
-                "Keep one list per field "
-                "(`xs.append(x); ys.append(y)`), or stack the fields into one array."
-            )
+        check_items([item], f"a list appended to in a staged loop ({self.where})")
         item = jnp.asarray(item)
         trips = staging.loop_trip_counts()[self.depth :]
         if any(n is None for n in trips):

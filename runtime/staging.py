@@ -449,11 +449,13 @@ def check_fits(x, dtype) -> None:
             if not np.all(~finite | (np.abs(p) <= largest)):
                 fits = False
                 break
-            with np.errstate(over="ignore", under="ignore"):
-                cast = p.astype(real).astype(np.float64)
-            # Subnormals too: XLA's CPU backend flushes float32 and bfloat16 ones to 0.
+            # Subnormals too: XLA's CPU backend flushes float32 and bfloat16 ones to 0. (An
+            # infinity or NaN is kept as it is: `cast - p` is NaN there, and not counted.)
             tiny = float(jnp.finfo(real).tiny)
-            lost = finite & (p != 0) & ((np.abs(p) < tiny) | (np.abs(cast - p) > 0.01 * np.abs(p)))
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                cast = p.astype(real).astype(np.float64)
+                error = np.abs(cast - p) > 0.01 * np.abs(p)
+            lost = finite & (p != 0) & ((np.abs(p) < tiny) | error)
             fits = fits and not np.any(lost)
     if fits:
         return

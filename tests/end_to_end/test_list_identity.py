@@ -249,7 +249,7 @@ def log_dicts_until(x):
 
 def test_a_staged_list_of_dicts_runs_as_python_or_is_refused_by_name():
     assert transpiler.jit(log_dicts)(X) == (6.0, 3)
-    with pytest.raises(StagingError, match=r"gets a dict: a list built in a staged loop"):
+    with pytest.raises(StagingError, match=r"gets a dict: a list built in staged code"):
         transpiler.jit(log_dicts_until)(jnp.float32(1.0))
 
 

@@ -131,6 +131,21 @@ def test_a_helper_that_rebinds_a_global_in_a_staged_loop():
     assert bump_while(3) == 6 and transpiler.convert(bump_while)(3) == 6
 
 
+def grow_while_counting(x):
+    global STEPS
+    STEPS = 0
+    while jnp.abs(x) < 20.0:  # a test that calls a function: it changes nothing
+        x = x * 1.5 + 0.1
+        STEPS += 1
+    return x, STEPS
+
+
+def test_a_global_the_body_counts_in_while_the_test_calls_a_function():
+    x = jnp.float32(0.1)
+    expected = grow_while_counting(x)
+    assert_tree_close(jax.jit(transpiler.convert(grow_while_counting))(x), expected)
+
+
 def bump_scaled(v):  # library code calls it back: the loop's own code never names STEPS
     global STEPS
     STEPS = STEPS + 1

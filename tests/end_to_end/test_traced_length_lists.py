@@ -177,3 +177,81 @@ def test_a_loop_sizes_a_list_for_appends_under_its_truth_or_contents(fn):
     x = jnp.array([5.0, -0.5])
     length, total = transpiler.jit(fn)(x, 1)
     assert (int(length), float(total)) == (5, 15.0) == tuple(map(float, fn(x, 1)))
+
+
+def pair_twice(x):
+    h = []
+    if x > 0.7:
+        h.append((x, x + 1))
+    r = x
+    if len(h) > 0:
+        r = jnp.prod(jnp.stack(h[0] + h[0]))  # a tuple concatenated: four factors
+    return r
+
+
+def records(x):
+    out = []
+    for i, v in enumerate(x):
+        if v > 0:
+            out.append({"index": i, "value": v})
+    return len(out)
+
+
+def tagged(x):
+    out = []
+    for v in x:
+        if v > 0:
+            out.append((v, "tag"))
+    return len(out)
+
+
+def pairs_after_one(x):
+    out = [(x[0], x[0])]
+    i = 0
+    while x[i] > 0:
+        transpiler.loop_options(max_iterations=3)
+        out.append(x[i] * jnp.ones(2))
+        i += 1
+    return out[0] + out[0]
+
+
+@pytest.mark.parametrize(
+    "fn, gets",
+    [
+        (pair_twice, "a tuple"),
+        (records, "a dict"),
+        (tagged, "a tuple"),
+        (pairs_after_one, "a tuple"),
+    ],
+)
+def test_a_staged_list_of_tuples_dicts_or_strings_is_refused_by_name(fn, gets):
+    # Stacked into one array, a tuple item would be an array: `pair + pair` would add where
+    # Python concatenates (pair_twice gave 8.0 where Python gives 4.0).
+    with pytest.raises(
+        StagingError, match=rf"'(h|out)', appended to .* gets {gets}: .*one list per"
+    ):
+        transpiler.jit(fn)(jnp.array([1.0, -1.0, 2.0]) if fn is not pair_twice else 1.0)
+
+
+def pair_into_staged_list(x):
+    out = []
+    for v in x:
+        if v > 0:
+            out.append(v * jnp.ones(2))
+    out[0] = (x[0], x[1])  # a tuple where the items are arrays of two
+    return out[0] + out[0]
+
+
+def pair_appended_after(x):
+    out = []
+    for v in x:
+        if v > 0:
+            out.append(v * jnp.ones(2))
+    out.append((x[0], x[1]))
+    return out[-1] + out[-1]
+
+
+@pytest.mark.parametrize("fn", [pair_into_staged_list, pair_appended_after])
+def test_a_tuple_put_into_a_staged_list_is_refused_by_name(fn):
+    with pytest.raises(StagingError, match=r"'out.*gets a tuple: .*one list per"):
+        transpiler.jit(fn)(jnp.array([1.0, -1.0, 2.0]))
