@@ -80,6 +80,19 @@ class Carry:
         if not unset and not lists:
             return state
         shapes, probe_state = self._probe(state, unset, lists, probe, probe_args, {})
+        while len(shapes) < len(unset):
+            # A value the body binds read, before that, by another it binds (`s = a` under an
+            # `if` that holds from the second iteration on, `a = ...` after it): the probe read
+            # it unbound. Probe again with it as bound in some earlier iteration.
+            earlier = list(state)
+            for i, shape in shapes.items():
+                if isinstance(state[i], Undefined):
+                    zeros = staging.zeros_like(shape)
+                    earlier[i] = MaybeUnbound(zeros, jnp.asarray(False), self.names[i])
+            again, probe_state = self._probe(earlier, unset, lists, probe, probe_args, {})
+            if len(again) <= len(shapes):
+                break
+            shapes = again
         # A read of an item the list holds only when the program runs got a float32 scalar
         # stand-in; where the appends give another type, probe again with that one.
         learned = {

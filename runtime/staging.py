@@ -18,7 +18,7 @@ from jax.extend import core as jax_core
 
 from runtime import errors as errors_
 from runtime.errors import Site, StagingError
-from runtime.variables import Undefined
+from runtime.variables import MaybeUnbound, Undefined
 
 
 class Retrace(Exception):  # noqa: N818 - a request, not an error
@@ -363,6 +363,8 @@ def describe(value) -> str:
     """A short type for error messages: `float32[3]`, `int32[]`, `list`, `None`."""
     if isinstance(value, Undefined):
         return "undefined"
+    if isinstance(value, MaybeUnbound):
+        return f"bound on some paths only (to {describe(value.value)})"
     if value is None:
         return "None"
     if hasattr(value, "shape") and hasattr(value, "dtype"):

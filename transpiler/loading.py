@@ -253,17 +253,30 @@ def compile_function(
     # The file and the linecache entry go when the code does (its nested functions' code
     # objects are its constants: they go with it).
     weakref.finalize(fn_code, _forget, filename)
-    definition = _definition_in(body, fn_node.name)
+    definition = None if _spans_lines(printed) else _definition_in(body, fn_node.name)
     return Compiled(fn_code, ast.unparse(printed) if definition is None else definition)
+
+
+def _spans_lines(tree: ast.AST) -> bool:
+    """Whether `ast.unparse` prints a string of `tree` over several lines: a docstring with a
+    line break (other strings print as one-line literals)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            doc = node.body[0] if node.body else None
+            if (
+                isinstance(doc, ast.Expr)
+                and isinstance(doc.value, ast.Constant)
+                and isinstance(doc.value.value, str)
+                and "\n" in doc.value.value
+            ):
+                return True
+    return False
 
 
 def _definition_in(body: str, name: str) -> str | None:
     """The definition of `name`, the last statement of the printed factory `body`, as
-    `ast.unparse` prints it alone: its lines, less the factory's indentation. None where a
-    string in it spans lines (printed with triple quotes: its lines must keep their
-    indentation, which is the string's content)."""
-    if '"""' in body or "'''" in body:
-        return None
+    `ast.unparse` prints it alone: its lines, less the factory's indentation (its strings
+    print on one line each: see `_spans_lines`)."""
     lines = body.split("\n")
     for i, line in enumerate(lines):
         text = line.lstrip(" ")

@@ -110,6 +110,40 @@ def test_a_variable_first_bound_by_the_loop():
     assert "length=4" in str(jax.make_jaxpr(transpiler.convert(first_bound_in_the_loop))(xs))
 
 
+def read_before_bound(n):  # Paddle's for_loop_dyfunc2: `a` is bound from the second iteration
+    for i in range(n):
+        if i > 1:
+            s = a  # noqa: F821 (bound by an earlier iteration)
+        a = i * 2  # noqa: F841
+    return s
+
+
+def read_while_unbound(n):
+    for i in range(n):
+        if i > -1:
+            s = a  # noqa: F821 (UnboundLocalError in the first iteration)
+        a = 1  # noqa: F841
+    return s
+
+
+def test_a_variable_the_body_binds_read_before_it_by_another():
+    assert jax.jit(transpiler.convert(read_before_bound))(5) == read_before_bound(5) == 6
+    with pytest.raises(Exception, match="local variable 'a'"):
+        jax.block_until_ready(jax.jit(transpiler.convert(read_while_unbound))(5))
+
+
+def text_on_some_paths(n):
+    for i in range(n):
+        if i > 1:
+            s = "many"
+    return s
+
+
+def test_a_loop_variable_bound_on_some_paths_to_text_is_refused_in_words():
+    with pytest.raises(StagingError, match=r"'s' is set in the true branch but not .* the str"):
+        jax.jit(transpiler.convert(text_on_some_paths))(5)
+
+
 # Where the first iteration did something that running it again would repeat, the loop goes
 # on from after it, as Python ran it.
 
