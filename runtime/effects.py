@@ -714,6 +714,11 @@ class Effects:
         self.site = site
         self.carried: list[Change] = []
         self.names: tuple[str, ...] = ()
+        # The statement's state as it entered, and per output the dicts' key orders the traced
+        # functions gave it (`staging.key_orders` -> a value with them): `lax` gives back dicts
+        # with their keys sorted, where Python keeps the order they were inserted in.
+        self._entered: tuple = ()
+        self._orders: dict[int, dict] = {}
 
     def run(self, state, names, stage):
         """Stages the statement; returns its outputs (`names` name them)."""
@@ -722,14 +727,47 @@ class Effects:
         while True:
             extended = (*state, *(change.get() for change in self.carried))
             labels = (*names, *(change.label for change in self.carried))
+            self._entered, self._orders = extended, {}
             try:
                 out = stage(extended, labels, self.wrap)
             except NewEffects as e:
                 self._add(e.changes)
                 continue
+            out = self._in_key_order(out, extended, labels, len(state))
             for change, value in zip(self.carried, out[n:]):
                 change.set(value)
             return out[:n]
+
+    def _in_key_order(self, out, entered, labels, n_state: int) -> tuple:
+        """The outputs with their dicts' keys in the order Python gives them: the one every
+        traced path (a branch, the body) gave, and, for a loop, the one they entered with
+        (what zero iterations leave). Paths that disagree are refused, but where one of them
+        leaves the dict as it entered, sorted: as JAX makes every dict it rebuilds (an
+        argument of `jax.jit`, a result of `tree_map`), the order the staged one has too."""
+        loop = "loop" in self.site.construct
+        n = len(out) - (len(entered) - n_state)
+        # The value each output had as the statement began (None: a conditional expression's).
+        before = (*entered[:n_state], *[None] * (n - n_state), *entered[n_state:])
+        out = list(out)
+        for i, value in enumerate(out):
+            orders = dict(self._orders.get(i, {}))
+            entered_order = staging.key_orders(before[i]) if i < len(before) else None
+            if loop and entered_order is not None:
+                orders.setdefault(entered_order, before[i])
+            if len(orders) > 1:
+                if entered_order in orders and _sorted_keys(entered_order):
+                    continue  # sorted, as `lax` gives it
+                shown = " and ".join(str(list(o[1])) for o in list(orders)[:2])
+                raise StagingError(
+                    f"{labels[i]!r} is a dict whose keys come in different orders on different "
+                    f"paths of the staged {self.site.construct} ({self.site}): {shown} (or those "
+                    "of a dict inside it). Python keeps a dict's keys in the order they were "
+                    "inserted, which would depend on the condition or the number of "
+                    "iterations. Insert the keys in one order on every path."
+                )
+            if orders:
+                out[i] = staging.in_key_order(value, next(iter(orders.values())))
+        return tuple(out)
 
     def _add(self, changes: list[Change]) -> None:
         known = {c.key for c in self.carried}
@@ -763,6 +801,13 @@ class Effects:
 
         def wrapped(*args):
             n = len(args) - len(carried)
+            # The state as `lax` gives it, its dicts in the order they entered the statement.
+            n_state = len(self._entered) - len(carried)
+            for arg, entered in zip(
+                (*args[leading:n], *args[n:]),
+                (*self._entered[: min(n_state, n - leading)], *self._entered[n_state:]),
+            ):
+                staging.in_key_order(arg, entered)
             snapshot = Snapshot()
             for function in self.functions:
                 snapshot.add_function(function)
@@ -815,6 +860,11 @@ class Effects:
                 self._check_unchanged(new, changed)
             if new:
                 raise NewEffects(new)
+            if returns_state:
+                for i, value in enumerate((*out, *values)):
+                    order = staging.key_orders(value)
+                    if order is not None:
+                        self._orders.setdefault(i, {}).setdefault(order, value)
             return (*out, *values) if returns_state else out
 
         return wrapped
@@ -842,6 +892,20 @@ class Effects:
             "than the body runs, and not in step with it). Make the change in the loop body "
             "and let the test only read values."
         )
+
+
+def _sorted_keys(order) -> bool:
+    """Whether every dict of a `staging.key_orders` value has its keys sorted."""
+    if order is None:
+        return True
+    kind, keys, inner = order
+    if kind == "dict":
+        try:
+            if list(keys) != sorted(keys):
+                return False
+        except TypeError:  # keys of kinds that do not compare
+            return False
+    return all(_sorted_keys(o) for o in inner)
 
 
 class Watch:

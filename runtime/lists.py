@@ -127,12 +127,19 @@ class StagedList:
     def appended(self, item) -> StagedList:
         """The list with `item` after its last item."""
         check_items([item], f"'{self.origin.name}', a list built in staged code,")
-        item = jnp.asarray(item, self.buffer.dtype)
-        if item.shape != self.buffer.shape[1:]:
-            raise ValueError(
-                f"appending a {staging.describe(item)} to a list of "
-                f"{staging.describe(self.buffer[0])} items built in a staged loop"
+        if type(item) in (bool, int, float, complex):
+            staging.check_fits(item, self.buffer.dtype)
+        row = jax.ShapeDtypeStruct(self.buffer.shape[1:], self.buffer.dtype)
+        if item_type([item], self.buffer.dtype) != row:
+            raise StagingError(
+                f"'{self.origin.name}.append(...)' appends a "
+                f"{staging.describe(jnp.asarray(item))} to a list of "
+                f"{staging.describe(self.buffer[0])} items built in staged code: its items are "
+                "stacked into one array, so each must have their shape and a dtype that "
+                "converts to theirs exactly (an int item into a list of floats, not a float "
+                "into a list of ints). Make the first items of that type (0.0, not 0)."
             )
+        item = jnp.asarray(item, self.buffer.dtype)
         grown = self if self.fixed else self.resized(self.capacity + 1, fixed=False)
         buffer = lax.dynamic_update_index_in_dim(grown.buffer, item, self.length, 0)
         known = self.known_length()

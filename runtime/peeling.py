@@ -146,7 +146,7 @@ def start_state(before, after) -> tuple | None:
                 return None
             if promoted is _NO:
                 return None
-            start.append(staging.released(promoted))
+            start.append(staging.in_key_order(staging.released(promoted), b))
         elif a is not b:
             return None
         else:

@@ -501,7 +501,7 @@ def cast_leaves(tree, casts: dict):
             dtype = casts[j]
             check_fits(number, dtype.dtype if isinstance(dtype, WeakDtype) else dtype)
     leaves = [cast(leaf, casts[j]) if j in casts else leaf for j, leaf in enumerate(leaves)]
-    return jax.tree_util.tree_unflatten(treedef, leaves)
+    return in_key_order(jax.tree_util.tree_unflatten(treedef, leaves), tree)
 
 
 def cast(x, dtype):
@@ -602,9 +602,10 @@ class Held:
 def as_arrays(tree):
     """Python numbers and NumPy arrays in `tree` -> JAX arrays (numbers stay weakly typed);
     other leaves -> `Held`."""
-    return jax.tree_util.tree_map(
+    out = jax.tree_util.tree_map(
         lambda leaf: _as_array(leaf) if is_array_leaf(leaf) else Held(leaf), tree
     )
+    return in_key_order(out, tree)
 
 
 def _as_array(leaf):
@@ -619,9 +620,10 @@ def released(tree):
     """`tree` with the objects `as_arrays` held put back."""
     if not any(isinstance(x, Held) for x in _nodes(tree)):
         return tree
-    return jax.tree_util.tree_map(
+    out = jax.tree_util.tree_map(
         lambda x: x.obj if isinstance(x, Held) else x, tree, is_leaf=lambda x: isinstance(x, Held)
     )
+    return in_key_order(out, tree)
 
 
 def _nodes(tree):
@@ -631,7 +633,42 @@ def _nodes(tree):
 def fresh(tree):
     """A copy of the containers of `tree` (same leaves): staged code never mutates the caller's."""
     leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=lambda x: x is None)
-    return jax.tree_util.tree_unflatten(treedef, leaves)
+    return in_key_order(jax.tree_util.tree_unflatten(treedef, leaves), tree)
+
+
+def key_orders(tree):
+    """The order of the keys of every dict in `tree` (through lists, tuples and dicts), as a
+    hashable value; None where it holds no dict. JAX rebuilds a dict with its keys sorted;
+    Python keeps them in the order they were inserted, which `list(d)`, `d.values()` and
+    printing show."""
+    if isinstance(tree, dict):
+        return ("dict", tuple(tree), tuple(key_orders(v) for v in tree.values()))
+    if isinstance(tree, (list, tuple)):
+        inner = tuple(key_orders(v) for v in tree)
+        return ("items", (), inner) if any(o is not None for o in inner) else None
+    return None
+
+
+def in_key_order(tree, template):
+    """`tree` (a tree JAX rebuilt from `template`'s structure, or one of the same structure)
+    with the keys of each of its dicts put in the order of `template`'s dict in its place, in
+    place; returns `tree`."""
+    if isinstance(tree, dict) and isinstance(template, dict):
+        if list(tree) != list(template) and tree.keys() == template.keys():
+            items = [(key, tree[key]) for key in template]
+            tree.clear()
+            tree.update(items)
+        for key, value in tree.items():
+            if key in template:
+                in_key_order(value, template[key])
+    elif (
+        isinstance(tree, (list, tuple))
+        and isinstance(template, (list, tuple))
+        and len(tree) == len(template)
+    ):
+        for value, like in zip(tree, template):
+            in_key_order(value, like)
+    return tree
 
 
 def scalar_predicate(pred, site: Site, role: str):

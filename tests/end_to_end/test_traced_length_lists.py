@@ -255,3 +255,36 @@ def pair_appended_after(x):
 def test_a_tuple_put_into_a_staged_list_is_refused_by_name(fn):
     with pytest.raises(StagingError, match=r"'out.*gets a tuple: .*one list per"):
         transpiler.jit(fn)(jnp.array([1.0, -1.0, 2.0]))
+
+
+def float_after_ints(x):
+    counts = []
+    for v in x:
+        if v > 0:
+            counts.append(1)
+    counts.append(x[0] * 0.25)  # Python keeps 0.375; an int32 buffer would make it 0
+    return counts[-1]
+
+
+def int_after_flags(x):
+    out = []
+    for v in x:
+        if v > 0:
+            out.append(v > 1)
+    out.append(5)  # Python keeps 5; a bool buffer would make it True
+    return out[-1]
+
+
+def row_after_scalars(x):
+    out = []
+    for v in x:
+        if v > 0:
+            out.append(v)
+    out.append(x)
+    return len(out)
+
+
+@pytest.mark.parametrize("fn", [float_after_ints, int_after_flags, row_after_scalars])
+def test_an_append_the_buffer_cannot_hold_exactly_is_refused_by_name(fn):
+    with pytest.raises(StagingError, match=r"'(counts|out)\.append\(\.\.\.\)' appends a"):
+        transpiler.jit(fn)(jnp.array([1.5, 2.0, -3.0]))
