@@ -23,6 +23,7 @@ from runtime.debugging import assert_, effect, print_
 from runtime.errors import StagingError
 from runtime.for_loops import for_stmt, range_
 from runtime.lists import (
+    handed_list,
     list_append,
     list_pop,
     list_reverse,
@@ -53,6 +54,7 @@ __all__ = [
     "float_",
     "int_",
     "len_",
+    "handed_list",
     "list_append",
     "list_pop",
     "list_reverse",

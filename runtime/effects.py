@@ -742,8 +742,8 @@ class Effects:
         """The outputs with their dicts' keys in the order Python gives them: the one every
         traced path (a branch, the body) gave, and, for a loop, the one they entered with
         (what zero iterations leave). Paths that disagree are refused, but where one of them
-        leaves the dict as it entered, sorted: as JAX makes every dict it rebuilds (an
-        argument of `jax.jit`, a result of `tree_map`), the order the staged one has too."""
+        leaves the dict as it entered: a dict JAX made, sorted, as it handed the program its
+        arguments (`jax.jit(f)(params)`), comes out sorted, as `lax` gives it."""
         loop = "loop" in self.site.construct
         n = len(out) - (len(entered) - n_state)
         # The value each output had as the statement began (None: a conditional expression's).
@@ -755,7 +755,11 @@ class Effects:
             if loop and entered_order is not None:
                 orders.setdefault(entered_order, before[i])
             if len(orders) > 1:
-                if entered_order in orders and _sorted_keys(entered_order):
+                if (
+                    entered_order in orders
+                    and _sorted_keys(entered_order)
+                    and staging.made_by_jax(before[i])
+                ):
                     continue  # sorted, as `lax` gives it
                 shown = " and ".join(str(list(o[1])) for o in list(orders)[:2])
                 raise StagingError(
@@ -803,11 +807,14 @@ class Effects:
             n = len(args) - len(carried)
             # The state as `lax` gives it, its dicts in the order they entered the statement.
             n_state = len(self._entered) - len(carried)
-            for arg, entered in zip(
-                (*args[leading:n], *args[n:]),
-                (*self._entered[: min(n_state, n - leading)], *self._entered[n_state:]),
-            ):
-                staging.in_key_order(arg, entered)
+            entered = (*self._entered[: min(n_state, n - leading)], *self._entered[n_state:])
+            for i, (arg, before) in enumerate(zip((*args[leading:n], *args[n:]), entered)):
+                # Where the state had no dict before (bound first by the body), the order
+                # the body gave it.
+                made = self._orders.get(i if i < n - leading else n - leading + i, {})
+                if staging.key_orders(before) is None and made:
+                    before = next(iter(made.values()))
+                staging.in_key_order(arg, before)
             snapshot = Snapshot()
             for function in self.functions:
                 snapshot.add_function(function)
@@ -822,6 +829,7 @@ class Effects:
                         # keep caches of their own, which are not the user's effects.
                         continue
                     snapshot.add(name, leaf)
+            out = None  # (None: the trace raised)
             try:
                 with staging.tracking(snapshot):
                     for change, value in zip(carried, args[n:]):
@@ -830,6 +838,8 @@ class Effects:
                     values = tuple(change.get() for change in carried)
             finally:
                 changes = snapshot.changes()
+                if returns_state and isinstance(out, tuple):
+                    out = _detached(out, changes)
                 for change in changes:
                     change.restore()
             known = {c.key for c in carried}
@@ -892,6 +902,28 @@ class Effects:
             "than the body runs, and not in step with it). Make the change in the loop body "
             "and let the test only read values."
         )
+
+
+def _detached(out, changes: list[Change]):
+    """The outputs of a traced function, where one holds a list or dict that the function
+    changed and that is about to be put back (`b = a` after `a[0] = 2 * x`, `a` reached from
+    outside the statement's state): a copy of its containers, holding the values it has now."""
+    changed = {id(change.container) for change in changes}
+    if not changed:
+        return out
+
+    def reaches(value) -> bool:
+        if id(value) in changed:
+            return True
+        if isinstance(value, (list, tuple)):
+            return any(reaches(v) for v in value)
+        if isinstance(value, dict):
+            return any(reaches(v) for v in value.values())
+        return False
+
+    if not any(reaches(v) for v in out):
+        return out
+    return type(out)(staging.fresh(v) if reaches(v) else v for v in out)
 
 
 def _sorted_keys(order) -> bool:

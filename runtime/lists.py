@@ -471,6 +471,16 @@ def list_append(target, item):
     return target
 
 
+def handed_list(target, callee: str):
+    """A list its function built, handed to other code once it is done (`helper(out)`,
+    `jax.tree_util.tree_leaves(out)`, `isinstance(out, list)`): the Python list of its items, as
+    Python hands it. One of traced length stays as it is: converted code can use it (`len`,
+    `sum`, `transpiler.padded`; `callee` names the call)."""
+    if isinstance(target, StagedList) and target.known_length() is not None:
+        return target.items(f"'{callee}(...)'")
+    return target
+
+
 def as_python_lists(tree):
     """`tree` with each list built in staged code whose length is known as the Python list of
     its items, as the function that built it returns it; one of traced length stays as it is

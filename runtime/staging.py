@@ -67,9 +67,11 @@ def call_staging(fn, args, kwargs):
         return fn(*args, **kwargs)
     witness = next(leaf for leaf in jax.tree_util.tree_leaves((args, kwargs)) if is_staged(leaf))
     token, witness_token = _staged_program.set(True), _witness.set(witness)
+    dicts = _jax_dicts.set(_dicts_in((args, kwargs)))
     try:
         return fn(*args, **kwargs)
     finally:
+        _jax_dicts.reset(dicts)
         _witness.reset(witness_token)
         _staged_program.reset(token)
 
@@ -637,38 +639,102 @@ def fresh(tree):
 
 
 def key_orders(tree):
-    """The order of the keys of every dict in `tree` (through lists, tuples and dicts), as a
-    hashable value; None where it holds no dict. JAX rebuilds a dict with its keys sorted;
-    Python keeps them in the order they were inserted, which `list(d)`, `d.values()` and
-    printing show."""
+    """The order of the keys of every dict in `tree` (through lists, tuples, dicts and the other
+    pytree nodes: dataclasses, modules), as a hashable value; None where it holds no dict. JAX
+    rebuilds a dict with its keys sorted; Python keeps them in the order they were inserted,
+    which `list(d)`, `d.values()` and printing show. (A variable bound on some paths only has
+    the order of its value.)"""
+    if not _has_dict(tree):
+        return None
+    return _orders(tree)
+
+
+def _orders(tree):
+    if isinstance(tree, MaybeUnbound):
+        return _orders(tree.value)
     if isinstance(tree, dict):
-        return ("dict", tuple(tree), tuple(key_orders(v) for v in tree.values()))
-    if isinstance(tree, (list, tuple)):
-        inner = tuple(key_orders(v) for v in tree)
-        return ("items", (), inner) if any(o is not None for o in inner) else None
-    return None
+        return ("dict", tuple(tree), tuple(_orders(v) for v in tree.values()))
+    children = _children(tree)
+    if not children:
+        return None
+    inner = tuple(_orders(v) for v in children)
+    return ("items", (), inner) if any(o is not None for o in inner) else None
+
+
+def _has_dict(tree) -> bool:
+    leaves = jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, dict))
+    return any(isinstance(leaf, dict) for leaf in leaves)
+
+
+def _children(node) -> list | None:
+    """The nodes directly under a pytree node (None: a leaf)."""
+    if isinstance(node, (list, tuple)):
+        return list(node)
+    if isinstance(node, dict):
+        return list(node.values())
+    if node is None or is_array_leaf(node) or isinstance(node, str):
+        return None
+    children, _ = jax.tree_util.tree_flatten(node, is_leaf=lambda x: x is not node)
+    return None if len(children) == 1 and children[0] is node else children
 
 
 def in_key_order(tree, template):
     """`tree` (a tree JAX rebuilt from `template`'s structure, or one of the same structure)
     with the keys of each of its dicts put in the order of `template`'s dict in its place, in
     place; returns `tree`."""
+    if _has_dict(template):
+        _reorder(tree, template)
+    return tree
+
+
+def _reorder(tree, template) -> None:
+    if isinstance(tree, MaybeUnbound):
+        tree = tree.value
+    if isinstance(template, MaybeUnbound):
+        template = template.value
     if isinstance(tree, dict) and isinstance(template, dict):
+        if tree is not template and made_by_jax(template):
+            _jax_dicts.get()[id(tree)] = tree  # a copy of one JAX made, as a branch gets it
         if list(tree) != list(template) and tree.keys() == template.keys():
             items = [(key, tree[key]) for key in template]
             tree.clear()
             tree.update(items)
         for key, value in tree.items():
             if key in template:
-                in_key_order(value, template[key])
-    elif (
-        isinstance(tree, (list, tuple))
-        and isinstance(template, (list, tuple))
-        and len(tree) == len(template)
-    ):
-        for value, like in zip(tree, template):
-            in_key_order(value, like)
-    return tree
+                _reorder(value, template[key])
+        return
+    if isinstance(tree, dict) or isinstance(template, dict):
+        return
+    if not (isinstance(tree, (list, tuple)) and isinstance(template, (list, tuple))):
+        if type(tree) is not type(template):
+            return
+    mine, theirs = _children(tree), _children(template)
+    if mine and theirs and len(mine) == len(theirs):
+        for value, like in zip(mine, theirs):
+            _reorder(value, like)
+
+
+# The dicts JAX rebuilt (their keys sorted) as it handed the program being staged its
+# arguments, and the copies the runtime made of them, by id (held: no id is reused meanwhile).
+_jax_dicts: contextvars.ContextVar[dict | None] = contextvars.ContextVar("jax_dicts", default=None)
+
+
+def made_by_jax(value) -> bool:
+    """Whether `value` is a dict JAX rebuilt (its keys sorted) as it handed the program being
+    staged its arguments (`jax.jit`, `jax.grad`, `jax.vmap` of a converted function), or a copy
+    the runtime made of one (a loop body's, a branch's)."""
+    made = _jax_dicts.get()
+    return made is not None and id(value) in made
+
+
+def _dicts_in(tree) -> dict[int, dict]:
+    found, todo = {}, [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            found[id(node)] = node
+        todo.extend(_children(node) or ())
+    return found
 
 
 def scalar_predicate(pred, site: Site, role: str):

@@ -2,6 +2,8 @@
 dict it flattens with its keys sorted, so `loss, acc = m.values()` after a staged `if` that
 rebinds `m` swapped the two (runtime/effects.py `Effects._in_key_order`)."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import pytest
@@ -143,3 +145,88 @@ def test_a_dict_argument_jax_sorted_may_be_rebuilt_in_another_order():
     params = {"w": jnp.ones(2), "b": jnp.zeros(2)}
     got = transpiler.jit(update_params)(params, jnp.float32(2.0))
     assert got["w"].tolist() == [2.0, 2.0] and got["b"].tolist() == [1.0, 1.0]
+
+
+def sorted_literal_rebuilt_in_another_order(x):
+    d = {"a": x, "b": 2 * x}  # sorted as written: not a dict JAX made
+    if x > 0:
+        d = {"b": x + 1, "a": x - 1}
+    return tuple(d.values())
+
+
+def test_a_dict_the_function_wrote_sorted_is_not_taken_for_one_jax_made():
+    with pytest.raises(StagingError, match=r"'d' is a dict whose keys come in different orders"):
+        transpiler.jit(sorted_literal_rebuilt_in_another_order)(jnp.float32(1.5))
+
+
+def bound_in_one_branch(x):
+    if x > 0:
+        d = {"b": x, "a": x * 0}
+    return tuple(d.values())
+
+
+def read_before_bound_in_the_body(xs):
+    r = 0.0
+    for v in xs:
+        if v > 1:
+            r = r * 10 + list(d.values())[0]  # noqa: F821 (bound by an earlier iteration)
+        d = {"b": v, "a": 0 * v}  # noqa: F841
+    return r
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Fields:
+    d: dict
+
+
+def inside_a_dataclass(x):
+    s = Fields({"b": x, "a": 2 * x})
+    if x > 0:
+        s = Fields({"b": x + 1, "a": x + 2})
+    return tuple(s.d.values())
+
+
+def counted_in_a_dict(x):
+    st = {"n": 0}
+    while x < 100:
+        st["n"] += 1
+        x = x * 2
+    return x, st["n"]
+
+
+def returned_from_a_while(x):
+    while x < 100:
+        x = x * 3
+        if x > 20:
+            return {"b": x, "a": x * 0}
+    return {"b": x, "a": x * 0 + 1}
+
+
+def values_returned_from_a_while(x):
+    return tuple(returned_from_a_while(x).values())
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (bound_in_one_branch, 1.5),
+        (read_before_bound_in_the_body, jnp.array([1.0, 2.0, 3.0, 4.0])),
+        (inside_a_dataclass, 1.5),
+        (inside_a_dataclass, -1.5),
+        (counted_in_a_dict, 1.5),
+        (values_returned_from_a_while, 1.5),
+    ],
+)
+def test_dicts_bound_on_some_paths_inside_nodes_and_returned_keep_their_order(fn, x):
+    x = jnp.float32(x) if isinstance(x, float) else x
+    expected = fn(x)
+    got = transpiler.jit(fn)(x)
+    assert [float(v) for v in jax.tree_util.tree_leaves(got)] == [
+        float(v) for v in jax.tree_util.tree_leaves(expected)
+    ]
+
+
+def test_the_gradient_through_a_dict_bound_in_one_branch_follows_its_order():
+    grad = jax.jit(jax.grad(lambda x: transpiler.convert(bound_in_one_branch)(x)[0]))
+    assert float(grad(2.0)) == 1.0

@@ -288,3 +288,31 @@ def row_after_scalars(x):
 def test_an_append_the_buffer_cannot_hold_exactly_is_refused_by_name(fn):
     with pytest.raises(StagingError, match=r"'(counts|out)\.append\(\.\.\.\)' appends a"):
         transpiler.jit(fn)(jnp.array([1.5, 2.0, -3.0]))
+
+
+def leaves_and_type(x):
+    grads = []
+    for v in x:
+        grads.append(v * 2)
+    total = sum(jnp.sum(g**2) for g in jax.tree_util.tree_leaves(grads))
+    return total, isinstance(grads, list), len(jax.tree_util.tree_leaves(grads))
+
+
+def summed_if_a_list(xs):
+    return sum(xs) if isinstance(xs, list) else xs * 10
+
+
+def handed_to_a_helper(x):
+    out = []
+    for v in x:
+        out.append(v * 2)
+    return summed_if_a_list(out)
+
+
+def test_a_list_built_in_a_staged_loop_is_handed_over_as_the_python_list():
+    # Built by a scan (known length): other code gets the Python list of its items, not the
+    # buffer and length JAX's tree functions would see as two leaves.
+    x = jnp.array([1.0, 2.0, 3.0])
+    total, is_list, leaves = transpiler.jit(leaves_and_type)(x)
+    assert (float(total), bool(is_list), int(leaves)) == (56.0, True, 3)
+    assert float(transpiler.jit(handed_to_a_helper)(x)) == 12.0

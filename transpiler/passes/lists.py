@@ -286,11 +286,59 @@ class _Lists(Transformer):
         self.scopes.append(private)
         self.appended.append(frozenset(appended) & private)
         self.unread.append(_never_read(node, frozenset(appended) & private))
-        node.body = [s for stmt in node.body for s in _as_list(self.visit(stmt))]
+        body = []
+        for stmt in node.body:
+            body += self._handed_over(stmt)  # before the statement: it reads the original
+            body += _as_list(self.visit(stmt))
+        node.body = body
         self.scopes.pop()
         self.appended.pop()
         self.unread.pop()
         return node
+
+    def _handed_over(self, stmt: gast.stmt) -> list[gast.stmt]:
+        """`out = rt__.handed_list(out, 'helper')` for each list this function builds (and
+        appends to) that `stmt`, a statement of the function's own body, hands to other code
+        once it is done (`helper(out)`, `jax.tree_util.tree_leaves(out)`, `isinstance(out,
+        list)`): from there on the name holds the Python list it stands for, which the callee
+        may keep or change as Python lets it. Not where `stmt` changes the list itself."""
+        appended = self.appended[-1]
+        if not appended or isinstance(stmt, (gast.FunctionDef, gast.ClassDef)):
+            return []
+        nodes = list(activity.walk_scope([stmt]))
+        changed = {
+            node.func.value.id
+            for node in nodes
+            if isinstance(node, gast.Call)
+            and isinstance(node.func, gast.Attribute)
+            and isinstance(node.func.value, gast.Name)
+        }
+        handed: dict[str, str] = {}
+        for call in nodes:
+            if not isinstance(call, gast.Call) or structure.root_name(call.func) == RUNTIME:
+                continue
+            reading = {id(a) for a in _reading_call_args(call, self.globals)}
+            callee = (
+                call.func.id
+                if isinstance(call.func, gast.Name)
+                else activity.dotted_path(call.func) or "a function"
+            )
+            for arg in (*call.args, *(k.value for k in call.keywords)):
+                if (
+                    isinstance(arg, gast.Name)
+                    and arg.id in appended
+                    and arg.id not in changed
+                    and id(arg) not in reading
+                ):
+                    handed.setdefault(arg.id, callee)
+        return [
+            templates.replace(
+                f"target = {RUNTIME}.handed_list(target, callee)",
+                target=name,
+                callee=gast.Constant(callee, None),
+            )[0]
+            for name, callee in handed.items()
+        ]
 
     def _local(self, call: gast.Call | None) -> gast.Call | None:
         return call if call is not None and call.func.value.id in self.scopes[-1] else None
