@@ -165,6 +165,9 @@ def caller(
         try:
             if resolved is fn and staging.trackers() and _state_of_its_own(fn, is_library):
                 return effects.call_with_state_of_its_own(fn, args, kwargs)
+            if resolved is not fn:  # a converted user function: the arguments are ours
+                with staging.calling_converted():
+                    return resolved(*args, **kwargs)
             return resolved(*args, **kwargs)
         except Exception as e:
             errors.raised_by_callee(e)  # `math.sqrt(-1)`: the program's error, to raise as it runs

@@ -302,7 +302,11 @@ def _trace_branch(fn, state, which) -> tuple[list, dict]:
     for original, copy_ in zip(state, copied):
         _pair_containers(original, copy_, copies)
     try:
-        return list(fn(*copied)), copies
+        raw = fn(*copied)
+        # Copies Effects made of lists the branch changed and put back (`effects.Detached`):
+        # the variable holds the object itself.
+        copies.update(getattr(raw, "originals", {}))
+        return list(raw), copies
     except staging.CANNOT_STAGE:
         raise
     except Exception as e:  # noqa: BLE001 - the user's exception, raised when the branch runs

@@ -808,10 +808,12 @@ class Effects:
             # The state as `lax` gives it, its dicts in the order they entered the statement.
             n_state = len(self._entered) - len(carried)
             entered = (*self._entered[: min(n_state, n - leading)], *self._entered[n_state:])
+            n_args = n - leading
             for i, (arg, before) in enumerate(zip((*args[leading:n], *args[n:]), entered)):
                 # Where the state had no dict before (bound first by the body), the order
-                # the body gave it.
-                made = self._orders.get(i if i < n - leading else n - leading + i, {})
+                # the body gave it (its outputs: the state, then the carried places).
+                output = i if i < n_args else len(self.names) + i - n_args
+                made = self._orders.get(output, {})
                 if staging.key_orders(before) is None and made:
                     before = next(iter(made.values()))
                 staging.in_key_order(arg, before)
@@ -870,12 +872,17 @@ class Effects:
                 self._check_unchanged(new, changed)
             if new:
                 raise NewEffects(new)
-            if returns_state:
-                for i, value in enumerate((*out, *values)):
-                    order = staging.key_orders(value)
-                    if order is not None:
-                        self._orders.setdefault(i, {}).setdefault(order, value)
-            return (*out, *values) if returns_state else out
+            if not returns_state:
+                return out
+            for i, value in enumerate((*out, *values)):
+                order = staging.key_orders(value)
+                if order is not None:
+                    self._orders.setdefault(i, {}).setdefault(order, value)
+            if isinstance(out, Detached):
+                result = Detached((*out, *values))
+                result.originals = out.originals
+                return result
+            return (*out, *values)
 
         return wrapped
 
@@ -904,6 +911,14 @@ class Effects:
         )
 
 
+class Detached(tuple):
+    """A traced function's outputs, some of them copies (see `_detached`): `originals` maps
+    the id of each copy to (the copy, the list or dict it copies), for the statement's check of
+    which object a variable holds afterwards (`control_flow._origins`)."""
+
+    originals: dict[int, tuple] = {}
+
+
 def _detached(out, changes: list[Change]):
     """The outputs of a traced function, where one holds a list or dict that the function
     changed and that is about to be put back (`b = a` after `a[0] = 2 * x`, `a` reached from
@@ -923,7 +938,14 @@ def _detached(out, changes: list[Change]):
 
     if not any(reaches(v) for v in out):
         return out
-    return type(out)(staging.fresh(v) if reaches(v) else v for v in out)
+    copies = [staging.fresh(v) if reaches(v) else v for v in out]
+    detached = Detached(copies)
+    detached.originals = {
+        id(new): (new, old)
+        for new, old in zip(copies, out)
+        if new is not old and type(old) in (list, dict)
+    }
+    return detached
 
 
 def _sorted_keys(order) -> bool:

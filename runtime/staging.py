@@ -63,11 +63,28 @@ def call_staging(fn, args, kwargs):
     marked as part of a program being staged, so that its effects with no value (prints) happen
     when that program runs, in order, once per element under `jax.vmap`, not while it is
     traced."""
-    if _staged_program.get() or not (has_staged(args) or has_staged(list(kwargs.values()))):
+    direct = _from_converted.get()  # called by converted code (else by JAX, or the user)
+    token = _from_converted.set(False) if direct else None  # what it calls is not
+    try:
+        return _call_staging(fn, args, kwargs, direct)
+    finally:
+        if token is not None:
+            _from_converted.reset(token)
+
+
+def _call_staging(fn, args, kwargs, direct: bool):
+    if _staged_program.get():
+        made = _jax_dicts.get()
+        if not direct and made is not None and _has_dict((args, kwargs)):
+            # Called back by JAX (`lax.scan(step, carry)`, `jax.vmap(f)`): its dicts are JAX's.
+            made.update(_dicts_in((args, kwargs)))
+        return fn(*args, **kwargs)
+    if not (has_staged(args) or has_staged(list(kwargs.values()))):
         return fn(*args, **kwargs)
     witness = next(leaf for leaf in jax.tree_util.tree_leaves((args, kwargs)) if is_staged(leaf))
     token, witness_token = _staged_program.set(True), _witness.set(witness)
-    dicts = _jax_dicts.set(_dicts_in((args, kwargs)))
+    jax_made = not direct and _has_dict((args, kwargs))
+    dicts = _jax_dicts.set(_dicts_in((args, kwargs)) if jax_made else {})
     try:
         return fn(*args, **kwargs)
     finally:
@@ -712,6 +729,22 @@ def _reorder(tree, template) -> None:
     if mine and theirs and len(mine) == len(theirs):
         for value, like in zip(mine, theirs):
             _reorder(value, like)
+
+
+_from_converted: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "from_converted", default=False
+)
+
+
+@contextlib.contextmanager
+def calling_converted():
+    """Around a call converted code makes of a converted function (`rt__.call`): the dicts it
+    is given are the caller's, not ones JAX rebuilt."""
+    token = _from_converted.set(True)
+    try:
+        yield
+    finally:
+        _from_converted.reset(token)
 
 
 # The dicts JAX rebuilt (their keys sorted) as it handed the program being staged its

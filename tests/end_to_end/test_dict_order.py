@@ -230,3 +230,33 @@ def test_dicts_bound_on_some_paths_inside_nodes_and_returned_keep_their_order(fn
 def test_the_gradient_through_a_dict_bound_in_one_branch_follows_its_order():
     grad = jax.jit(jax.grad(lambda x: transpiler.convert(bound_in_one_branch)(x)[0]))
     assert float(grad(2.0)) == 1.0
+
+
+def scan_step(carry, v):
+    if v > 1:
+        carry = {"w": carry["w"] + v, "b": carry["b"]}  # lax.scan gave the carry sorted
+    return carry, carry["w"]
+
+
+def scanned(xs):
+    return jax.lax.scan(scan_step, {"w": xs[0], "b": xs[1]}, xs)
+
+
+def test_a_dict_lax_scan_hands_a_converted_step_counts_as_one_jax_made():
+    carry, ws = transpiler.jit(scanned)(jnp.array([1.0, 2.0]))
+    assert float(carry["w"]) == 3.0 and float(carry["b"]) == 2.0 and ws.tolist() == [1.0, 3.0]
+
+
+def helper_rebuilding(d, x):
+    if x > 0:
+        d = {"b": x + 1, "a": x - 1}
+    return tuple(d.values())
+
+
+def hands_its_own_sorted_dict(x):
+    return helper_rebuilding({"a": x, "b": 2 * x}, x)  # sorted as written: the caller's order
+
+
+def test_a_dict_converted_code_hands_a_helper_is_not_taken_for_one_jax_made():
+    with pytest.raises(StagingError, match=r"'d' is a dict whose keys come in different orders"):
+        transpiler.jit(hands_its_own_sorted_dict)(jnp.float32(1.5))

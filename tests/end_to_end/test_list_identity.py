@@ -694,3 +694,30 @@ def test_state_holding_a_list_the_block_changed_has_its_new_items(fn, x):
     # The block's change to `a` is put back after tracing (and carried); the state that holds
     # `a` gave the items from before that change (1.5 where Python gives 3.0).
     check_jit(fn, jnp.float32(x))
+
+
+def alias_rebound_after_a_change(x):
+    hist = [x, x]
+    z = hist
+    if x > 0:
+        hist[0] = 2 * x
+        z = hist  # still the one list: a later write through `hist` shows through `z`
+    hist[1] = hist[1] + 100
+    return z[1]
+
+
+def same_list_on_both_paths(x):
+    a = [x, x]
+    if x > 0:
+        a[0] = 2 * x
+        b = a
+    else:
+        b = a
+    b[1] = b[1] + 100
+    return a, b
+
+
+@pytest.mark.parametrize("fn", [alias_rebound_after_a_change, same_list_on_both_paths])
+@pytest.mark.parametrize("x", [1.5, -1.5])
+def test_a_list_the_branch_changed_and_binds_to_another_name_stays_one_list(fn, x):
+    check_jit(fn, jnp.float32(x))
