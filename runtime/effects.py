@@ -709,9 +709,12 @@ class Effects:
     carries and the statement is staged again. Afterwards each place holds its final value.
     """
 
-    def __init__(self, functions, site):
+    def __init__(self, functions, site, aliased=()):
         self.functions = [f for f in functions if isinstance(f, types.FunctionType)]
         self.site = site
+        # A loop's: the variables whose lists and dicts other names may reach and change in
+        # place (see `_check_not_bound_to_changed`).
+        self.aliased = frozenset(aliased)
         self.carried: list[Change] = []
         self.names: tuple[str, ...] = ()
         # The statement's state as it entered, and per output the dicts' key orders the traced
@@ -842,6 +845,7 @@ class Effects:
                 changes = snapshot.changes()
                 if returns_state and isinstance(out, tuple):
                     out = _detached(out, changes)
+                    self._check_not_bound_to_changed(out)
                 for change in changes:
                     change.restore()
             known = {c.key for c in carried}
@@ -909,6 +913,30 @@ class Effects:
             "than the body runs, and not in step with it). Make the change in the loop body "
             "and let the test only read values."
         )
+
+    def _check_not_bound_to_changed(self, out) -> None:
+        """Where a loop body binds a variable to a list or dict that it changes in place and
+        that is reached from outside the loop's state (`b = p` after `p[0] = v`, `p` a variable
+        the loop does not rebind): Python's variable is that very object after the loop (if it
+        ran), and a later change through one name shows through the other; the staged loop's is
+        a copy (`_detached`). Refused where the function changes such a container in place
+        (`aliased`)."""
+        originals = getattr(out, "originals", None)
+        if not originals or not self.site.construct.endswith("loop"):
+            return
+        for name, value in zip(self.names, out):
+            pair = originals.get(id(value))
+            if pair is None or pair[0] is not value or name not in self.aliased:
+                continue
+            kind = type(pair[1]).__name__
+            raise StagingError(
+                f"'{name}' is bound to a {kind} that the staged {self.site.construct} "
+                f"({self.site}) changes in place, held by another name too: in Python '{name}' "
+                f"is that very {kind} after the loop, and what the program changes through one "
+                f"name shows through the other; the staged loop cannot follow which object "
+                f"'{name}' holds. Bind a copy ({name} = {kind}(other)), or read the {kind} "
+                "through the name that changes it."
+            )
 
 
 class Detached(tuple):

@@ -157,6 +157,7 @@ def for_stmt(
     items_as_python=False,
     reads=(),
     sums=(),
+    aliased=(),
 ):
     """Functional form of a for statement.
 
@@ -185,12 +186,13 @@ def for_stmt(
     needs the index as a Python int) runs as unrolled Python instead, and so does a loop whose
     body uses its Python items as Python values (`items_as_python`: `f"layer{i}"`, a call of
     user code with `i`), where a traced item would not be exact. Python state the loop changes
-    is carried too, or refused (see `runtime.effects`).
+    is carried too, or refused (see `runtime.effects`; `aliased`: the variables whose lists and
+    dicts other names may reach and change in place).
     """
     site = Site("for loop")
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = check_count(checkpoints, "checkpoints", 2, site)
-    effects = Effects((body, extra_test, exit_test, on_exit), site)
+    effects = Effects((body, extra_test, exit_test, on_exit), site, aliased)
     plain = (body, extra_test, symbol_names)
     exit_ = None
     if exit_test is not None:

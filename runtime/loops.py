@@ -41,6 +41,7 @@ def while_stmt(
     sums=(),
     test_reads=(),
     compared=(),
+    aliased=(),
 ):
     """Functional form of a while statement.
 
@@ -62,7 +63,8 @@ def while_stmt(
     derivative needs from `checkpoints` stored states (see `runtime.checkpointed`). Python
     state the loop changes (an attribute, a global) is carried too, or refused (see
     `runtime.effects`). `reads`, `sums`, `test_reads`, `compared`: what the conversion knows of
-    the state's uses, for `runtime.peeling`.
+    the state's uses, for `runtime.peeling`; `aliased`: the variables whose lists and dicts
+    other names may reach and change in place (see `Effects`).
     """
     site = Site("while loop")
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
@@ -77,7 +79,7 @@ def while_stmt(
 
     def staged(state, iterations, first):
         left = None if max_iterations is None else max_iterations - iterations
-        out = Effects(functions, site).run(
+        out = Effects(functions, site, aliased).run(
             state,
             symbol_names,
             lambda state, names, wrap: staged_while(

@@ -721,3 +721,112 @@ def same_list_on_both_paths(x):
 @pytest.mark.parametrize("x", [1.5, -1.5])
 def test_a_list_the_branch_changed_and_binds_to_another_name_stays_one_list(fn, x):
     check_jit(fn, jnp.float32(x))
+
+
+# A staged `if` or loop that leaves a variable holding a container another name changes in
+# place afterwards: Python's variable is that very container (or not, by the condition).
+def chosen_then_changed_through_its_source(x):
+    p = {"w": x}
+    b = {"w": x * 0}
+    if x > 0:
+        b = p
+    p["w"] = p["w"] + 1  # shows through `b` where `b is p`
+    return b["w"]
+
+
+def chosen_in_a_loop_then_changed_through_its_source(x):
+    p = [x]
+    b = [x * 0]
+    for _ in range(3):
+        if p[0] < 2:
+            b = p
+        p[0] = p[0] + 1
+    return b[0], p[0]
+
+
+def chosen_attribute_list_then_changed(x):
+    class State:
+        pass
+
+    s = State()
+    s.hist = [x]
+    b = [0 * x]
+    if x > 0:
+        b = s.hist
+    s.hist[0] = s.hist[0] + 1
+    return b[0]
+
+
+def chosen_by_an_expression_then_changed(x):
+    p, q = {"w": x}, {"w": -x}
+    b = p if x > 0 else q
+    p["w"] = p["w"] + 1
+    return b["w"]
+
+
+def bound_by_a_loop_then_changed(x):
+    p = [x]
+    b = [x * 0]
+    while p[0] < 3:
+        b = p  # `b is p` once the loop ran
+        p[0] = p[0] + 1
+    p[0] = p[0] * 10
+    return b[0], p[0]
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (chosen_then_changed_through_its_source, "'b' is a different dict depending on"),
+        (chosen_in_a_loop_then_changed_through_its_source, "'b' is a different list depending"),
+        (chosen_attribute_list_then_changed, "'b' is a different list depending on"),
+        (chosen_by_an_expression_then_changed, "the value is a different dict depending on"),
+        (bound_by_a_loop_then_changed, "'b' is bound to a list that the staged while loop"),
+    ],
+)
+def test_a_container_chosen_and_then_changed_through_another_name_is_refused(fn, message):
+    # Each gave the container's old items where Python's variable held the changed one
+    # (`b["w"]` 1.0 where Python gives 2.0).
+    with pytest.raises(StagingError, match=message) as e:
+        jax.jit(transpiler.convert(fn))(jnp.float32(1.0))
+    assert "test_list_identity.py:" in str(e.value)
+
+
+def chosen_and_changed_before_only(x):
+    p = {"w": x}
+    p["w"] = p["w"] * 2  # a change before the choice cannot show in it
+    b = {"w": 0 * x}
+    if x > 0:
+        b = p
+    return b["w"], p["w"]
+
+
+def bound_by_a_loop_that_changes_it(x):
+    p = [x]
+    b = [x * 0]
+    while p[0] < 3:
+        b = p
+        p[0] = p[0] + 1
+    return b[0], p[0]
+
+
+def chosen_then_rebound_not_changed(x):
+    p = {"w": x}
+    b = {"w": 0 * x}
+    if x > 0:
+        b = p
+    p = {"w": p["w"] + 1}  # a new dict: `b` keeps the old one either way
+    return b["w"], p["w"]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        chosen_and_changed_before_only,
+        bound_by_a_loop_that_changes_it,
+        chosen_then_rebound_not_changed,
+    ],
+)
+@pytest.mark.parametrize("x", [1.5, -1.0, 5.0])
+def test_a_container_chosen_and_not_changed_afterwards_is_exact(fn, x):
+    check_jit(fn, jnp.float32(x))

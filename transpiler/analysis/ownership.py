@@ -20,6 +20,8 @@ unpacking or as loop targets are not owned. The return-value variable of the ret
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import gast
 
 from transpiler import structure
@@ -320,24 +322,154 @@ def changed_in_place(
     (nothing else reaches their lists). Which list one of them holds after a staged `if` can
     show in what the function does; for the others, only a change elsewhere (a helper) could
     show it."""
-    found = set()
-    for node in gast.walk(fn_node) if nested else activity.walk_scope(fn_node.body):
-        if isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
-            changed = node.value
-        elif (
-            isinstance(node, gast.AugAssign)
-            and isinstance(node.target, gast.Name)
-            and isinstance(node.value, _MAKERS)  # `buf += [v]`, not `i += 1`
-        ):
-            changed = node.target
-        elif isinstance(node, gast.Call):
-            changed = _changed_by(node)
-        else:
+    nodes = gast.walk(fn_node) if nested else activity.walk_scope(fn_node.body)
+    return frozenset(path for node in nodes if (path := _changed_path(node, owned)) is not None)
+
+
+def _changed_path(node, owned) -> str | None:
+    """The variable or attribute whose container `node` changes in place, if it is not one of
+    `owned`."""
+    if isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
+        changed = node.value
+    elif (
+        isinstance(node, gast.AugAssign)
+        and isinstance(node.target, gast.Name)
+        and isinstance(node.value, _MAKERS)  # `buf += [v]`, not `i += 1`
+    ):
+        changed = node.target
+    elif isinstance(node, gast.Call):
+        changed = _changed_by(node)
+    else:
+        return None
+    path = _path(changed) if changed is not None else None
+    return path if path is not None and path.split(".")[0] not in owned else None
+
+
+def aliased_names(fn_node: gast.FunctionDef, nested: bool = False) -> frozenset[str]:
+    """What `changed_in_place` finds, and the names and attributes bound to one of those
+    containers or bound from one of them: after `b = p` (or `b = p if c else q`, `b = p or q`,
+    `b = st["best"]`), a change through `p` shows through `b`, and one through `b` through
+    `p`; a staged `if` that leaves `b` holding `p` on one path only must be refused as surely
+    as one that leaves `p` holding two objects (see runtime.control_flow._identities)."""
+    changed = changed_in_place(fn_node, owned_names(fn_node), nested)
+    return _Sharing(fn_node, nested).closure(changed)
+
+
+def aliased_after(fn_node: gast.FunctionDef) -> dict[gast.stmt, frozenset[str]]:
+    """For each `if`, `while` and `for` statement of `fn_node`'s own code: `aliased_names` of the
+    changes that may happen after it (the statements after it, and those of the loops around
+    it, which run again). A change before the statement cannot show in which object a variable
+    holds after it; a change made inside it is followed by the statement itself (an `if`'s
+    changes count as they are, for `runtime.control_flow._check_not_changed_then_replaced`)."""
+    owned = owned_names(fn_node)
+    changes: dict[gast.stmt, frozenset[str]] = {}
+
+    def collect(stmts) -> frozenset[str]:
+        total: set[str] = set()
+        for stmt in stmts:
+            mine = set(_own_changes(stmt, owned))
+            for block in structure.blocks(stmt):
+                mine |= collect(block.stmts)
+            changes[stmt] = frozenset(mine)
+            total |= mine
+        return frozenset(total)
+
+    if not collect(fn_node.body):
+        return {}
+    sharing = _Sharing(fn_node, nested=False)
+    found: dict[gast.stmt, frozenset[str]] = {}
+
+    def annotate(stmts, after: frozenset[str]) -> None:
+        following = set(after)
+        for stmt in reversed(stmts):
+            now = frozenset(following)
+            if isinstance(stmt, (gast.While, gast.For)):
+                found[stmt] = sharing.closure(now)
+            elif isinstance(stmt, gast.If):  # and what its branches change (`s[0] = v; s = w`)
+                found[stmt] = sharing.closure(now) | changes[stmt]
+            # A loop's body runs again after itself; a `try`'s handlers run after its body.
+            again = isinstance(stmt, (gast.While, gast.For, gast.AsyncFor, gast.Try))
+            for block in structure.blocks(stmt):
+                annotate(block.stmts, now | changes[stmt] if again else now)
+            following |= changes[stmt]
+
+    annotate(fn_node.body, frozenset())
+    return found
+
+
+class _Sharing:
+    """Which variables and attributes may hold the same container: those a binding joins
+    (`b = p`, flow-insensitive)."""
+
+    def __init__(self, fn_node, nested: bool):
+        self.parent: dict[str, str] = {}
+        nodes = gast.walk(fn_node) if nested else activity.walk_scope(fn_node.body)
+        for node in nodes:
+            for target, value in _bindings(node):
+                for source in _sources(value):
+                    self.parent[self.root(target)] = self.root(source)
+
+    def root(self, path: str) -> str:
+        while self.parent.get(path, path) != path:
+            path = self.parent[path]
+        return path
+
+    def closure(self, changed) -> frozenset[str]:
+        if not changed or not self.parent:
+            return frozenset(changed)
+        shared = {self.root(path) for path in changed}
+        every = set(self.parent) | set(self.parent.values())
+        return frozenset({*changed, *(path for path in every if self.root(path) in shared)})
+
+
+def _own_changes(stmt, owned) -> Iterator[str]:
+    """The containers `stmt` itself changes in place (`changed_in_place`), not counting the
+    statements nested in it."""
+    stack = structure.children(stmt)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (gast.stmt, gast.Lambda)):
             continue
-        path = _path(changed) if changed is not None else None
-        if path is not None and path.split(".")[0] not in owned:
-            found.add(path)
-    return frozenset(found)
+        path = _changed_path(node, owned)
+        if path is not None:
+            yield path
+        stack.extend(structure.children(node))
+
+
+def _bindings(node) -> list[tuple[str, gast.expr]]:
+    """(target, value) of each name or attribute `node` binds to a value as a whole: `b = p`,
+    `self.best = p`, `b, c = p, q` (item by item), `(b := p)`."""
+    if isinstance(node, gast.Assign):
+        pairs = [(target, node.value) for target in node.targets]
+    elif isinstance(node, (gast.AnnAssign, gast.NamedExpr)) and node.value is not None:
+        pairs = [(node.target, node.value)]
+    else:
+        return []
+    found = []
+    while pairs:
+        target, value = pairs.pop()
+        if isinstance(target, (gast.Tuple, gast.List)):
+            if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
+                pairs.extend(zip(target.elts, value.elts))
+            continue
+        path = _path(target) if isinstance(target, (gast.Name, gast.Attribute)) else None
+        if path is not None:
+            found.append((path, value))
+    return found
+
+
+def _sources(value) -> list[str]:
+    """The variables and attributes whose containers `value` may be, as a whole or an item."""
+    if isinstance(value, (gast.Name, gast.Attribute, gast.Subscript)):
+        path = _path(value)
+        return [path] if path is not None else []
+    if isinstance(value, gast.IfExp):
+        return [*_sources(value.body), *_sources(value.orelse)]
+    if isinstance(value, gast.BoolOp):
+        return [source for operand in value.values for source in _sources(operand)]
+    if isinstance(value, gast.NamedExpr):
+        return _sources(value.value)
+    return []
 
 
 def _changed_by(call: gast.Call):

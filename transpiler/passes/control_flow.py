@@ -179,16 +179,16 @@ class _ControlFlow(Transformer):
         self.namer = namer
         self.scopes: list[gast.FunctionDef] = []
         self.range_indices: list[frozenset[str]] = []  # of the loops over ranges around a node
-        # Per scope: what `ownership.changed_in_place` finds.
-        self.aliased: list[frozenset[str]] = []
+        # Per scope: what `ownership.aliased_after` finds, per statement.
+        self.aliased: list[dict[gast.stmt, frozenset[str]]] = []
         self.catches: list[bool | None] = []
 
     def visit_FunctionDef(self, node):
         self.scopes.append(node)
-        # The variables and attributes whose lists and dicts the function changes in place,
-        # other names may reach, and a staged `if` may leave holding one of two objects (see
-        # runtime.control_flow._identities).
-        self.aliased.append(ownership.changed_in_place(node, ownership.owned_names(node)))
+        # Per statement, the variables and attributes whose lists and dicts the function may
+        # change in place after it, which other names may reach, and which a staged `if` may
+        # leave holding one of two objects (see runtime.control_flow._identities).
+        self.aliased.append(ownership.aliased_after(node))
         self.catches.append(None)  # whether it has a `try` (found when a loop asks)
         node.body = self.visit_block(node.body)
         self.catches.pop()
@@ -229,8 +229,9 @@ class _ControlFlow(Transformer):
         converted = self._assign_state(
             _IF, outputs, inputs, cells, body=node.body, orelse=node.orelse, test=node.test, **names
         )
-        if self.aliased[-1]:  # the function changes lists or dicts in place
-            aliased = tuple(sorted(self.aliased[-1]))
+        after = self.aliased[-1].get(node)
+        if after:  # the function may change lists or dicts in place after the statement
+            aliased = tuple(sorted(after))
             keyword = gast.keyword(arg="aliased", value=templates.constant(aliased))
             converted[-1].value.keywords.append(keyword)
         return converted
@@ -240,6 +241,7 @@ class _ControlFlow(Transformer):
             return self.generic_visit(node)
         names, _, cells = self._state(node)
         options = _loop_options(node) + self._restart_options(node, names)
+        options += self._aliased_option(node, names)
         template, replacements = _WHILE, {}
         guard = _exit_guard(node)
         if guard is not None:
@@ -286,7 +288,7 @@ class _ControlFlow(Transformer):
             true = templates.constant(True)
             options.append(gast.keyword(arg="items_as_python", value=true))
         names, _, cells = self._state(node)
-        options += self._restart_options(node, names)
+        options += self._restart_options(node, names) + self._aliased_option(node, names)
         target = node.target
         if isinstance(target, gast.Name) and target.id not in names:
             item, bind_item = target.id, []
@@ -324,6 +326,13 @@ class _ControlFlow(Transformer):
         self.range_indices.pop()
         stmts = self._assign_state(template, names, names, cells, body=node.body, **replacements)
         return stmts + node.orelse
+
+    def _aliased_option(self, node, names) -> list[gast.keyword]:
+        """`aliased=(...)`: the loop's variables whose lists and dicts other names may reach
+        and change in place after it (see runtime.effects.Effects)."""
+        after = self.aliased[-1].get(node, frozenset())
+        found = tuple(name for name in names if name in after)
+        return [gast.keyword(arg="aliased", value=templates.constant(found))] if found else []
 
     def _restart_options(self, node, names) -> list[gast.keyword]:
         """`reads=(...)`, `sums=(...)`: the state variables whose values before the loop its
