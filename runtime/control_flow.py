@@ -24,7 +24,7 @@ from runtime.staging import describe, describe_tree, is_staged
 from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
 
 
-def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None):
+def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None, refused=()):
     """Functional form of an if statement.
 
     Same semantics as::
@@ -41,7 +41,8 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None):
     staged too, or refused (see `runtime.effects`). A list or dict a variable holds keeps its
     identity where both branches leave it there (see `_identities`). `aliased` names the
     variables and attributes (`self.hist`) whose lists and dicts the function changes in place
-    and other names may reach (`transpiler.analysis.ownership`).
+    and other names may reach (`transpiler.analysis.ownership`); `refused`, more of them, for
+    which the runtime's own `if`s (a loop's masked iteration) refuse different objects.
     """
     pred = staging.condition(pred)
     if is_staged(pred):
@@ -59,6 +60,7 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None):
                 site,
                 logged=True,
                 aliased=frozenset(aliased or ()),
+                refused=frozenset(refused),
             ),
         )
     return if_true(*state) if pred else if_false(*state)
@@ -114,16 +116,22 @@ class _Retrace(staging.Retrace):
         self.replaced = frozenset(replaced)
 
 
-def staged_cond(pred, if_true, if_false, state, names, site, *, logged=False, aliased=None):
+def staged_cond(
+    pred, if_true, if_false, state, names, site, *, logged=False, aliased=None, refused=frozenset()
+):
     """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs.
     `logged`: log the lowering (`if → lax.cond`, or a select) as the statement's own. `aliased`
     (an `if` statement's, a conditional expression's): the lists and dicts its variables come
-    out holding keep their identity (see `_identities`)."""
+    out holding keep their identity (see `_identities`). `refused`: variables that may not come
+    out holding different lists or dicts on the two paths (a loop's, in its masked iteration:
+    `effects.loop_aliased`)."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
     for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
         try:
-            return _cond_once(pred, if_true, if_false, state, names, site, fixes, logged, aliased)
+            return _cond_once(
+                pred, if_true, if_false, state, names, site, fixes, logged, aliased, refused
+            )
         except _Retrace as retrace:
             fixes = _Retrace(
                 {**fixes.casts, **retrace.casts},
@@ -144,7 +152,9 @@ def staged_cond(pred, if_true, if_false, state, names, site, *, logged=False, al
     raise AssertionError("retracing the branches did not converge")
 
 
-def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False, aliased=None):
+def _cond_once(
+    pred, if_true, if_false, state, names, site, fixes, logged=False, aliased=None, refused=()
+):
     if len(fixes.raised) == 2:  # both branches raise: so does the if, whichever runs
         raise fixes.raised["true"]
     # (branch, outputs as returned, outputs as the function gave them), per branch traced so far
@@ -153,6 +163,7 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False,
     probes = {id(v): (v, *v.branches()) for v in state if isinstance(v, lists.ProbeList)}
     appended: dict[str, dict[int, int]] = {}
     origins: dict[str, list] = {}  # per branch: each output's `_origin`
+    checked = None if aliased is None and not refused else frozenset(aliased or ()) | refused
 
     def branch(fn, which):
         def run():
@@ -163,8 +174,8 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False,
                     raw = _raise_when_run(error, traced[0][2])
                 else:
                     raw, copies = _trace_branch(fn, state, which)
-                    if aliased is not None:
-                        origins[which] = _origins(raw, copies, state, names, aliased, site)
+                    if checked is not None:
+                        origins[which] = _origins(raw, copies, state, names, checked, site)
             appended[which] = {key: p.count - starts[key] for key, (p, _, _) in probes.items()}
             assert len(raw) == len(names), "generated code returned the wrong number of values"
             outs = [_branch_output(i, value, fixes, names[i]) for i, value in enumerate(raw)]
@@ -193,8 +204,8 @@ def _cond_once(pred, if_true, if_false, state, names, site, fixes, logged=False,
     out = [
         staging.released(next(dynamic)) if staging.is_array_tree(value) else value for value in outs
     ]
-    if aliased is not None:
-        _identities(out, origins, names, aliased, site)
+    if checked is not None:
+        _identities(out, origins, names, checked, site, restore=aliased is not None)
     return tuple(out)
 
 
@@ -422,12 +433,12 @@ def _check_not_changed_then_replaced(value, before, copies, name, site) -> None:
             )
 
 
-def _identities(out: list, origins: dict, names, aliased, site) -> None:
+def _identities(out: list, origins: dict, names, aliased, site, restore: bool = True) -> None:
     """Each list or dict variable as Python has it after the statement: where both branches
     leave it holding one object (the one it held before, say), that object, its contents
     updated in place to the staged ones; where they leave it holding different objects, a new
     one is exact only where nothing else reaches them or nothing changes them in place (not
-    `aliased`): otherwise, refused."""
+    `aliased`): otherwise, refused. (Without `restore`, only refused.)"""
     if len(origins) < 2:  # a branch raises: the other one's objects
         return
     true, false = origins["true"], origins["false"]
@@ -435,6 +446,8 @@ def _identities(out: list, origins: dict, names, aliased, site) -> None:
         if a is None and b is None:
             continue
         if a is b and a is not _NEW:
+            if not restore:
+                continue
             identity.update_in_place(a, out[index])
             out[index] = a
         elif not (a is _NEW and b is _NEW) and names[index] in aliased:

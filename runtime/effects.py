@@ -18,6 +18,7 @@ library objects: JAX's, NumPy's).
 from __future__ import annotations
 
 import collections
+import contextvars
 import dataclasses
 import functools
 import os
@@ -713,7 +714,7 @@ class Effects:
         self.functions = [f for f in functions if isinstance(f, types.FunctionType)]
         self.site = site
         # A loop's: the variables whose lists and dicts other names may reach and change in
-        # place (see `_check_not_bound_to_changed`).
+        # place (see `_check_not_bound_outside`).
         self.aliased = frozenset(aliased)
         self.carried: list[Change] = []
         self.names: tuple[str, ...] = ()
@@ -725,6 +726,15 @@ class Effects:
 
     def run(self, state, names, stage):
         """Stages the statement; returns its outputs (`names` name them)."""
+        if self.site.construct.endswith("loop"):
+            token = _LOOP_ALIASED.set(self.aliased)
+            try:
+                return self._run(state, names, stage)
+            finally:
+                _LOOP_ALIASED.reset(token)
+        return self._run(state, names, stage)
+
+    def _run(self, state, names, stage):
         n = len(names)
         self.names = names
         while True:
@@ -782,13 +792,20 @@ class Effects:
             if change.key in known:
                 continue
             if not change.carryable:
+                fix = "Return the value instead, or keep the Python object out of the staged code."
+                if change.kind == "resize" and type(change.container) is list:
+                    fix = (
+                        "A list other code can reach (a parameter, an attribute, an item of a "
+                        "dict or list, another name) is appended to for real: build a local "
+                        "list (out = []; out.append(v)) and put it in place after the "
+                        "statement (history['loss'] = out), or return it."
+                    )
                 raise StagingError(
                     f"{change.describe()} while the {self.site.construct} is traced "
                     f"({self.site}), but the traced code stands for every run of it, in any "
                     "branch, so the change cannot be made. Only arrays (and numbers, and "
                     "tuples, lists and dicts of them) can change in a staged branch or loop, "
-                    "and only where they already have a value of the same structure. Return "
-                    "the value instead, or keep the Python object out of the staged code."
+                    f"and only where they already have a value of the same structure. {fix}"
                 )
             self.carried.append(change)
             known.add(change.key)
@@ -845,7 +862,7 @@ class Effects:
                 changes = snapshot.changes()
                 if returns_state and isinstance(out, tuple):
                     out = _detached(out, changes)
-                    self._check_not_bound_to_changed(out)
+                    self._check_not_bound_outside(out, args[leading:n], snapshot)
                 for change in changes:
                     change.restore()
             known = {c.key for c in carried}
@@ -914,29 +931,47 @@ class Effects:
             "and let the test only read values."
         )
 
-    def _check_not_bound_to_changed(self, out) -> None:
-        """Where a loop body binds a variable to a list or dict that it changes in place and
-        that is reached from outside the loop's state (`b = p` after `p[0] = v`, `p` a variable
-        the loop does not rebind): Python's variable is that very object after the loop (if it
-        ran), and a later change through one name shows through the other; the staged loop's is
-        a copy (`_detached`). Refused where the function changes such a container in place
-        (`aliased`)."""
-        originals = getattr(out, "originals", None)
-        if not originals or not self.site.construct.endswith("loop"):
+    def _check_not_bound_outside(self, out, given, snapshot: Snapshot) -> None:
+        """Where a loop body binds a variable to a list or dict reached from outside the loop's
+        state (`b = p`, `p` a variable the loop does not rebind, or a container the loop
+        changes in place, which `_detached` copied): Python's variable is that very object
+        after the loop (if it ran), and a later change through one name shows through the
+        other; the staged loop's is a copy. Refused where the function may change such a
+        container in place after the loop (`aliased`)."""
+        if not self.aliased or not self.site.construct.endswith("loop"):
             return
-        for name, value in zip(self.names, out):
-            pair = originals.get(id(value))
-            if pair is None or pair[0] is not value or name not in self.aliased:
+        originals = getattr(out, "originals", {})
+        for name, value, before in zip(self.names, out, given):
+            if name not in self.aliased:
                 continue
-            kind = type(pair[1]).__name__
+            pair = originals.get(id(value))
+            if pair is not None and pair[0] is value:
+                value = pair[1]
+            if type(value) not in (list, dict) or value is before:
+                continue
+            if pair is None and not snapshot.reaches(value):
+                continue  # made by the body
+            kind = type(value).__name__
             raise StagingError(
-                f"'{name}' is bound to a {kind} that the staged {self.site.construct} "
-                f"({self.site}) changes in place, held by another name too: in Python '{name}' "
-                f"is that very {kind} after the loop, and what the program changes through one "
-                f"name shows through the other; the staged loop cannot follow which object "
-                f"'{name}' holds. Bind a copy ({name} = {kind}(other)), or read the {kind} "
-                "through the name that changes it."
+                f"'{name}' is bound to a {kind} another name holds too, in an iteration of the "
+                f"staged {self.site.construct} ({self.site}), and the function may change that "
+                f"{kind} in place after the loop: in Python '{name}' is that very {kind} once "
+                "the loop ran, and what the program changes through one name shows through "
+                f"the other; the staged loop cannot follow which object '{name}' holds. Bind a "
+                f"copy ({name} = {kind}(other)), or read the {kind} through the other name."
             )
+
+
+# The `aliased` of the loop being staged: its masked iterations' `if`s refuse those variables
+# coming out holding different lists or dicts (`b = p` in the body, kept where masked).
+_LOOP_ALIASED: contextvars.ContextVar[frozenset] = contextvars.ContextVar(
+    "loop_aliased", default=frozenset()
+)
+
+
+def loop_aliased() -> frozenset:
+    """The `aliased` variables of the loop being staged (see `Effects`)."""
+    return _LOOP_ALIASED.get()
 
 
 class Detached(tuple):

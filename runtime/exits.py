@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax.extend import core as jax_core
 
-from runtime import control_flow, logical, staging
+from runtime import control_flow, effects, logical, staging
 
 
 class ExitMakesEffects(staging.Retrace):
@@ -66,6 +66,7 @@ class Exit:
             lambda *s: (*body(item, *s), False),
             tuple(state),
             symbol_names=(*names, FLAG),
+            refused=effects.loop_aliased(),
         )
 
     def condition(self, more, item, state, site):
@@ -87,5 +88,11 @@ class Exit:
         """The state after the loop: `on_exit(item, *state)` where the loop `stopped` at `item`
         because the exit test held there."""
         return control_flow.staged_cond(
-            stopped, lambda *s: self.on_exit(item, *s), lambda *s: s, state, names, site
+            stopped,
+            lambda *s: self.on_exit(item, *s),
+            lambda *s: s,
+            state,
+            names,
+            site,
+            refused=effects.loop_aliased(),
         )

@@ -428,7 +428,7 @@ def _python_for(items, body, state, names, site, extra_test, effects, taking_sho
 
 def _masked(go, body, state, names, site):
     """The staged form of `if go: state = body(*state)`: one iteration that may do nothing."""
-    return staged_cond(go, body, lambda *s: s, state, names, site)
+    return staged_cond(go, body, lambda *s: s, state, names, site, refused=effects_.loop_aliased())
 
 
 def _should_scan(seq, state) -> bool:

@@ -774,14 +774,94 @@ def bound_by_a_loop_then_changed(x):
     return b[0], p[0]
 
 
+def bound_by_a_loop_that_only_reads(x):
+    p = {"w": x}
+    b = {"w": 0 * x}
+    i = 0
+    while i < x:
+        b = p
+        i += 1
+    p["w"] = 5.0
+    return b["w"]
+
+
+def bound_after_a_traced_break(x):
+    p = [x]
+    b = [0 * x]
+    for i in range(3):
+        if x > i:
+            break
+        b = p
+    p[0] = 5.0
+    return b[0]
+
+
+def chosen_item_of_a_local_dict(x):
+    state = {"ema": {"w": x}, "raw": {"w": 2 * x}}
+    src = state["raw"]
+    if x > 0:
+        src = state["ema"]
+    state["ema"]["w"] = 7.0
+    return src["w"]
+
+
+def chosen_then_extended_by_a_name(x):
+    p, extra, b = [x], [7 * x], [0 * x]
+    if x > 0:
+        b = p
+    p += extra
+    return b[-1]
+
+
+def _same(d):
+    return d
+
+
+def chosen_through_a_helper_then_changed(x):
+    p, b = {"w": x}, {"w": 0 * x}
+    if x > 0:
+        b = _same(p)
+    p["w"] = 5.0
+    return b["w"]
+
+
+def chosen_by_unpacking_then_changed(x):
+    p, q = {"w": x}, {"w": 2 * x}
+    pair = (p, q)
+    b = {"w": 0 * x}
+    if x > 0:
+        b, _ = pair
+    p["w"] = 5.0
+    return b["w"]
+
+
+def chosen_then_changed_by_a_nested_function(x):
+    p, b = {"w": x}, {"w": 0 * x}
+
+    def bump():
+        p["w"] = 5.0
+
+    if x > 0:
+        b = p
+    bump()
+    return b["w"]
+
+
 @pytest.mark.parametrize(
     "fn, message",
     [
+        (bound_by_a_loop_that_only_reads, "'b' is bound to a dict another name holds too"),
+        (bound_after_a_traced_break, "'b' is a different list depending on"),
+        (chosen_item_of_a_local_dict, "'src' is a different dict depending on"),
+        (chosen_then_extended_by_a_name, "'b' is a different list depending on"),
+        (chosen_through_a_helper_then_changed, "'b' is a different dict depending on"),
+        (chosen_by_unpacking_then_changed, "'b' is a different dict depending on"),
+        (chosen_then_changed_by_a_nested_function, "'b' is a different dict depending on"),
         (chosen_then_changed_through_its_source, "'b' is a different dict depending on"),
         (chosen_in_a_loop_then_changed_through_its_source, "'b' is a different list depending"),
         (chosen_attribute_list_then_changed, "'b' is a different list depending on"),
         (chosen_by_an_expression_then_changed, "the value is a different dict depending on"),
-        (bound_by_a_loop_then_changed, "'b' is bound to a list that the staged while loop"),
+        (bound_by_a_loop_then_changed, "'b' is bound to a list another name holds too"),
     ],
 )
 def test_a_container_chosen_and_then_changed_through_another_name_is_refused(fn, message):

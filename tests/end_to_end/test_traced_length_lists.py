@@ -316,3 +316,49 @@ def test_a_list_built_in_a_staged_loop_is_handed_over_as_the_python_list():
     total, is_list, leaves = transpiler.jit(leaves_and_type)(x)
     assert (float(total), bool(is_list), int(leaves)) == (56.0, True, 3)
     assert float(transpiler.jit(handed_to_a_helper)(x)) == 12.0
+
+
+def history_returned_in_a_dict(x):
+    out = []
+    for _ in range(5):
+        x = x * 0.5
+        out.append(x)
+        if x < 0.1:
+            break
+    return {"halves": out}
+
+
+def history_put_in_a_dict_after_the_loop(x):
+    losses, sizes = [], []
+    for v in x:
+        losses.append(v * v)
+        if v > 0:
+            sizes.append(v)
+    history = {"loss": losses, "size": sizes}
+    return history, len(sizes)
+
+
+def test_a_list_built_in_a_staged_loop_may_be_returned_or_stored_in_a_dict_once_done():
+    # Refused before ("grows from 1 to 2 items"): the dict display counted as other code that
+    # keeps the list while the loop still appends to it.
+    out = transpiler.jit(history_returned_in_a_dict)(1.0)
+    assert [float(v) for v in out["halves"]] == [0.5, 0.25, 0.125, 0.0625]
+    x = jnp.array([1.0, -2.0, 3.0])
+    history, n = transpiler.jit(history_put_in_a_dict_after_the_loop)(x)
+    assert [float(v) for v in history["loss"]] == [1.0, 4.0, 9.0]
+    assert int(n) == 2
+    buffer, length = transpiler.padded(history["size"])  # traced length: the staged list
+    assert [float(v) for v in buffer[: int(length)]] == [1.0, 3.0]
+
+
+def appended_through_a_dict(x):
+    history = {"loss": []}
+    for v in x:
+        if v > 0:
+            history["loss"].append(v)
+    return history
+
+
+def test_a_list_a_dict_holds_appended_in_a_staged_branch_is_refused_with_the_fix():
+    with pytest.raises(StagingError, match=r"history\['loss'\] \(a list\) grows.*build a local"):
+        transpiler.jit(appended_through_a_dict)(jnp.array([1.0, -2.0]))

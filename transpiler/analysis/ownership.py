@@ -176,10 +176,22 @@ class _Uses(gast.NodeVisitor):
     visit_ClassDef = visit_FunctionDef
 
     def visit_Return(self, node):  # what is returned, nothing after it can change
-        if isinstance(node.value, gast.Tuple):
-            self._looked_inside(node.value.elts)
-        elif node.value is not None:
-            self._read(node.value, direct=False)
+        if node.value is not None:
+            self._returned(node.value)
+
+    def _returned(self, value) -> None:
+        """`return best`, `return best, n`, `return {"loss": losses}`: the containers returned
+        as they are, or as items of a tuple, list or dict made for the return."""
+        if isinstance(value, (gast.Tuple, gast.List)):
+            for item in value.elts:
+                self._returned(item.value if isinstance(item, gast.Starred) else item)
+        elif isinstance(value, gast.Dict):
+            for key, item in zip(value.keys, value.values):
+                if key is not None:
+                    self.visit(key)
+                self._returned(item)
+        else:
+            self._read(value, direct=False)
 
     def visit_Name(self, node):
         if isinstance(node.ctx, gast.Load):
@@ -346,35 +358,38 @@ def _changed_path(node, owned) -> str | None:
 
 
 def aliased_names(fn_node: gast.FunctionDef, nested: bool = False) -> frozenset[str]:
-    """What `changed_in_place` finds, and the names and attributes bound to one of those
-    containers or bound from one of them: after `b = p` (or `b = p if c else q`, `b = p or q`,
-    `b = st["best"]`), a change through `p` shows through `b`, and one through `b` through
-    `p`; a staged `if` that leaves `b` holding `p` on one path only must be refused as surely
-    as one that leaves `p` holding two objects (see runtime.control_flow._identities)."""
+    """What `changed_in_place` finds, and the names and attributes that may hold one of those
+    containers (see `_Sharing`): after `b = p`, a change through `p` shows through `b`, and one
+    through `b` through `p`; a staged conditional expression that leaves `b` holding `p` on one
+    path only must be refused as surely as one that leaves `p` holding two objects (see
+    runtime.control_flow._identities)."""
     changed = changed_in_place(fn_node, owned_names(fn_node), nested)
-    return _Sharing(fn_node, nested).closure(changed)
+    return _Sharing(fn_node, nested).closure(changed, owned=frozenset())
 
 
 def aliased_after(fn_node: gast.FunctionDef) -> dict[gast.stmt, frozenset[str]]:
-    """For each `if`, `while` and `for` statement of `fn_node`'s own code: `aliased_names` of the
-    changes that may happen after it (the statements after it, and those of the loops around
-    it, which run again). A change before the statement cannot show in which object a variable
-    holds after it; a change made inside it is followed by the statement itself (an `if`'s
-    changes count as they are, for `runtime.control_flow._check_not_changed_then_replaced`)."""
+    """For each `if`, `while` and `for` statement of `fn_node`'s own code: the names and
+    attributes whose containers may be changed in place after it (by the statements after it,
+    those of the loops around it, which run again, and the nested functions, which may be
+    called anywhere), with the names that may hold those containers too (`_Sharing`). A change
+    before the statement cannot show in which object a variable holds after it; a change made
+    inside it is followed by the statement itself (an `if`'s changes count as they are, for
+    `runtime.control_flow._check_not_changed_then_replaced`)."""
     owned = owned_names(fn_node)
     changes: dict[gast.stmt, frozenset[str]] = {}
+    nested: set[str] = set()
 
     def collect(stmts) -> frozenset[str]:
         total: set[str] = set()
         for stmt in stmts:
-            mine = set(_own_changes(stmt, owned))
+            mine = set(_own_changes(stmt, nested))
             for block in structure.blocks(stmt):
                 mine |= collect(block.stmts)
             changes[stmt] = frozenset(mine)
             total |= mine
         return frozenset(total)
 
-    if not collect(fn_node.body):
+    if not collect(fn_node.body) and not nested:
         return {}
     sharing = _Sharing(fn_node, nested=False)
     found: dict[gast.stmt, frozenset[str]] = {}
@@ -384,92 +399,172 @@ def aliased_after(fn_node: gast.FunctionDef) -> dict[gast.stmt, frozenset[str]]:
         for stmt in reversed(stmts):
             now = frozenset(following)
             if isinstance(stmt, (gast.While, gast.For)):
-                found[stmt] = sharing.closure(now)
-            elif isinstance(stmt, gast.If):  # and what its branches change (`s[0] = v; s = w`)
-                found[stmt] = sharing.closure(now) | changes[stmt]
+                found[stmt] = sharing.closure(now, owned)
+            elif isinstance(stmt, gast.If):
+                own = {path for path in changes[stmt] if path.split(".")[0] not in owned}
+                found[stmt] = sharing.closure(now, owned) | own
             # A loop's body runs again after itself; a `try`'s handlers run after its body.
             again = isinstance(stmt, (gast.While, gast.For, gast.AsyncFor, gast.Try))
             for block in structure.blocks(stmt):
                 annotate(block.stmts, now | changes[stmt] if again else now)
             following |= changes[stmt]
 
-    annotate(fn_node.body, frozenset())
+    annotate(fn_node.body, frozenset(nested))
     return found
 
 
 class _Sharing:
-    """Which variables and attributes may hold the same container: those a binding joins
-    (`b = p`, flow-insensitive)."""
+    """Which variables and attributes may hold the same container (flow-insensitive): those a
+    binding joins, `b = p`, `b = p if c else q`, `b = p or q`, `b = st["k"]` (an item of `st`),
+    `st["k"] = p`, `pair = (p, q)`, `b, c = pair`, `for b in [p]`, `with hold(p) as b`,
+    `b = get(p)` (a call may give back what it is given, or an item of it: `st.get("k")`)."""
 
     def __init__(self, fn_node, nested: bool):
         self.parent: dict[str, str] = {}
+        self.exposed: set[str] = set()  # the variables another name takes a container from
         nodes = gast.walk(fn_node) if nested else activity.walk_scope(fn_node.body)
         for node in nodes:
             for target, value in _bindings(node):
                 for source in _sources(value):
-                    self.parent[self.root(target)] = self.root(source)
+                    self.join(target, source)
+                    self.exposed.add(source.split(".")[0])
+
+    def join(self, a: str, b: str) -> None:
+        a, b = self.root(a), self.root(b)
+        if a != b:
+            self.parent[a] = b
 
     def root(self, path: str) -> str:
+        head, dot, rest = path.partition(".")
+        if dot:  # `n.params` where `n = m`: `m.params`
+            path = f"{self.root(head)}.{rest}"
         while self.parent.get(path, path) != path:
             path = self.parent[path]
         return path
 
-    def closure(self, changed) -> frozenset[str]:
+    def closure(self, changed, owned: frozenset[str]) -> frozenset[str]:
+        """`changed` (but the `owned` names no other name takes a container from), and every
+        name that may hold one of their containers, or a container that holds one (`st` of
+        `st["k"] = p`)."""
+        joined = set(self.parent) | set(self.parent.values())
+        changed = {
+            path
+            for path in changed
+            if path.split(".")[0] not in owned or path.split(".")[0] in self.exposed
+        }
         if not changed or not self.parent:
             return frozenset(changed)
-        shared = {self.root(path) for path in changed}
-        every = set(self.parent) | set(self.parent.values())
-        return frozenset({*changed, *(path for path in every if self.root(path) in shared)})
+        # A change through `m.params` reaches what `m` holds: its prefixes count too.
+        roots = {self.root(prefix) for path in changed for prefix in _prefixes(path)}
+        return frozenset({*changed, *(path for path in joined if self.root(path) in roots)})
 
 
-def _own_changes(stmt, owned) -> Iterator[str]:
-    """The containers `stmt` itself changes in place (`changed_in_place`), not counting the
-    statements nested in it."""
-    stack = structure.children(stmt)
+def _prefixes(path: str) -> list[str]:
+    parts = path.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _own_changes(stmt, nested: set[str]) -> Iterator[str]:
+    """The containers `stmt` itself changes in place (`changed_in_place`'s changes, and an
+    augmented assignment of a name, which may be a list's `+=` or a dict's `|=`), not counting
+    the statements nested in it; those that functions and lambdas defined in it change go to
+    `nested`."""
+    stack = [stmt]
     while stack:
         node = stack.pop()
-        if isinstance(node, (gast.stmt, gast.Lambda)):
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
+            body = node.body if isinstance(node.body, list) else [node.body]
+            nested.update(
+                path
+                for inner in activity.walk_scope(body)
+                if (path := _changed_path(inner, frozenset())) is not None
+            )
             continue
-        path = _changed_path(node, owned)
+        if isinstance(node, gast.stmt) and node is not stmt:
+            continue
+        path = _changed_path(node, frozenset())
         if path is not None:
             yield path
         stack.extend(structure.children(node))
+    if isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name):
+        yield stmt.target.id
 
 
 def _bindings(node) -> list[tuple[str, gast.expr]]:
-    """(target, value) of each name or attribute `node` binds to a value as a whole: `b = p`,
-    `self.best = p`, `b, c = p, q` (item by item), `(b := p)`."""
+    """(target, value) of each variable, attribute or container item `node` binds to a value
+    as a whole: `b = p`, `self.best = p`, `st["k"] = p` (as `st`), `b, c = p, q` (item by
+    item), `b, c = pair` (each from `pair`), `(b := p)`, `for b in ps`, `with f(p) as b`."""
     if isinstance(node, gast.Assign):
         pairs = [(target, node.value) for target in node.targets]
     elif isinstance(node, (gast.AnnAssign, gast.NamedExpr)) and node.value is not None:
         pairs = [(node.target, node.value)]
+    elif isinstance(node, (gast.For, gast.AsyncFor, gast.comprehension)):
+        pairs = [(node.target, node.iter)]
+    elif isinstance(node, (gast.With, gast.AsyncWith)):
+        pairs = [(i.optional_vars, i.context_expr) for i in node.items if i.optional_vars]
     else:
         return []
     found = []
     while pairs:
         target, value = pairs.pop()
+        if isinstance(target, gast.Starred):
+            target = target.value
         if isinstance(target, (gast.Tuple, gast.List)):
             if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
                 pairs.extend(zip(target.elts, value.elts))
+            else:
+                pairs.extend((t, value) for t in target.elts)
             continue
-        path = _path(target) if isinstance(target, (gast.Name, gast.Attribute)) else None
+        path = (
+            _path(target)
+            if isinstance(target, (gast.Name, gast.Attribute, gast.Subscript))
+            else None
+        )
         if path is not None:
             found.append((path, value))
     return found
 
 
+# Calls that give back a new container or an array, never one they are given.
+_COPIERS = frozenset({"list", "dict", "set", "tuple", "sorted", "len", "copy", "deepcopy"})
+
+
 def _sources(value) -> list[str]:
-    """The variables and attributes whose containers `value` may be, as a whole or an item."""
-    if isinstance(value, (gast.Name, gast.Attribute, gast.Subscript)):
-        path = _path(value)
-        return [path] if path is not None else []
-    if isinstance(value, gast.IfExp):
-        return [*_sources(value.body), *_sources(value.orelse)]
-    if isinstance(value, gast.BoolOp):
-        return [source for operand in value.values for source in _sources(operand)]
-    if isinstance(value, gast.NamedExpr):
-        return _sources(value.value)
-    return []
+    """The variables and attributes whose containers `value` may be, or hold: itself, an item
+    of it, a container made of it, what a call of it gives back."""
+    found, todo = [], [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (gast.Name, gast.Attribute, gast.Subscript)):
+            path = _path(node)
+            if path is not None:
+                found.append(path)
+        elif isinstance(node, gast.IfExp):
+            todo += [node.body, node.orelse]
+        elif isinstance(node, gast.BoolOp):
+            todo += node.values
+        elif isinstance(node, (gast.NamedExpr, gast.Starred)):
+            todo.append(node.value)
+        elif isinstance(node, (gast.Tuple, gast.List, gast.Set)):
+            todo += node.elts
+        elif isinstance(node, gast.Dict):
+            todo += node.values
+        elif isinstance(node, gast.Call):
+            todo += _call_sources(node)
+    return found
+
+
+def _call_sources(call: gast.Call) -> list[gast.expr]:
+    """What a call may give back (some of): its arguments, and the object of a method."""
+    func, args = call.func, [*call.args, *(k.value for k in call.keywords)]
+    if _is_runtime(func) and func.attr == "call" and args:  # `rt__.call(get, p)`
+        func, args = args[0], args[1:]
+    name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
+    if name in _COPIERS or structure.root_name(func) in _READING_MODULES:
+        return []
+    if isinstance(func, gast.Attribute):
+        args.append(func.value)  # `st.get("k")`, `p.copy` aside (a copier by name)
+    return args
 
 
 def _changed_by(call: gast.Call):

@@ -131,6 +131,15 @@ def private_lists(
             targets = node.targets if isinstance(node, gast.Assign) else [node.target]
             if len(targets) == 1 and _new_list(node.value, globals_):
                 allowed.add(id(targets[0]))
+            elif (  # `losses, sizes = [], []`
+                len(targets) == 1
+                and isinstance(targets[0], gast.Tuple)
+                and isinstance(node.value, gast.Tuple)
+                and len(targets[0].elts) == len(node.value.elts)
+            ):
+                for target, value in zip(targets[0].elts, node.value.elts):
+                    if isinstance(target, gast.Name) and _new_list(value, globals_):
+                        allowed.add(id(target))
         elif isinstance(node, gast.Call):
             allowed.update(id(a) for a in _reading_call_args(node, globals_))
             if isinstance(node.func, gast.Attribute) and node.func.attr in _METHODS:
@@ -170,10 +179,9 @@ def _handed_over_last(nodes: list[gast.AST], names: frozenset[str], allowed: set
     keeps then is the list as it ends (as the Python list, or the buffer it stands for, which
     refuses an append made through another name)."""
     handed = [
-        (call, arg)
-        for call in nodes
-        if isinstance(call, gast.Call)
-        for arg in (*call.args, *(k.value for k in call.keywords))
+        (holder, arg)
+        for holder in nodes
+        for arg in _handed_items(holder)
         if isinstance(arg, gast.Name) and arg.id in names and id(arg) not in allowed
     ]
     if not handed:
@@ -190,18 +198,32 @@ def _handed_over_last(nodes: list[gast.AST], names: frozenset[str], allowed: set
         if isinstance(loop, (gast.For, gast.While))
     ]
     found = set()
-    for call, arg in handed:
-        where = _position(call)
+    for holder, arg in handed:
+        where = _position(holder)
         if where is None:
             continue
         done = all(
             (_position(change) or where) < where
-            and not any(id(call) in loop and id(change) in loop for loop in loops)
+            and not any(id(holder) in loop and id(change) in loop for loop in loops)
             for change in changes.get(arg.id, ())
         )
         if done and all(_position(c) is not None for c in changes.get(arg.id, ())):
             found.add(id(arg))
     return found
+
+
+def _handed_items(node: gast.AST) -> list[gast.expr]:
+    """What `node` hands to other code as it is: the arguments of a call, the items of a list,
+    tuple or set display and the values of a dict display (`{"loss": losses}`)."""
+    if isinstance(node, gast.Call):
+        return [*node.args, *(k.value for k in node.keywords)]
+    if isinstance(node, (gast.List, gast.Tuple)) and isinstance(node.ctx, gast.Load):
+        return list(node.elts)  # (not an unpacking's targets)
+    if isinstance(node, gast.Set):
+        return list(node.elts)
+    if isinstance(node, gast.Dict):
+        return list(node.values)
+    return []
 
 
 def _position(node: gast.AST) -> tuple[int, int] | None:
@@ -222,8 +244,18 @@ def _tested(test: gast.expr) -> list[gast.expr]:
 
 
 def _returned(value: gast.expr | None) -> list[gast.expr]:
-    """`return out` and `return y, out` hand the list out as the function ends."""
-    return list(value.elts) if isinstance(value, gast.Tuple) else [value]
+    """`return out`, `return y, out` and `return {"loss": out}` hand the list out as the
+    function ends: it, or an item of a tuple, list or dict made for the return."""
+    found, todo = [], [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (gast.Tuple, gast.List)):
+            todo.extend(e.value if isinstance(e, gast.Starred) else e for e in node.elts)
+        elif isinstance(node, gast.Dict):
+            todo.extend(node.values)
+        else:
+            found.append(node)
+    return found
 
 
 def _new_list(value: gast.expr, globals_: dict) -> bool:
@@ -315,15 +347,20 @@ class _Lists(Transformer):
         }
         handed: dict[str, str] = {}
         for call in nodes:
-            if not isinstance(call, gast.Call) or structure.root_name(call.func) == RUNTIME:
+            if isinstance(call, gast.Call) and structure.root_name(call.func) != RUNTIME:
+                reading = {id(a) for a in _reading_call_args(call, self.globals)}
+                callee = (
+                    call.func.id
+                    if isinstance(call.func, gast.Name)
+                    else activity.dotted_path(call.func) or "a function"
+                )
+            elif isinstance(call, (gast.List, gast.Tuple, gast.Set, gast.Dict)) and not isinstance(
+                stmt, gast.Return
+            ):  # (a return's: `runtime.lists.as_python_lists`)
+                reading, callee = set(), f"a {type(call).__name__.lower()} display"
+            else:
                 continue
-            reading = {id(a) for a in _reading_call_args(call, self.globals)}
-            callee = (
-                call.func.id
-                if isinstance(call.func, gast.Name)
-                else activity.dotted_path(call.func) or "a function"
-            )
-            for arg in (*call.args, *(k.value for k in call.keywords)):
+            for arg in _handed_items(call):
                 if (
                     isinstance(arg, gast.Name)
                     and arg.id in appended

@@ -68,3 +68,60 @@ def test_owned_names_are_the_lists_only_their_name_reaches():
 def test_changed_in_place_through_names_it_does_not_own(body, changed):
     fn = _function(f"def f(h, d, k, obj):\n    {body}\n")
     assert ownership.changed_in_place(fn, ownership.owned_names(fn)) == changed
+
+
+def _aliased_at(source: str) -> dict[int, frozenset[str]]:
+    """`aliased_after` by the line of each statement."""
+    fn = _function(source)
+    return {stmt.lineno: names for stmt, names in ownership.aliased_after(fn).items()}
+
+
+def test_aliases_of_a_container_changed_after_a_statement_are_aliased_there():
+    found = _aliased_at(
+        """
+        def f(h, c, k):
+            p = h
+            if c:           # line 4
+                b = p
+            p[0] = 1
+            q = k if c else h
+            while c:        # line 8
+                h = [1]
+                r = q
+                r[0] = 2
+            return b
+        """
+    )
+    # After line 4, `p` and `r` are changed in place; bindings join p, h, b, q, k and r.
+    assert found[4] == {"p", "h", "b", "q", "k", "r"}
+    # After the loop nothing is changed (its own `r[0] = 2` the loop follows itself).
+    assert found[8] == frozenset()
+
+
+def test_a_change_before_a_statement_aliases_nothing_there():
+    found = _aliased_at(
+        """
+        def f(h, c):
+            h[0] = 1
+            b = [0]
+            if c:           # line 5
+                b = h
+            return b
+        """
+    )
+    assert found[5] == frozenset()
+
+
+def test_a_loop_around_a_statement_counts_its_whole_body_as_after():
+    found = _aliased_at(
+        """
+        def f(h, c):
+            b = [0]
+            for i in c:
+                if i:       # line 5: h changes at line 7, which runs again after it
+                    b = h
+                h[0] = i
+            return b
+        """
+    )
+    assert {"b", "h"} <= found[5]
