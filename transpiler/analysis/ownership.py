@@ -531,34 +531,43 @@ _COPIERS = frozenset({"list", "dict", "set", "tuple", "sorted", "len", "copy", "
 
 def _sources(value) -> list[str]:
     """The variables and attributes whose containers `value` may be, or hold: itself, an item
-    of it, a container made of it, what a call of it gives back."""
-    found, todo = [], [value]
+    of it (`st["k"]`), a container made of variables (`(p, q)`, not of items: `[xs[0], 0.0]`
+    holds an array's item), what a call of them gives back."""
+    found, todo = [], [(value, True)]
     while todo:
-        node = todo.pop()
-        if isinstance(node, (gast.Name, gast.Attribute, gast.Subscript)):
+        node, whole = todo.pop()
+        if isinstance(node, (gast.Name, gast.Attribute)) or (
+            whole and isinstance(node, gast.Subscript)
+        ):
             path = _path(node)
             if path is not None:
                 found.append(path)
         elif isinstance(node, gast.IfExp):
-            todo += [node.body, node.orelse]
+            todo += [(node.body, whole), (node.orelse, whole)]
         elif isinstance(node, gast.BoolOp):
-            todo += node.values
+            todo += [(v, whole) for v in node.values]
         elif isinstance(node, (gast.NamedExpr, gast.Starred)):
-            todo.append(node.value)
+            todo.append((node.value, whole))
         elif isinstance(node, (gast.Tuple, gast.List, gast.Set)):
-            todo += node.elts
+            todo += [(v, False) for v in node.elts]
         elif isinstance(node, gast.Dict):
-            todo += node.values
+            todo += [(v, False) for v in node.values]
         elif isinstance(node, gast.Call):
-            todo += _call_sources(node)
+            todo += [(v, whole) for v in _call_sources(node)]
     return found
 
 
 def _call_sources(call: gast.Call) -> list[gast.expr]:
-    """What a call may give back (some of): its arguments, and the object of a method."""
+    """What a call may give back (some of): its arguments, and the object of a method; of the
+    runtime's operators, the list a list operation gives back (`rt__.list_append(out, v)`)."""
     func, args = call.func, [*call.args, *(k.value for k in call.keywords)]
-    if _is_runtime(func) and func.attr == "call" and args:  # `rt__.call(get, p)`
-        func, args = args[0], args[1:]
+    if _is_runtime(func):
+        if func.attr == "call" and args:  # `rt__.call(get, p)`
+            func, args = args[0], args[1:]
+        elif func.attr in _RUNTIME_CHANGERS or func.attr == "handed_list":
+            return args[:1]
+        else:
+            return []
     name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
     if name in _COPIERS or structure.root_name(func) in _READING_MODULES:
         return []

@@ -229,9 +229,11 @@ class _ControlFlow(Transformer):
         converted = self._assign_state(
             _IF, outputs, inputs, cells, body=node.body, orelse=node.orelse, test=node.test, **names
         )
-        after = self.aliased[-1].get(node)
-        if after:  # the function may change lists or dicts in place after the statement
-            aliased = tuple(sorted(after))
+        # The variables it gives a value whose lists or dicts the function may change in place
+        # after the statement (or attributes: `self.hist`).
+        after = self.aliased[-1].get(node, frozenset())
+        aliased = tuple(sorted(n for n in after if n in outputs or "." in n))
+        if aliased:
             keyword = gast.keyword(arg="aliased", value=templates.constant(aliased))
             converted[-1].value.keywords.append(keyword)
         return converted
