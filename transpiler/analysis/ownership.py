@@ -417,7 +417,7 @@ class _Sharing:
     """Which variables and attributes may hold the same container (flow-insensitive): those a
     binding joins, `b = p`, `b = p if c else q`, `b = p or q`, `b = st["k"]` (an item of `st`),
     `st["k"] = p`, `pair = (p, q)`, `b, c = pair`, `for b in [p]`, `with hold(p) as b`,
-    `b = get(p)` (a call may give back what it is given, or an item of it: `st.get("k")`)."""
+    `b = st.get("k")` (an accessor gives back an item)."""
 
     def __init__(self, fn_node, nested: bool):
         self.parent: dict[str, str] = {}
@@ -525,10 +525,6 @@ def _bindings(node) -> list[tuple[str, gast.expr]]:
     return found
 
 
-# Calls that give back a new container or an array, never one they are given.
-_COPIERS = frozenset({"list", "dict", "set", "tuple", "sorted", "len", "copy", "deepcopy"})
-
-
 def _sources(value) -> list[str]:
     """The variables and attributes whose containers `value` may be, or hold: itself, an item
     of it (`st["k"]`), a container made of variables (`(p, q)`, not of items: `[xs[0], 0.0]`
@@ -558,22 +554,24 @@ def _sources(value) -> list[str]:
 
 
 def _call_sources(call: gast.Call) -> list[gast.expr]:
-    """What a call may give back (some of): its arguments, and the object of a method; of the
-    runtime's operators, the list a list operation gives back (`rt__.list_append(out, v)`)."""
-    func, args = call.func, [*call.args, *(k.value for k in call.keywords)]
+    """What a call may give back (some of): an item of the container whose accessor it calls
+    (`st.get("k")`, `st.pop("k")`); of the runtime's operators, the list a list operation
+    gives back (`rt__.list_append(out, v)`). Not what other functions are given: following
+    every argument (`p = opt.update(p, g)`) would join most of a training step's names."""
+    func, args = call.func, list(call.args)
     if _is_runtime(func):
-        if func.attr == "call" and args:  # `rt__.call(get, p)`
-            func, args = args[0], args[1:]
+        if func.attr == "call" and args:  # `rt__.call(st.get, "k")`
+            func = args[0]
         elif func.attr in _RUNTIME_CHANGERS or func.attr == "handed_list":
             return args[:1]
         else:
             return []
-    name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
-    if name in _COPIERS or structure.root_name(func) in _READING_MODULES:
-        return []
-    if isinstance(func, gast.Attribute):
-        args.append(func.value)  # `st.get("k")`, `p.copy` aside (a copier by name)
-    return args
+    if isinstance(func, gast.Attribute) and func.attr in _ACCESSORS:
+        return [func.value]
+    return []
+
+
+_ACCESSORS = frozenset({"get", "pop", "setdefault", "popitem", "__getitem__"})
 
 
 def _changed_by(call: gast.Call):
