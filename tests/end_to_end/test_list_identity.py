@@ -898,12 +898,21 @@ def chosen_then_rebound_not_changed(x):
     return b["w"], p["w"]
 
 
+def rebuilt_from_its_own_keys(x):
+    acc = {"w": x * 0}
+    if x > 0:
+        acc = {k: acc[k] + x for k in acc}  # iterating `acc` takes its keys, not `acc`
+    acc["w"] = acc["w"] / 2
+    return acc["w"]
+
+
 @pytest.mark.parametrize(
     "fn",
     [
         chosen_and_changed_before_only,
         bound_by_a_loop_that_changes_it,
         chosen_then_rebound_not_changed,
+        rebuilt_from_its_own_keys,
     ],
 )
 @pytest.mark.parametrize("x", [1.5, -1.0, 5.0])

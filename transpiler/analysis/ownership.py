@@ -424,10 +424,13 @@ class _Sharing:
         self.exposed: set[str] = set()  # the variables another name takes a container from
         nodes = gast.walk(fn_node) if nested else activity.walk_scope(fn_node.body)
         for node in nodes:
+            # A loop's target holds an item of what it iterates (a key of a dict), not it.
+            whole = not isinstance(node, (gast.For, gast.AsyncFor, gast.comprehension))
             for target, value in _bindings(node):
                 for source in _sources(value):
                     self.join(target, source)
-                    self.exposed.add(source.split(".")[0])
+                    if whole:
+                        self.exposed.add(source.split(".")[0])
 
     def join(self, a: str, b: str) -> None:
         a, b = self.root(a), self.root(b)
