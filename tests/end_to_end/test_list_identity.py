@@ -847,9 +847,19 @@ def chosen_then_changed_by_a_nested_function(x):
     return b["w"]
 
 
+def shallow_copy_chosen_then_its_items_changed(x):
+    params = {"l1": {"w": x}}
+    best = {"l1": {"w": 0 * x}}
+    if x > 0:
+        best = dict(params)  # shares params["l1"]
+    params["l1"]["w"] = params["l1"]["w"] + 1
+    return best["l1"]["w"]
+
+
 @pytest.mark.parametrize(
     "fn, message",
     [
+        (shallow_copy_chosen_then_its_items_changed, "'best' is a different dict depending on"),
         (bound_by_a_loop_that_only_reads, "'b' is bound to a dict another name holds too"),
         (bound_after_a_traced_break, "'b' is a different list depending on"),
         (chosen_item_of_a_local_dict, "'src' is a different dict depending on"),
@@ -898,6 +908,15 @@ def chosen_then_rebound_not_changed(x):
     return b["w"], p["w"]
 
 
+def shallow_copy_chosen_then_an_item_replaced(x):
+    params = {"w": x, "b": 2 * x}
+    best = {"w": 0 * x, "b": 0 * x}
+    if x > 0:
+        best = params.copy()
+    params["w"] = params["w"] + 1  # replaces an item: the copy keeps the old one
+    return best["w"], params["w"]
+
+
 def rebuilt_from_its_own_keys(x):
     acc = {"w": x * 0}
     if x > 0:
@@ -913,6 +932,7 @@ def rebuilt_from_its_own_keys(x):
         bound_by_a_loop_that_changes_it,
         chosen_then_rebound_not_changed,
         rebuilt_from_its_own_keys,
+        shallow_copy_chosen_then_an_item_replaced,
     ],
 )
 @pytest.mark.parametrize("x", [1.5, -1.0, 5.0])

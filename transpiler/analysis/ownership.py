@@ -429,6 +429,8 @@ class _Sharing:
             for target, value in _bindings(node):
                 for source in _sources(value):
                     self.join(target, source)
+                    if source.endswith(ITEMS):  # `best = dict(params)`: the same items
+                        self.join(target + ITEMS, source)
                     if whole:
                         self.exposed.add(source.split(".")[0])
 
@@ -488,9 +490,28 @@ def _own_changes(stmt, nested: set[str]) -> Iterator[str]:
         path = _changed_path(node, frozenset())
         if path is not None:
             yield path
+            if _changes_an_item(node):
+                yield path + ITEMS
         stack.extend(structure.children(node))
     if isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name):
         yield stmt.target.id
+
+
+ITEMS = "[*]"
+"""A path's suffix for the containers a container holds (`params[*]`: the inner dicts of
+`params`), which a shallow copy shares (`best = dict(params)`)."""
+
+
+def _changes_an_item(node) -> bool:
+    """Whether the change `node` makes (see `_changed_path`) is to a container held by the
+    variable's container, not to it: `params["l1"]["w"] = v`, `st["log"].append(v)`."""
+    if isinstance(node, gast.Subscript):
+        target = node.value
+    elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute):
+        target = node.func.value
+    else:
+        return False
+    return isinstance(target, gast.Subscript)
 
 
 def _bindings(node) -> list[tuple[str, gast.expr]]:
@@ -552,8 +573,37 @@ def _sources(value) -> list[str]:
         elif isinstance(node, gast.Dict):
             todo += [(v, False) for v in node.values]
         elif isinstance(node, gast.Call):
-            todo += [(v, whole) for v in _call_sources(node)]
+            copied = _shallow_copy_of(node)
+            if copied is not None:
+                found.append(copied + ITEMS)  # a new container holding the same items
+            else:
+                todo += [(v, whole) for v in _call_sources(node)]
     return found
+
+
+_COPIERS = frozenset({"dict", "list", "copy"})
+
+
+def _shallow_copy_of(call: gast.Call) -> str | None:
+    """The variable `call` makes a shallow copy of (`dict(p)`, `list(p)`, `copy.copy(p)`,
+    `p.copy()`, as the call pass writes them: `rt__.call(dict, p)`), or None."""
+    func, args = call.func, list(call.args)
+    if _is_runtime(func) and func.attr == "call" and args:
+        func, args = args[0], args[1:]
+    if isinstance(func, gast.Attribute) and func.attr == "copy" and not args:
+        source = func.value  # `p.copy()`
+    elif (
+        len(args) == 1
+        and not call.keywords
+        and (
+            (isinstance(func, gast.Name) and func.id in _COPIERS)
+            or (isinstance(func, gast.Attribute) and func.attr == "copy")
+        )
+    ):
+        source = args[0]
+    else:
+        return None
+    return _path(source) if isinstance(source, (gast.Name, gast.Attribute)) else None
 
 
 def _call_sources(call: gast.Call) -> list[gast.expr]:
