@@ -9,6 +9,9 @@ refuses that case, except for the names this analysis finds: those that only eve
 container the function made itself and never hand on (so nothing else can see which object
 it is).
 
+`aliased_after` (for the control-flow pass) and `aliased_names` (for conditional expressions)
+extend what the function changes in place to every name that may hold the same container.
+
 Flow-insensitive and conservative: a name is owned if every assignment to it makes a new
 container (a display, a comprehension, `list(...)`, `a + b`) or hands back its own (generated
 `rt__.list_append(name, ...)`), and every read of it only looks inside (`best[0]`,
@@ -416,8 +419,9 @@ def aliased_after(fn_node: gast.FunctionDef) -> dict[gast.stmt, frozenset[str]]:
 class _Sharing:
     """Which variables and attributes may hold the same container (flow-insensitive): those a
     binding joins, `b = p`, `b = p if c else q`, `b = p or q`, `b = st["k"]` (an item of `st`),
-    `st["k"] = p`, `pair = (p, q)`, `b, c = pair`, `for b in [p]`, `with hold(p) as b`,
-    `b = st.get("k")` (an accessor gives back an item)."""
+    `st["k"] = p`, `pair = (p, q)`, `b, c = pair`, `for b in [p]`, `with p as b`,
+    `b = st.get("k")` (an accessor gives back an item), and a shallow copy's items with the
+    original's (`best = dict(params)`: `best[*]` and `params[*]`, see `ITEMS`)."""
 
     def __init__(self, fn_node, nested: bool):
         self.parent: dict[str, str] = {}
