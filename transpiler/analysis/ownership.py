@@ -521,7 +521,7 @@ def _changes_an_item(node) -> bool:
 def _bindings(node) -> list[tuple[str, gast.expr]]:
     """(target, value) of each variable, attribute or container item `node` binds to a value
     as a whole: `b = p`, `self.best = p`, `st["k"] = p` (as `st`), `b, c = p, q` (item by
-    item), `b, c = pair` (each from `pair`), `(b := p)`, `for b in ps`, `with f(p) as b`."""
+    item), `b, c = pair` (each from `pair`), `(b := p)`, `for b in ps`, `with p as b`."""
     if isinstance(node, gast.Assign):
         pairs = [(target, node.value) for target in node.targets]
     elif isinstance(node, (gast.AnnAssign, gast.NamedExpr)) and node.value is not None:

@@ -346,21 +346,23 @@ class _Lists(Transformer):
             and isinstance(node.func.value, gast.Name)
         }
         handed: dict[str, str] = {}
-        for call in nodes:
-            if isinstance(call, gast.Call) and structure.root_name(call.func) != RUNTIME:
-                reading = {id(a) for a in _reading_call_args(call, self.globals)}
+        for holder in nodes:
+            if isinstance(holder, gast.Call) and structure.root_name(holder.func) != RUNTIME:
+                reading = {id(a) for a in _reading_call_args(holder, self.globals)}
                 callee = (
-                    call.func.id
-                    if isinstance(call.func, gast.Name)
-                    else activity.dotted_path(call.func) or "a function"
+                    holder.func.id
+                    if isinstance(holder.func, gast.Name)
+                    else activity.dotted_path(holder.func) or "a function"
                 )
-            elif isinstance(call, (gast.List, gast.Tuple, gast.Set, gast.Dict)) and not isinstance(
+            elif isinstance(
+                holder, (gast.List, gast.Tuple, gast.Set, gast.Dict)
+            ) and not isinstance(
                 stmt, gast.Return
             ):  # (a return's: `runtime.lists.as_python_lists`)
-                reading, callee = set(), f"a {type(call).__name__.lower()} display"
+                reading, callee = set(), f"a {type(holder).__name__.lower()} display"
             else:
                 continue
-            for arg in _handed_items(call):
+            for arg in _handed_items(holder):
                 if (
                     isinstance(arg, gast.Name)
                     and arg.id in appended
