@@ -19,6 +19,7 @@ from collections.abc import Callable
 import gast
 
 from transpiler import libraries, loading, objects, origins, parsing, pipeline
+from transpiler.analysis import callees
 from transpiler.directives import loop_options  # noqa: F401 - part of the API
 from transpiler.errors import ConversionError, ConversionWarning
 
@@ -300,7 +301,11 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
     with _conversion_lock, _deep_recursion(fn):
         parsed = parsing.parse_function(fn)
         converted = pipeline.run(
-            parsed.node, fn.__globals__, fn.__code__.co_freevars, recursive=options.recursive
+            parsed.node,
+            fn.__globals__,
+            fn.__code__.co_freevars,
+            recursive=options.recursive,
+            closure=callees.closure_of(fn),
         )
         runs_converted = converted.runs_converted
         return_values = {
@@ -544,7 +549,11 @@ def _transformed(target: types.FunctionType, *, recursive: bool) -> tuple[gast.A
     with _conversion_lock, _deep_recursion(target):
         node = parsing.parse_function(target).node
         converted = pipeline.run(
-            node, target.__globals__, target.__code__.co_freevars, recursive=recursive
+            node,
+            target.__globals__,
+            target.__code__.co_freevars,
+            recursive=recursive,
+            closure=callees.closure_of(target),
         )
         return converted.node, loading.unparse(converted.node)
 

@@ -6,6 +6,7 @@ import dataclasses
 
 import gast
 
+from transpiler.analysis import callees
 from transpiler.naming import Namer
 
 
@@ -18,6 +19,8 @@ class PassContext:
       globals: the function's globals, to resolve names at conversion time (library calls,
         `transpiler.loop_options`, a shadowed `print`).
       freevars: the names of its closure variables.
+      closure: the values of those bound, to resolve calls at conversion time (see
+        `analysis.callees`).
       recursive: whether calls are rewritten so that called user functions convert too.
       return_values: filled by the return pass: return-value variable -> what error messages say
         about it.
@@ -32,6 +35,7 @@ class PassContext:
     namer: Namer
     globals: dict = dataclasses.field(default_factory=dict)
     freevars: tuple[str, ...] = ()
+    closure: dict = dataclasses.field(default_factory=dict)
     recursive: bool = True
     return_values: dict = dataclasses.field(default_factory=dict)
     bounds_loops: bool = False
@@ -40,7 +44,13 @@ class PassContext:
 
     @classmethod
     def for_function(
-        cls, fn_node: gast.FunctionDef, globals_=None, freevars=(), recursive=True
+        cls, fn_node: gast.FunctionDef, globals_=None, freevars=(), recursive=True, closure=None
     ) -> PassContext:
         globals_ = globals_ if globals_ is not None else {}
-        return cls(Namer.for_tree(fn_node), globals_, tuple(freevars), recursive)
+        return cls(
+            Namer.for_tree(fn_node), globals_, tuple(freevars), dict(closure or {}), recursive
+        )
+
+    def callees(self, fn_node: gast.FunctionDef) -> callees.Callees:
+        """What the calls of `fn_node` (as it is now) do with their arguments' containers."""
+        return callees.Callees(fn_node, self.globals, self.closure)

@@ -98,6 +98,7 @@ def run(
     *,
     recursive: bool = True,
     skip_idle_passes: bool = True,
+    closure: dict | None = None,
 ) -> Converted:
     """Rewrites a parsed function (origins stamped) into its converted form.
 
@@ -105,11 +106,12 @@ def run(
       fn_node: the function definition.
       globals_: the function's globals, to tell library calls from user calls.
       freevars: the names of its closure variables.
+      closure: the values of those bound (`callees.closure_of`), to resolve calls.
       recursive: whether calls are rewritten so called user functions convert too.
       skip_idle_passes: skip the passes that would find nothing to rewrite (see
         `transpiler.features`); False runs every pass (what a test compares with).
     """
-    ctx = PassContext.for_function(fn_node, globals_, freevars, recursive)
+    ctx = PassContext.for_function(fn_node, globals_, freevars, recursive, closure)
     found = features.present(fn_node)
     for pass_ in PASSES:
         if skip_idle_passes and not features.needed(pass_, found):

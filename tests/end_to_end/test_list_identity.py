@@ -865,6 +865,7 @@ def shallow_copy_chosen_then_its_items_changed(x):
         (chosen_item_of_a_local_dict, "'src' is a different dict depending on"),
         (chosen_then_extended_by_a_name, "'b' is a different list depending on"),
         (chosen_by_unpacking_then_changed, "'b' is a different dict depending on"),
+        (chosen_through_a_helper_then_changed, "'b' is a different dict depending on"),
         (chosen_then_changed_by_a_nested_function, "'b' is a different dict depending on"),
         (chosen_then_changed_through_its_source, "'b' is a different dict depending on"),
         (chosen_in_a_loop_then_changed_through_its_source, "'b' is a different list depending"),
@@ -938,13 +939,3 @@ def rebuilt_from_its_own_keys(x):
 @pytest.mark.parametrize("x", [1.5, -1.0, 5.0])
 def test_a_container_chosen_and_not_changed_afterwards_is_exact(fn, x):
     check_jit(fn, jnp.float32(x))
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (docs/limitations.md): a name bound to what a helper gives back is not "
-    "followed; the staged `b` keeps the old items",
-)
-def test_a_container_a_helper_gives_back_and_then_changed_is_not_yet_refused():
-    with pytest.raises(StagingError):
-        jax.jit(transpiler.convert(chosen_through_a_helper_then_changed))(jnp.float32(1.0))

@@ -223,7 +223,7 @@ class _Uses(gast.NodeVisitor):
         args += [k.value for k in node.keywords]
         if _reads_only(node.func):
             self._looked_inside(args)
-        elif _is_runtime(node.func) and node.func.attr in _RUNTIME_CHANGERS and args:
+        elif is_runtime(node.func) and node.func.attr in _RUNTIME_CHANGERS and args:
             self._looked_inside(args[:1])
             for arg in args[1:]:
                 self.visit(arg)
@@ -263,7 +263,7 @@ class _Uses(gast.NodeVisitor):
 def _reads_only(func) -> bool:
     if isinstance(func, gast.Name):
         return func.id in _READERS
-    if _is_runtime(func):
+    if is_runtime(func):
         return func.attr in _RUNTIME_READERS
     return isinstance(func, gast.Attribute) and structure.root_name(func) in _READING_MODULES
 
@@ -280,14 +280,14 @@ def _makes_or_keeps(value, name: str) -> bool:
         func = value.func
         if isinstance(func, gast.Name) and func.id in {"list", "dict", "set", "sorted"}:
             return True
-        if _is_runtime(func) and value.args and isinstance(value.args[0], gast.Name):
+        if is_runtime(func) and value.args and isinstance(value.args[0], gast.Name):
             if func.attr == "call":  # `rt__.call(dict, cfg)`: the call pass's `dict(cfg)`
                 return value.args[0].id in {"list", "dict", "set", "sorted"}
             return value.args[0].id == name  # `best = rt__.list_append(best, v)`
     return False
 
 
-def _is_runtime(func) -> bool:
+def is_runtime(func) -> bool:
     """`rt__.<operator>`, as generated code calls the runtime."""
     return (
         isinstance(func, gast.Attribute)
@@ -297,7 +297,7 @@ def _is_runtime(func) -> bool:
 
 
 def _is_runtime_call(value, attr: str) -> bool:
-    return isinstance(value, gast.Call) and _is_runtime(value.func) and value.func.attr == attr
+    return isinstance(value, gast.Call) and is_runtime(value.func) and value.func.attr == attr
 
 
 def _names(node) -> set[str]:
@@ -327,18 +327,36 @@ _CHANGING_METHODS = frozenset(
 
 
 def changed_in_place(
-    fn_node: gast.FunctionDef, owned: frozenset[str] = frozenset(), nested: bool = False
+    fn_node: gast.FunctionDef,
+    owned: frozenset[str] = frozenset(),
+    nested: bool = False,
+    resolve=None,
 ) -> frozenset[str]:
     """The variables and attributes (`"opts"`, `"self.hist"`) whose list or dict `fn_node`'s own
     code (with `nested`, its nested functions' too) changes in place: an item stored or deleted
     (`opts[k] = v`, `self.hist[0] += 1`, `del h[0]`), an augmented assignment of a container
     (`buf += [v]` extends the list itself), a changing method called (`h.append(v)`, as
-    generated code writes it too: `rt__.list_append(h, v)`); those of `owned` names aside
-    (nothing else reaches their lists). Which list one of them holds after a staged `if` can
-    show in what the function does; for the others, only a change elsewhere (a helper) could
-    show it."""
+    generated code writes it too: `rt__.list_append(h, v)`), a function `resolve`d called
+    that changes what it is given (`sgd(params, g)`, see `callees`); those of `owned` names
+    aside (nothing else reaches their lists). Which list one of them holds after a staged
+    `if` can show in what the function does."""
     nodes = gast.walk(fn_node) if nested else activity.walk_scope(fn_node.body)
-    return frozenset(path for node in nodes if (path := _changed_path(node, owned)) is not None)
+    return _changes(nodes, owned, resolve)
+
+
+def _changes(nodes, owned: frozenset[str], resolve) -> frozenset[str]:
+    found = set()
+    for node in nodes:
+        path = _changed_path(node, owned)
+        if path is not None:
+            found.add(path)
+        if resolve is not None and isinstance(node, gast.Call):
+            found.update(
+                path
+                for path in resolve.changed_by(node)
+                if path.split(".")[0].removesuffix(ITEMS) not in owned
+            )
+    return frozenset(found)
 
 
 def _changed_path(node, owned) -> str | None:
@@ -360,21 +378,21 @@ def _changed_path(node, owned) -> str | None:
     return path if path is not None and path.split(".")[0] not in owned else None
 
 
-def aliased_names(fn_node: gast.FunctionDef, nested: bool = False) -> frozenset[str]:
+def aliased_names(fn_node: gast.FunctionDef, nested: bool = False, resolve=None) -> frozenset[str]:
     """What `changed_in_place` finds, and the names and attributes that may hold one of those
-    containers (see `_Sharing`): after `b = p`, a change through `p` shows through `b`, and one
+    containers (see `Sharing`): after `b = p`, a change through `p` shows through `b`, and one
     through `b` through `p`; a staged conditional expression that leaves `b` holding `p` on one
     path only must be refused as surely as one that leaves `p` holding two objects (see
     runtime.control_flow._identities)."""
-    changed = changed_in_place(fn_node, owned_names(fn_node), nested)
-    return _Sharing(fn_node, nested).closure(changed, owned=frozenset())
+    changed = changed_in_place(fn_node, owned_names(fn_node), nested, resolve)
+    return Sharing(fn_node, nested, resolve).closure(changed, owned=frozenset())
 
 
-def aliased_after(fn_node: gast.FunctionDef) -> dict[gast.stmt, frozenset[str]]:
+def aliased_after(fn_node: gast.FunctionDef, resolve=None) -> dict[gast.stmt, frozenset[str]]:
     """For each `if`, `while` and `for` statement of `fn_node`'s own code: the names and
     attributes whose containers may be changed in place after it (by the statements after it,
     those of the loops around it, which run again, and the nested functions, which may be
-    called anywhere), with the names that may hold those containers too (`_Sharing`). A change
+    called anywhere), with the names that may hold those containers too (`Sharing`). A change
     before the statement cannot show in which object a variable holds after it; a change made
     inside it is followed by the statement itself (an `if`'s changes count as they are, for
     `runtime.control_flow._check_not_changed_then_replaced`)."""
@@ -385,7 +403,7 @@ def aliased_after(fn_node: gast.FunctionDef) -> dict[gast.stmt, frozenset[str]]:
     def collect(stmts) -> frozenset[str]:
         total: set[str] = set()
         for stmt in stmts:
-            mine = set(_own_changes(stmt, nested))
+            mine = set(own_changes(stmt, nested, resolve))
             for block in structure.blocks(stmt):
                 mine |= collect(block.stmts)
             changes[stmt] = frozenset(mine)
@@ -394,7 +412,7 @@ def aliased_after(fn_node: gast.FunctionDef) -> dict[gast.stmt, frozenset[str]]:
 
     if not collect(fn_node.body) and not nested:
         return {}
-    sharing = _Sharing(fn_node, nested=False)
+    sharing = Sharing(fn_node, nested=False, resolve=resolve)
     found: dict[gast.stmt, frozenset[str]] = {}
 
     def annotate(stmts, after: frozenset[str]) -> None:
@@ -416,27 +434,29 @@ def aliased_after(fn_node: gast.FunctionDef) -> dict[gast.stmt, frozenset[str]]:
     return found
 
 
-class _Sharing:
-    """Which variables and attributes may hold the same container (flow-insensitive): those a
-    binding joins, `b = p`, `b = p if c else q`, `b = p or q`, `b = st["k"]` (an item of `st`),
-    `st["k"] = p`, `pair = (p, q)`, `b, c = pair`, `for b in [p]`, `with p as b`,
-    `b = st.get("k")` (an accessor gives back an item), and a shallow copy's items with the
-    original's (`best = dict(params)`: `best[*]` and `params[*]`, see `ITEMS`)."""
+class Sharing:
+    """Which variables, attributes and items may hold the same container (flow-insensitive):
+    those a binding joins, `b = p`, `b = p if c else q`, `b = p or q`, `(b := p)`, `with p as
+    b`, and, one level down (`ITEMS`), what a container holds with what is put in or taken
+    out: `b = st["k"]` and `b = st.get("k")` (`b` with `st[*]`), `st["k"] = p`, `pair = (p,
+    q)` and `best = dict(params)` (`st[*]` with `p`, `pair[*]` with `p` and `q`, `best[*]`
+    with `params[*]`), `for b in ps` and `b, c = pair` (`b` with `ps[*]`, `pair[*]`); and
+    what `resolve`d functions give back (`b = get(p)`, see `callees`)."""
 
-    def __init__(self, fn_node, nested: bool):
+    def __init__(self, fn_node, nested: bool, resolve=None):
         self.parent: dict[str, str] = {}
         self.exposed: set[str] = set()  # the variables another name takes a container from
         nodes = gast.walk(fn_node) if nested else activity.walk_scope(fn_node.body)
         for node in nodes:
             # A loop's target holds an item of what it iterates (a key of a dict), not it.
             whole = not isinstance(node, (gast.For, gast.AsyncFor, gast.comprehension))
-            for target, value in _bindings(node):
-                for source in _sources(value):
-                    self.join(target, source)
-                    if source.endswith(ITEMS):  # `best = dict(params)`: the same items
-                        self.join(target + ITEMS, source)
+            for target, value, item in _bindings(node):
+                for source, held in sources(value, resolve):
+                    if item:  # the target is an item of the value: of `source`, or it
+                        source, held = (source if held else items(source)), False
+                    self.join(items(target) if held else target, source)
                     if whole:
-                        self.exposed.add(source.split(".")[0])
+                        self.exposed.add(source.split(".")[0].removesuffix(ITEMS))
 
     def join(self, a: str, b: str) -> None:
         a, b = self.root(a), self.root(b)
@@ -451,11 +471,32 @@ class _Sharing:
             path = self.parent[path]
         return path
 
+    def changed_roots(self, changed) -> set[str]:
+        """The roots of the containers `changed` (paths) are, and of those holding them: a
+        change through `m.params` changes what `m` holds, one through `b` of `b = st["k"]`
+        one of `st`'s items, which shows through every name holding `st`."""
+        roots = {self.root(prefix) for path in changed for prefix in _prefixes(path)}
+        known = {*self.parent, *self.parent.values(), *changed}
+        holders = [
+            (self.root(path), self.root(path.removesuffix(ITEMS)))
+            for path in known
+            if path.endswith(ITEMS)
+        ]
+        grown = True
+        while grown:
+            grown = False
+            for item, holder in holders:
+                if item in roots and holder not in roots:
+                    roots.add(holder)
+                    grown = True
+        return roots
+
     def closure(self, changed, owned: frozenset[str]) -> frozenset[str]:
         """`changed` (but the `owned` names no other name takes a container from), and every
         name that may hold one of their containers, or a container that holds one (`st` of
         `st["k"] = p`)."""
-        joined = set(self.parent) | set(self.parent.values())
+        joined = {*self.parent, *self.parent.values()}
+        joined |= {path.removesuffix(ITEMS) for path in joined}  # `best` of `best[*]`
         changed = {
             path
             for path in changed
@@ -463,8 +504,7 @@ class _Sharing:
         }
         if not changed or not self.parent:
             return frozenset(changed)
-        # A change through `m.params` reaches what `m` holds: its prefixes count too.
-        roots = {self.root(prefix) for path in changed for prefix in _prefixes(path)}
+        roots = self.changed_roots(changed)
         return frozenset({*changed, *(path for path in joined if self.root(path) in roots)})
 
 
@@ -473,7 +513,7 @@ def _prefixes(path: str) -> list[str]:
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def _own_changes(stmt, nested: set[str]) -> Iterator[str]:
+def own_changes(stmt, nested: set[str], resolve=None) -> Iterator[str]:
     """The containers `stmt` itself changes in place (`changed_in_place`'s changes, and an
     augmented assignment of a name, which may be a list's `+=` or a dict's `|=`), not counting
     the statements nested in it; those that functions and lambdas defined in it change go to
@@ -483,11 +523,7 @@ def _own_changes(stmt, nested: set[str]) -> Iterator[str]:
         node = stack.pop()
         if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
             body = node.body if isinstance(node.body, list) else [node.body]
-            nested.update(
-                path
-                for inner in activity.walk_scope(body)
-                if (path := _changed_path(inner, frozenset())) is not None
-            )
+            nested.update(_changes(activity.walk_scope(body), frozenset(), resolve))
             continue
         if isinstance(node, gast.stmt) and node is not stmt:
             continue
@@ -496,9 +532,15 @@ def _own_changes(stmt, nested: set[str]) -> Iterator[str]:
             yield path
             if _changes_an_item(node):
                 yield path + ITEMS
+        if resolve is not None and isinstance(node, gast.Call):
+            yield from resolve.changed_by(node)
         stack.extend(structure.children(node))
-    if isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name):
-        yield stmt.target.id
+    if (
+        isinstance(stmt, gast.AugAssign)
+        and isinstance(stmt.target, gast.Name)
+        and isinstance(stmt.op, (gast.Add, gast.BitOr))
+    ):
+        yield stmt.target.id  # `buf += more`, `opts |= more` (not `w -= lr * g`)
 
 
 ITEMS = "[*]"
@@ -518,30 +560,35 @@ def _changes_an_item(node) -> bool:
     return isinstance(target, gast.Subscript)
 
 
-def _bindings(node) -> list[tuple[str, gast.expr]]:
-    """(target, value) of each variable, attribute or container item `node` binds to a value
-    as a whole: `b = p`, `self.best = p`, `st["k"] = p` (as `st`), `b, c = p, q` (item by
-    item), `b, c = pair` (each from `pair`), `(b := p)`, `for b in ps`, `with p as b`."""
+def _bindings(node) -> list[tuple[str, gast.expr, bool]]:
+    """(target, value, item) of each variable, attribute or container item (`st[*]` of
+    `st["k"] = p`) `node` binds to a value, or (`item`) to an item of one: `b = p`,
+    `self.best = p`, `b, c = p, q` (item by item), `b, c = pair` and `for b in ps` (items),
+    `(b := p)`, `with p as b`."""
     if isinstance(node, gast.Assign):
-        pairs = [(target, node.value) for target in node.targets]
+        pairs = [(target, node.value, False) for target in node.targets]
     elif isinstance(node, (gast.AnnAssign, gast.NamedExpr)) and node.value is not None:
-        pairs = [(node.target, node.value)]
+        pairs = [(node.target, node.value, False)]
     elif isinstance(node, (gast.For, gast.AsyncFor, gast.comprehension)):
-        pairs = [(node.target, node.iter)]
+        pairs = [(node.target, node.iter, True)]
     elif isinstance(node, (gast.With, gast.AsyncWith)):
-        pairs = [(i.optional_vars, i.context_expr) for i in node.items if i.optional_vars]
+        pairs = [(i.optional_vars, i.context_expr, False) for i in node.items if i.optional_vars]
     else:
         return []
     found = []
     while pairs:
-        target, value = pairs.pop()
+        target, value, item = pairs.pop()
         if isinstance(target, gast.Starred):
             target = target.value
         if isinstance(target, (gast.Tuple, gast.List)):
-            if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(target.elts):
-                pairs.extend(zip(target.elts, value.elts))
+            if (
+                not item
+                and isinstance(value, (gast.Tuple, gast.List))
+                and len(value.elts) == len(target.elts)
+            ):
+                pairs.extend((t, v, False) for t, v in zip(target.elts, value.elts))
             else:
-                pairs.extend((t, value) for t in target.elts)
+                pairs.extend((t, value, True) for t in target.elts)
             continue
         path = (
             _path(target)
@@ -549,39 +596,50 @@ def _bindings(node) -> list[tuple[str, gast.expr]]:
             else None
         )
         if path is not None:
-            found.append((path, value))
+            found.append((items(path) if isinstance(target, gast.Subscript) else path, value, item))
     return found
 
 
-def _sources(value) -> list[str]:
-    """The variables and attributes whose containers `value` may be, or hold: itself, an item
-    of it (`st["k"]`), a container made of variables (`(p, q)`, not of items: `[xs[0], 0.0]`
-    holds an array's item), what a call of them gives back."""
-    found, todo = [], [(value, True)]
+def items(path: str) -> str:
+    """The path of the containers `path`'s container holds (all levels down: `params[*]`)."""
+    return path if path.endswith(ITEMS) else path + ITEMS
+
+
+def sources(value, resolve=None) -> list[tuple[str, bool]]:
+    """(path, held) of the containers `value` may be (`p`, `st[*]` of `st["k"]` or
+    `st.get("k")`, `p` of what `resolve` says `get(p)` gives back) or, `held`, hold (`p` and
+    `q` of `(p, q)`, `xs[*]` of `[xs[0], 0.0]`, `params[*]` of `dict(params)`)."""
+    found, todo = [], [(value, False)]
     while todo:
-        node, whole = todo.pop()
-        if isinstance(node, (gast.Name, gast.Attribute)) or (
-            whole and isinstance(node, gast.Subscript)
-        ):
+        node, held = todo.pop()
+        if isinstance(node, (gast.Name, gast.Attribute, gast.Subscript)):
             path = _path(node)
             if path is not None:
-                found.append(path)
+                found.append((items(path) if isinstance(node, gast.Subscript) else path, held))
         elif isinstance(node, gast.IfExp):
-            todo += [(node.body, whole), (node.orelse, whole)]
+            todo += [(node.body, held), (node.orelse, held)]
         elif isinstance(node, gast.BoolOp):
-            todo += [(v, whole) for v in node.values]
+            todo += [(v, held) for v in node.values]
         elif isinstance(node, (gast.NamedExpr, gast.Starred)):
-            todo.append((node.value, whole))
+            todo.append((node.value, held))
         elif isinstance(node, (gast.Tuple, gast.List, gast.Set)):
-            todo += [(v, False) for v in node.elts]
+            todo += [(v, True) for v in node.elts]
         elif isinstance(node, gast.Dict):
-            todo += [(v, False) for v in node.values]
+            todo += [(v, True) for v in node.values]
         elif isinstance(node, gast.Call):
             copied = _shallow_copy_of(node)
             if copied is not None:
-                found.append(copied + ITEMS)  # a new container holding the same items
-            else:
-                todo += [(v, whole) for v in _call_sources(node)]
+                found.append((items(copied), True))  # a new container holding the same items
+                continue
+            for source, item in _call_sources(node):
+                if item:  # an item of `source`'s container: `st.get("k")`
+                    found += [
+                        (path if inner else items(path), held) for path, inner in sources(source)
+                    ]
+                else:
+                    todo.append((source, held))
+            if resolve is not None:
+                found += [(path, held or gives) for path, gives in resolve.given_back(node)]
     return found
 
 
@@ -592,7 +650,7 @@ def _shallow_copy_of(call: gast.Call) -> str | None:
     """The variable `call` makes a shallow copy of (`dict(p)`, `list(p)`, `copy.copy(p)`,
     `p.copy()`, as the call pass writes them: `rt__.call(dict, p)`), or None."""
     func, args = call.func, list(call.args)
-    if _is_runtime(func) and func.attr == "call" and args:
+    if is_runtime(func) and func.attr == "call" and args:
         func, args = args[0], args[1:]
     if isinstance(func, gast.Attribute) and func.attr == "copy" and not args:
         source = func.value  # `p.copy()`
@@ -610,21 +668,22 @@ def _shallow_copy_of(call: gast.Call) -> str | None:
     return _path(source) if isinstance(source, (gast.Name, gast.Attribute)) else None
 
 
-def _call_sources(call: gast.Call) -> list[gast.expr]:
-    """What a call may give back (some of): an item of the container whose accessor it calls
-    (`st.get("k")`, `st.pop("k")`); of the runtime's operators, the list a list operation
-    gives back (`rt__.list_append(out, v)`). Not what other functions are given: following
-    every argument (`p = opt.update(p, g)`) would join most of a training step's names."""
+def _call_sources(call: gast.Call) -> list[tuple[gast.expr, bool]]:
+    """(expression, item) of what a call gives back (some of): an item of the container whose
+    accessor it calls (`st.get("k")`, `st.pop("k")`); of the runtime's operators, the list a
+    list operation gives back (`rt__.list_append(out, v)`). What other functions give back
+    only `callees` knows (a function `resolve`d): following every argument (`p =
+    opt.update(p, g)`) would join most of a training step's names."""
     func, args = call.func, list(call.args)
-    if _is_runtime(func):
+    if is_runtime(func):
         if func.attr == "call" and args:  # `rt__.call(st.get, "k")`
             func = args[0]
         elif func.attr in _RUNTIME_CHANGERS or func.attr == "handed_list":
-            return args[:1]
+            return [(arg, False) for arg in args[:1]]
         else:
             return []
     if isinstance(func, gast.Attribute) and func.attr in _ACCESSORS:
-        return [func.value]
+        return [(func.value, True)]
     return []
 
 
@@ -634,7 +693,7 @@ _ACCESSORS = frozenset({"get", "pop", "setdefault", "popitem", "__getitem__"})
 def _changed_by(call: gast.Call):
     """The container `call` changes in place (`h` of `h.append(v)`), or None."""
     func = call.func
-    if _is_runtime(func):
+    if is_runtime(func):
         if func.attr in _RUNTIME_CHANGERS:
             return call.args[0] if call.args else func
         if func.attr == "call" and call.args:  # `rt__.call(d.update, ...)`

@@ -51,5 +51,5 @@ class _ConditionalExpressions(Transformer):
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     # Its branches are functions of their own by now (the control-flow pass ran): all count.
-    changed = ownership.aliased_names(fn_node, nested=True)
+    changed = ownership.aliased_names(fn_node, nested=True, resolve=ctx.callees(fn_node))
     return _ConditionalExpressions(changed).visit(fn_node)

@@ -25,6 +25,7 @@ import gast
 
 from transpiler import analysis, anno, structure, templates
 from transpiler.analysis import activity, item_uses, ownership
+from transpiler.analysis import callees as callees_
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
@@ -41,7 +42,7 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     if ctx.analyzed is not fn_node:  # the unbound-names pass analysed it, and changed nothing
         analysis.analyze(fn_node)
     ctx.analyzed = None
-    return _ControlFlow(ctx.namer).visit(fn_node)
+    return _ControlFlow(ctx.namer, ctx.callees(fn_node)).visit(fn_node)
 
 
 def _has_early_exit(node: gast.stmt) -> bool:
@@ -175,8 +176,9 @@ _FOR_WITH_TEST = """
 
 
 class _ControlFlow(Transformer):
-    def __init__(self, namer: Namer):
+    def __init__(self, namer: Namer, callees: callees_.Callees):
         self.namer = namer
+        self.callees = callees  # what the calls do with the containers they are given
         self.scopes: list[gast.FunctionDef] = []
         self.range_indices: list[frozenset[str]] = []  # of the loops over ranges around a node
         # Per scope: what `ownership.aliased_after` finds, per statement.
@@ -188,7 +190,7 @@ class _ControlFlow(Transformer):
         # Per statement, the variables and attributes whose lists and dicts the function may
         # change in place after it, which other names may reach, and which a staged `if` may
         # leave holding one of two objects (see runtime.control_flow._identities).
-        self.aliased.append(ownership.aliased_after(node))
+        self.aliased.append(ownership.aliased_after(node, self.callees))
         self.catches.append(None)  # whether it has a `try` (found when a loop asks)
         node.body = self.visit_block(node.body)
         self.catches.pop()
