@@ -949,9 +949,25 @@ class Effects:
                 value = pair[1]
             if type(value) not in (list, dict) or value is before:
                 continue
-            if pair is None and not snapshot.reaches(value):
-                continue  # made by the body
             kind = type(value).__name__
+            if pair is None and not snapshot.reaches(value):  # made by the body
+                shared = [
+                    item
+                    for item in (value.values() if kind == "dict" else value)
+                    if type(item) in (list, dict) and snapshot.reaches(item)
+                ]
+                if not shared:
+                    continue
+                held = type(shared[0]).__name__
+                raise StagingError(
+                    f"'{name}' is bound to a new {kind} holding a {held} another name holds "
+                    f"too, in an iteration of the staged {self.site.construct} ({self.site}), "
+                    f"and the function may change that {held} in place after the loop: in "
+                    f"Python the change shows through '{name}' once the loop ran; the staged "
+                    f"loop's '{name}' holds a copy. Copy every level ({name} = "
+                    "copy.deepcopy(other)), or replace the inner containers instead of changing "
+                    "them."
+                )
             raise StagingError(
                 f"'{name}' is bound to a {kind} another name holds too, in an iteration of the "
                 f"staged {self.site.construct} ({self.site}), and the function may change that "

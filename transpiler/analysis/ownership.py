@@ -347,9 +347,7 @@ def changed_in_place(
 def _changes(nodes, owned: frozenset[str], resolve) -> frozenset[str]:
     found = set()
     for node in nodes:
-        path = _changed_path(node, owned)
-        if path is not None:
-            found.add(path)
+        found.update(changed_paths(node, owned))
         if resolve is not None and isinstance(node, gast.Call):
             found.update(
                 path
@@ -359,9 +357,10 @@ def _changes(nodes, owned: frozenset[str], resolve) -> frozenset[str]:
     return frozenset(found)
 
 
-def _changed_path(node, owned) -> str | None:
-    """The variable or attribute whose container `node` changes in place, if it is not one of
-    `owned`."""
+def changed_paths(node, owned) -> list[str]:
+    """The variables and attributes whose containers `node` changes in place, but those of
+    `owned`: `h` of `h[0] = v` and `h.append(v)`, `st[*]` (an item of `st`) of
+    `st.get("k")["w"] = v`."""
     if isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
         changed = node.value
     elif (
@@ -373,9 +372,19 @@ def _changed_path(node, owned) -> str | None:
     elif isinstance(node, gast.Call):
         changed = _changed_by(node)
     else:
-        return None
-    path = _path(changed) if changed is not None else None
-    return path if path is not None and path.split(".")[0] not in owned else None
+        return []
+    if changed is None:
+        return []
+    path = _path(changed)
+    if path is not None:
+        found = [path]
+    else:  # `st.get("k")["w"] = v`: what the expression may be
+        base = changed
+        while isinstance(base, gast.Subscript):
+            base = base.value
+        found = [p if held or base is changed else items(p) for p, held in sources(base)]
+        found = [p if base is changed else items(p) for p in found]
+    return [p for p in found if p.split(".")[0].removesuffix(ITEMS) not in owned]
 
 
 def aliased_names(fn_node: gast.FunctionDef, nested: bool = False, resolve=None) -> frozenset[str]:
@@ -448,9 +457,12 @@ class Sharing:
         self.exposed: set[str] = set()  # the variables another name takes a container from
         nodes = gast.walk(fn_node) if nested else activity.walk_scope(fn_node.body)
         for node in nodes:
+            if resolve is not None and isinstance(node, gast.Call):
+                for a, b in resolve.joined_by(node):  # `register(cache, p)`
+                    self.join(a, b)
             # A loop's target holds an item of what it iterates (a key of a dict), not it.
             whole = not isinstance(node, (gast.For, gast.AsyncFor, gast.comprehension))
-            for target, value, item in _bindings(node):
+            for target, value, item in bindings(node):
                 for source, held in sources(value, resolve):
                     if item:  # the target is an item of the value: of `source`, or it
                         source, held = (source if held else items(source)), False
@@ -471,12 +483,22 @@ class Sharing:
             path = self.parent[path]
         return path
 
+    def known(self) -> set[str]:
+        """The paths some binding joins."""
+        return {*self.parent, *self.parent.values()}
+
+    def roots(self) -> set[str]:
+        """One path of each set of paths that may hold one container."""
+        return {self.root(path) for path in self.known()}
+
     def changed_roots(self, changed) -> set[str]:
         """The roots of the containers `changed` (paths) are, and of those holding them: a
-        change through `m.params` changes what `m` holds, one through `b` of `b = st["k"]`
-        one of `st`'s items, which shows through every name holding `st`."""
+        change through `m.params` changes what `m` holds (and what an object made from it
+        keeps: `m = Holder(p)` holds `p` as `m[*]`), one through `b` of `b = st["k"]` one of
+        `st`'s items, which shows through every name holding `st`."""
         roots = {self.root(prefix) for path in changed for prefix in _prefixes(path)}
-        known = {*self.parent, *self.parent.values(), *changed}
+        roots |= {self.root(items(path.split(".")[0])) for path in changed if "." in path}
+        known = {*self.known(), *changed}
         holders = [
             (self.root(path), self.root(path.removesuffix(ITEMS)))
             for path in known
@@ -527,11 +549,10 @@ def own_changes(stmt, nested: set[str], resolve=None) -> Iterator[str]:
             continue
         if isinstance(node, gast.stmt) and node is not stmt:
             continue
-        path = _changed_path(node, frozenset())
-        if path is not None:
+        for path in changed_paths(node, frozenset()):
             yield path
             if _changes_an_item(node):
-                yield path + ITEMS
+                yield items(path)
         if resolve is not None and isinstance(node, gast.Call):
             yield from resolve.changed_by(node)
         stack.extend(structure.children(node))
@@ -539,8 +560,18 @@ def own_changes(stmt, nested: set[str], resolve=None) -> Iterator[str]:
         isinstance(stmt, gast.AugAssign)
         and isinstance(stmt.target, gast.Name)
         and isinstance(stmt.op, (gast.Add, gast.BitOr))
+        and not _arithmetic(stmt.value)
     ):
-        yield stmt.target.id  # `buf += more`, `opts |= more` (not `w -= lr * g`)
+        yield stmt.target.id  # `buf += more`, `opts |= more` (not `w -= lr * g`, `v += lr * g`)
+
+
+def _arithmetic(value) -> bool:
+    """Whether `value` is arithmetic of numbers or arrays, which no list or dict can be added
+    to in place: an operator or a constant with no display or comprehension in it (`lr * g`,
+    `-g`, `1`; `[v] * 3` may be a list)."""
+    return isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Constant)) and not any(
+        isinstance(node, (*_MAKERS, gast.GeneratorExp)) for node in gast.walk(value)
+    )
 
 
 ITEMS = "[*]"
@@ -549,7 +580,7 @@ ITEMS = "[*]"
 
 
 def _changes_an_item(node) -> bool:
-    """Whether the change `node` makes (see `_changed_path`) is to a container held by the
+    """Whether the change `node` makes (see `changed_paths`) is to a container held by the
     variable's container, not to it: `params["l1"]["w"] = v`, `st["log"].append(v)`."""
     if isinstance(node, gast.Subscript):
         target = node.value
@@ -560,7 +591,7 @@ def _changes_an_item(node) -> bool:
     return isinstance(target, gast.Subscript)
 
 
-def _bindings(node) -> list[tuple[str, gast.expr, bool]]:
+def bindings(node) -> list[tuple[str, gast.expr, bool]]:
     """(target, value, item) of each variable, attribute or container item (`st[*]` of
     `st["k"] = p`) `node` binds to a value, or (`item`) to an item of one: `b = p`,
     `self.best = p`, `b, c = p, q` (item by item), `b, c = pair` and `for b in ps` (items),
@@ -606,36 +637,57 @@ def items(path: str) -> str:
 
 
 def sources(value, resolve=None) -> list[tuple[str, bool]]:
-    """(path, held) of the containers `value` may be (`p`, `st[*]` of `st["k"]` or
-    `st.get("k")`, `p` of what `resolve` says `get(p)` gives back) or, `held`, hold (`p` and
-    `q` of `(p, q)`, `xs[*]` of `[xs[0], 0.0]`, `params[*]` of `dict(params)`)."""
+    """(path, held) of the containers `value` may be (`p`, `st[*]` of `st["k"]`,
+    `st.get("k")` and `next(iter(st.values()))`, `p` of what `resolve` says `get(p)` gives
+    back) or, `held`, hold (`p` and `q` of `(p, q)`, `xs[*]` of `[xs[0], 0.0]`, `params[*]`
+    of `dict(params)`, `{**params}`, `params.values()`, `enumerate(params)` and `{k: v for k,
+    v in params.items()}`)."""
     found, todo = [], [(value, False)]
+
+    def inside(node, held):  # the containers `node`'s container holds
+        nonlocal found
+        found += [(path if inner else items(path), held) for path, inner in sources(node, resolve)]
+
     while todo:
         node, held = todo.pop()
         if isinstance(node, (gast.Name, gast.Attribute, gast.Subscript)):
             path = _path(node)
             if path is not None:
                 found.append((items(path) if isinstance(node, gast.Subscript) else path, held))
+            elif isinstance(node, gast.Subscript):  # `rt__.call(st.get, "k")["w"]`
+                inside(node.value, held)
         elif isinstance(node, gast.IfExp):
             todo += [(node.body, held), (node.orelse, held)]
         elif isinstance(node, gast.BoolOp):
             todo += [(v, held) for v in node.values]
-        elif isinstance(node, (gast.NamedExpr, gast.Starred)):
+        elif isinstance(node, gast.NamedExpr):
             todo.append((node.value, held))
         elif isinstance(node, (gast.Tuple, gast.List, gast.Set)):
-            todo += [(v, True) for v in node.elts]
+            for item in node.elts:
+                if isinstance(item, gast.Starred):  # `[*ps]`: holds what `ps` holds
+                    inside(item.value, True)
+                else:
+                    todo.append((item, True))
         elif isinstance(node, gast.Dict):
-            todo += [(v, True) for v in node.values]
+            for key, item in zip(node.keys, node.values):
+                if key is None:  # `{**p}`
+                    inside(item, True)
+                else:
+                    todo.append((item, True))
+        elif isinstance(node, (gast.ListComp, gast.SetComp, gast.GeneratorExp)):
+            todo.append((node.elt, True))  # its targets are joined to what they iterate
+        elif isinstance(node, gast.DictComp):
+            todo.append((node.value, True))
         elif isinstance(node, gast.Call):
             copied = _shallow_copy_of(node)
             if copied is not None:
                 found.append((items(copied), True))  # a new container holding the same items
                 continue
-            for source, item in _call_sources(node):
-                if item:  # an item of `source`'s container: `st.get("k")`
-                    found += [
-                        (path if inner else items(path), held) for path, inner in sources(source)
-                    ]
+            for source, kind in _call_sources(node):
+                if kind == _ITEM:  # an item of `source`'s container: `st.get("k")`
+                    inside(source, held)
+                elif kind == _HOLDS_ITEMS:  # `st.values()`, `enumerate(st)`
+                    inside(source, True)
                 else:
                     todo.append((source, held))
             if resolve is not None:
@@ -668,39 +720,63 @@ def _shallow_copy_of(call: gast.Call) -> str | None:
     return _path(source) if isinstance(source, (gast.Name, gast.Attribute)) else None
 
 
-def _call_sources(call: gast.Call) -> list[tuple[gast.expr, bool]]:
-    """(expression, item) of what a call gives back (some of): an item of the container whose
-    accessor it calls (`st.get("k")`, `st.pop("k")`); of the runtime's operators, the list a
-    list operation gives back (`rt__.list_append(out, v)`). What other functions give back
-    only `callees` knows (a function `resolve`d): following every argument (`p =
-    opt.update(p, g)`) would join most of a training step's names."""
+def _call_sources(call: gast.Call) -> list[tuple[gast.expr, str]]:
+    """(expression, kind) of what a call gives back (some of): `_ITEM`, an item of the
+    container whose accessor it calls (`st.get("k")`, `st.pop("k")`, `next(it)`);
+    `_HOLDS_ITEMS`, a view or iterator of its items (`st.values()`, `st.items()`, `iter(xs)`,
+    `enumerate(xs)`, `zip(xs, ys)`, `reversed(xs)`, `sorted(xs)`); `_ITSELF`, of the
+    runtime's operators, the list a list operation gives back (`rt__.list_append(out, v)`).
+    What other functions give back only `callees` knows (a function `resolve`d): following
+    every argument (`p = opt.update(p, g)`) would join most of a training step's names."""
     func, args = call.func, list(call.args)
     if is_runtime(func):
         if func.attr == "call" and args:  # `rt__.call(st.get, "k")`
-            func = args[0]
+            func, args = args[0], args[1:]
         elif func.attr in _RUNTIME_CHANGERS or func.attr == "handed_list":
-            return [(arg, False) for arg in args[:1]]
+            return [(arg, _ITSELF) for arg in args[:1]]
+        elif func.attr in _RUNTIME_ITERATORS:
+            return [(arg, _HOLDS_ITEMS) for arg in args if not isinstance(arg, gast.Starred)]
+        elif func.attr == "next_":
+            return [(arg, _ITEM) for arg in args[:1]]
         else:
             return []
     if isinstance(func, gast.Attribute) and func.attr in _ACCESSORS:
-        return [(func.value, True)]
+        return [(func.value, _ITEM)]
+    if isinstance(func, gast.Attribute) and func.attr in _VIEWS:
+        return [(func.value, _HOLDS_ITEMS)]
+    if isinstance(func, gast.Name) and func.id in _ITERATORS:
+        return [(arg, _HOLDS_ITEMS) for arg in args if not isinstance(arg, gast.Starred)]
+    if isinstance(func, gast.Name) and func.id == "next":
+        return [(arg, _ITEM) for arg in args[:1]]
     return []
 
 
+_ITSELF, _ITEM, _HOLDS_ITEMS = "itself", "item", "holds items"
 _ACCESSORS = frozenset({"get", "pop", "setdefault", "popitem", "__getitem__"})
+_VIEWS = frozenset({"values", "items"})
+_ITERATORS = frozenset(
+    {"iter", "reversed", "enumerate", "zip", "sorted", "filter", "tuple", "set", "frozenset"}
+)
+_RUNTIME_ITERATORS = frozenset({"enumerate_", "zip_", "reversed_"})
 
 
 def _changed_by(call: gast.Call):
-    """The container `call` changes in place (`h` of `h.append(v)`), or None."""
-    func = call.func
+    """The container `call` changes in place (`h` of `h.append(v)`, of `list.append(h, v)`),
+    or None."""
+    func, args = call.func, list(call.args)
     if is_runtime(func):
         if func.attr in _RUNTIME_CHANGERS:
-            return call.args[0] if call.args else func
-        if func.attr == "call" and call.args:  # `rt__.call(d.update, ...)`
-            func = call.args[0]
+            return args[0] if args else func
+        if func.attr == "call" and args:  # `rt__.call(d.update, ...)`
+            func, args = args[0], args[1:]
     if isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS:
+        if isinstance(func.value, gast.Name) and func.value.id in _CONTAINER_TYPES:
+            return args[0] if args else None  # `dict.update(params, w=v)`
         return func.value
     return None
+
+
+_CONTAINER_TYPES = frozenset({"dict", "list", "set"})
 
 
 def _path(node) -> str | None:

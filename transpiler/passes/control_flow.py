@@ -179,6 +179,7 @@ class _ControlFlow(Transformer):
     def __init__(self, namer: Namer, callees: callees_.Callees):
         self.namer = namer
         self.callees = callees  # what the calls do with the containers they are given
+        self.resolvers: list[callees_.Callees] = []  # per scope: `callees`, nested ones'
         self.scopes: list[gast.FunctionDef] = []
         self.range_indices: list[frozenset[str]] = []  # of the loops over ranges around a node
         # Per scope: what `ownership.aliased_after` finds, per statement.
@@ -190,11 +191,14 @@ class _ControlFlow(Transformer):
         # Per statement, the variables and attributes whose lists and dicts the function may
         # change in place after it, which other names may reach, and which a staged `if` may
         # leave holding one of two objects (see runtime.control_flow._identities).
-        self.aliased.append(ownership.aliased_after(node, self.callees))
+        callees = self.callees if len(self.scopes) == 1 else self.resolvers[-1].scope(node)
+        self.resolvers.append(callees)
+        self.aliased.append(ownership.aliased_after(node, callees))
         self.catches.append(None)  # whether it has a `try` (found when a loop asks)
         node.body = self.visit_block(node.body)
         self.catches.pop()
         self.aliased.pop()
+        self.resolvers.pop()
         self.scopes.pop()
         return node
 
