@@ -24,7 +24,7 @@ from runtime.staging import describe, describe_tree, is_staged
 from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
 
 
-def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None, refused=()):
+def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None, refused=(), stores=()):
     """Functional form of an if statement.
 
     Same semantics as::
@@ -42,12 +42,14 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None, refus
     identity where both branches leave it there (see `_identities`). `aliased` names the
     variables and attributes (`self.hist`) whose lists and dicts the function changes in place
     and other names may reach (`transpiler.analysis.ownership`); `refused`, more of them, for
-    which the runtime's own `if`s (a loop's masked iteration) refuse different objects.
+    which the runtime's own `if`s (a loop's masked iteration) refuse different objects;
+    `stores`, (statement, name) of the branches' stores of such a container into another
+    (`record["best"] = params`), which a staged `if` refuses.
     """
     pred = staging.condition(pred)
     if is_staged(pred):
         site = Site("if statement")
-        effects = Effects((if_true, if_false), site)
+        effects = Effects((if_true, if_false), site, stores=stores)
         return effects.run(
             state,
             symbol_names,
@@ -395,7 +397,9 @@ _ONLY_THE_OUTPUTS = 3
 def _origins(raw: list, copies: dict, state, names, aliased, site) -> list:
     """Per output of a branch: None where it is no list or dict; else the object Python's
     variable holds after the branch (the original of a copy the branch was given, or an object
-    something else reaches), or `_NEW` (one the branch made)."""
+    something else reaches), or `_NEW` (one the branch made). Where what the variable holds
+    is `aliased` too (`"best[*]"`: the function may change the lists and dicts it holds after
+    the statement), with the origins of those: (origin, {key or index: origin})."""
     result = []
     for index in range(len(raw)):  # not enumerate: its cached pair holds the item too
         value = raw[index]
@@ -411,7 +415,34 @@ def _origins(raw: list, copies: dict, state, names, aliased, site) -> list:
             result.append(value)
         if index < len(state) and names[index] in aliased:
             _check_not_changed_then_replaced(value, state[index], copies, names[index], site)
+    for index, name in enumerate(names):
+        if name + _ITEMS in aliased and type(raw[index]) in (list, dict, tuple):
+            result[index] = (result[index], _item_origins(raw[index], copies))
     return result
+
+
+_ITEMS = "[*]"  # the analysis's path of what a container holds (`ownership.ITEMS`)
+
+
+def _item_origins(container, copies: dict) -> dict:
+    """{key or index: origin} of the lists and dicts `container` holds (see `_origins`)."""
+    pairs = container.items() if type(container) is dict else enumerate(container)
+    found = {}
+    for key, item in pairs:
+        if type(item) not in (list, dict):
+            continue
+        pair = copies.get(id(item))
+        if pair is not None and pair[0] is item:
+            found[key] = pair[1]
+        elif sys.getrefcount(item) <= _ONLY_THE_CONTAINER:
+            found[key] = _NEW
+        else:
+            found[key] = item
+    return found
+
+
+# An item only its container holds (and the loop's variable, and `sys.getrefcount`'s argument).
+_ONLY_THE_CONTAINER = 3
 
 
 _NEW = object()
@@ -442,7 +473,12 @@ def _identities(out: list, origins: dict, names, aliased, site, restore: bool = 
     if len(origins) < 2:  # a branch raises: the other one's objects
         return
     true, false = origins["true"], origins["false"]
+    held = []  # (index, origins) of the variables whose items are checked last
     for index, (a, b) in enumerate(zip(true, false)):
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            held.append((index, a, b))
+            a = a[0] if isinstance(a, tuple) else a
+            b = b[0] if isinstance(b, tuple) else b
         if a is None and b is None:
             continue
         if a is b and a is not _NEW:
@@ -464,6 +500,30 @@ def _identities(out: list, origins: dict, names, aliased, site, restore: bool = 
                 "may hold one of them: what the program writes through one and reads through "
                 f"the other would depend on which, which a staged program cannot follow. {fix}."
             )
+    for index, a, b in held:
+        _check_same_items(a, b, names[index], type(out[index]).__name__, site)
+
+
+def _check_same_items(a, b, name: str, kind: str, site: Site) -> None:
+    """Refuses a variable whose list, dict or tuple holds, at some key or index, a different
+    list or dict depending on the branch, one of them reached by other names, where the
+    function changes those in place after the statement (`record["best"] = params` in the
+    branch, then `params["w"] -= g`): Python's item is that very object, the staged one a
+    copy."""
+    a_items = a[1] if isinstance(a, tuple) else {}
+    b_items = b[1] if isinstance(b, tuple) else {}
+    for key in [*a_items, *(k for k in b_items if k not in a_items)]:
+        x, y = a_items.get(key), b_items.get(key)
+        if x is y or (x in (None, _NEW) and y in (None, _NEW)):
+            continue
+        held = type(x if x not in (None, _NEW) else y).__name__
+        raise StagingError(
+            f"{_label(name, site)} holds a different {held} at {key!r} depending on the "
+            f"condition of a staged {site.construct} ({site}), and another name may hold one "
+            f"of them, which the function changes in place after the statement: Python's "
+            f"{kind} holds that very {held}, the staged one a copy. Store a copy "
+            f"({held}(theirs)), or change the {held} only through this {kind}."
+        )
 
 
 def _branch_output(index, value, fixes: _Retrace, name: str):

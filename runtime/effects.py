@@ -710,9 +710,12 @@ class Effects:
     carries and the statement is staged again. Afterwards each place holds its final value.
     """
 
-    def __init__(self, functions, site, aliased=()):
+    def __init__(self, functions, site, aliased=(), stores=()):
         self.functions = [f for f in functions if isinstance(f, types.FunctionType)]
         self.site = site
+        # Statements of the block that store a list or dict the function changes in place
+        # after it into another container (`record["best"] = params`): refused when staged.
+        self.stores = tuple(stores)
         # A loop's: the variables whose lists and dicts other names may reach and change in
         # place (see `_check_not_bound_outside`).
         self.aliased = frozenset(aliased)
@@ -726,6 +729,16 @@ class Effects:
 
     def run(self, state, names, stage):
         """Stages the statement; returns its outputs (`names` name them)."""
+        for store, stored in self.stores:
+            if not _holds_containers(self.functions, stored):
+                continue  # an array's store (`record["loss"] = loss`)
+            raise StagingError(
+                f"`{store}` stores '{stored}' in another container in the staged "
+                f"{self.site.construct} ({self.site}), and the function changes '{stored}' in "
+                f"place after it: Python's container then holds the changed object, the staged "
+                f"one a copy of it as it was. Store a copy ({store.split(' = ')[0]} = "
+                f"copy.deepcopy({stored})), or store it outside the {self.site.construct}."
+            )
         if self.site.construct.endswith("loop"):
             token = _LOOP_ALIASED.set(self.aliased)
             try:
@@ -976,6 +989,34 @@ class Effects:
                 f"the other; the staged loop cannot follow which object '{name}' holds. Bind a "
                 f"copy ({name} = {kind}(other)), or read the {kind} through the other name."
             )
+
+
+def _holds_containers(functions, path: str) -> bool:
+    """Whether `path` (`"params"`, `"params[*]"`, `"self.best"`), as the functions read it
+    (a closure variable or global), is a list or dict, or (`[*]`) holds one; True where it
+    cannot be read (a variable of the block's own)."""
+    head, *attributes = path.removesuffix("[*]").split(".")
+    for function in functions:
+        code = function.__code__
+        if head in code.co_freevars:
+            cell = function.__closure__[code.co_freevars.index(head)]
+            try:
+                value = cell.cell_contents
+            except ValueError:  # not bound yet
+                continue
+        elif head in function.__globals__ and head not in code.co_varnames:
+            value = function.__globals__[head]
+        else:
+            continue
+        for attribute in attributes:
+            value = getattr(value, attribute, None)
+        if path.endswith("[*]"):
+            held = value.values() if type(value) is dict else value
+            return type(value) in (list, dict, tuple) and any(
+                type(item) in (list, dict) for item in held
+            )
+        return type(value) in (list, dict)
+    return True
 
 
 # The `aliased` of the loop being staged: its masked iterations' `if`s refuse those variables

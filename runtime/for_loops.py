@@ -158,6 +158,7 @@ def for_stmt(
     reads=(),
     sums=(),
     aliased=(),
+    stores=(),
 ):
     """Functional form of a for statement.
 
@@ -187,12 +188,13 @@ def for_stmt(
     body uses its Python items as Python values (`items_as_python`: `f"layer{i}"`, a call of
     user code with `i`), where a traced item would not be exact. Python state the loop changes
     is carried too, or refused (see `runtime.effects`; `aliased`: the variables whose lists and
-    dicts other names may reach and change in place).
+    dicts other names may reach and change in place; `stores`: the body's stores of such a
+    container into another, refused when staged).
     """
     site = Site("for loop")
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = check_count(checkpoints, "checkpoints", 2, site)
-    effects = Effects((body, extra_test, exit_test, on_exit), site, aliased)
+    effects = Effects((body, extra_test, exit_test, on_exit), site, aliased, stores)
     plain = (body, extra_test, symbol_names)
     exit_ = None
     if exit_test is not None:

@@ -42,6 +42,7 @@ def while_stmt(
     test_reads=(),
     compared=(),
     aliased=(),
+    stores=(),
 ):
     """Functional form of a while statement.
 
@@ -64,7 +65,8 @@ def while_stmt(
     state the loop changes (an attribute, a global) is carried too, or refused (see
     `runtime.effects`). `reads`, `sums`, `test_reads`, `compared`: what the conversion knows of
     the state's uses, for `runtime.peeling`; `aliased`: the variables whose lists and dicts
-    other names may reach and change in place (see `Effects`).
+    other names may reach and change in place; `stores`: the body's stores of such a container
+    into another, refused when staged (see `Effects`).
     """
     site = Site("while loop")
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
@@ -79,7 +81,7 @@ def while_stmt(
 
     def staged(state, iterations, first):
         left = None if max_iterations is None else max_iterations - iterations
-        out = Effects(functions, site, aliased).run(
+        out = Effects(functions, site, aliased, stores).run(
             state,
             symbol_names,
             lambda state, names, wrap: staged_while(

@@ -133,6 +133,34 @@ def rebuild(params, g):
     return params
 
 
+def layers_of(params):
+    yield from params.values()
+
+
+def bump(layer):
+    layer["w"] = layer["w"] + 1.0
+
+
+def keep_globally(p):
+    global KEPT
+    KEPT = p
+
+
+KEPT = {}
+STORE = {}
+
+
+def init(x):
+    return {"w": x}, {"m": 0 * x}
+
+
+def sgd_after_a_read(params, g):
+    scale = norm(params)
+    params = dict(params)
+    params["w"] = params["w"] - g / scale
+    return params
+
+
 _namespace = {}
 exec("def sgd_without_source(params, g):\n    params['w'] = params['w'] - g\n", _namespace)
 sgd_without_source = _namespace["sgd_without_source"]
@@ -483,6 +511,109 @@ def copied_by_a_loop_then_items_changed(x):
     return best["l1"]["w"]
 
 
+def chosen_items_copied_into_a_tuple(x):
+    params = {"l1": {"w": x}}
+    best = ({"w": 0 * x},)
+    if x > 0:
+        best = tuple(params.values())  # holds params' inner dicts
+    params["l1"]["w"] = params["l1"]["w"] + 1.0
+    return best[0]["w"]
+
+
+def chosen_items_merged_into_a_dict(x):
+    params, best = _chosen(x, nested=True)
+    if x > 0:
+        best = params | {}
+    params["l1"]["w"] = params["l1"]["w"] + 1.0
+    return best["l1"]["w"]
+
+
+def chosen_items_appended_to_a_new_list(x):
+    inner = {"w": x}
+    best = [{"w": 0 * x}]
+    if x > 0:
+        best = []
+        best.append(inner)
+    inner["w"] = inner["w"] + 1.0
+    return best[0]["w"]
+
+
+def stored_in_a_dict_by_the_branch(x):
+    params = {"w": x}
+    record = {"best": {"w": 0 * x}}
+    if x > 0:
+        record["best"] = params
+    params["w"] = params["w"] - 0.4
+    return record["best"]["w"]
+
+
+def stored_by_setattr_in_the_branch(x):
+    params = {"w": x}
+    holder = Holder({"w": 0 * x})
+    if x > 0:
+        setattr(holder, "params", params)  # noqa: B010 - the form under test
+    params["w"] = params["w"] + 1.0
+    return holder.params["w"]
+
+
+def stored_in_a_global_by_the_branch(x):
+    params = {"w": x}
+    STORE["best"] = {"w": 0 * x}
+    if x > 0:
+        STORE["best"] = params
+    params["w"] = params["w"] + 1.0
+    return STORE["best"]["w"]
+
+
+def kept_in_a_global_by_a_helper(x):
+    params, best = _chosen(x)
+    if x > 0:
+        best = params
+    keep_globally(params)
+    KEPT["w"] = KEPT["w"] + 1.0
+    return best["w"]
+
+
+def changed_through_a_generator(x):
+    params, best = _chosen(x, nested=True)
+    if x > 0:
+        best = dict(params)
+    for layer in layers_of(params):
+        layer["w"] = layer["w"] + 1.0
+    return best["l1"]["w"]
+
+
+def changed_by_a_helper_map_calls(x):
+    params, best = _chosen(x, nested=True)
+    if x > 0:
+        best = dict(params)
+    list(map(bump, params.values()))
+    return best["l1"]["w"]
+
+
+def changed_by_a_local_classes_static_method(x):
+    params, best = _chosen(x)
+
+    class Opt:
+        @staticmethod
+        def step(p):
+            p["w"] = p["w"] / 2
+
+    if x > 0:
+        best = params
+    Opt.step(params)
+    return best["w"]
+
+
+def copied_through_a_name_then_items_changed(x):
+    params, best = _chosen(x, nested=True)
+    same_params = params
+    if x > 0:
+        best = dict(same_params)  # shares params' inner dicts too
+    params["l1"]["w"] = params["l1"]["w"] + 1.0
+    return best["l1"]["w"]
+
+
 @pytest.mark.parametrize(
     "fn, message",
     [
@@ -526,6 +657,22 @@ def copied_by_a_loop_then_items_changed(x):
                 changed_by_a_local_name_for_a_helper,
                 comprehension_copy_then_items_changed,
                 changed_by_a_helper_without_source,
+                kept_in_a_global_by_a_helper,
+                changed_through_a_generator,
+                changed_by_a_helper_map_calls,
+                changed_by_a_local_classes_static_method,
+                copied_through_a_name_then_items_changed,
+            ]
+        ),
+        (chosen_items_copied_into_a_tuple, "'best' holds a different dict at 0 depending"),
+        (chosen_items_merged_into_a_dict, "'best' is a different dict depending on"),
+        (chosen_items_appended_to_a_new_list, "`best.append.inner.` stores 'inner' in another"),
+        *(
+            (fn, "stores 'params' in another container in the staged if statement")
+            for fn in [
+                stored_in_a_dict_by_the_branch,
+                stored_by_setattr_in_the_branch,
+                stored_in_a_global_by_the_branch,
             ]
         ),
     ],
@@ -611,6 +758,33 @@ def chosen_then_kept_by_a_dataclass(x):
     return best["w"] + kept.params["w"]
 
 
+def state_made_by_a_helper_then_changed(x):
+    params, opt_state = init(x)  # two new dicts
+    best = {"w": 0 * x}
+    if x > 0:
+        best = params
+    opt_state["m"] = opt_state["m"] + 1.0  # not params
+    return best["w"], opt_state["m"]
+
+
+def chosen_then_replaced_by_a_helper_that_reads_before_copying(x):
+    params, best = {"w": x}, {"w": 0 * x}
+    if x > 0:
+        best = params
+    params = sgd_after_a_read(params, x)
+    return best["w"], params["w"]
+
+
+def an_array_stored_by_the_branch(x):
+    params = {"w": x}
+    record = {"loss": 0 * x}
+    loss = x * 2
+    if x > 0:
+        record["loss"] = loss  # an array: nothing to follow
+    params["w"] = params["w"] + 1.0
+    return record["loss"], params["w"]
+
+
 @pytest.mark.parametrize(
     "fn",
     [
@@ -622,6 +796,9 @@ def chosen_then_kept_by_a_dataclass(x):
         chosen_then_replaced_by_a_helper_that_copies_after_a_guard,
         chosen_then_replaced_by_a_helper_that_rebuilds,
         chosen_then_kept_by_a_dataclass,
+        state_made_by_a_helper_then_changed,
+        chosen_then_replaced_by_a_helper_that_reads_before_copying,
+        an_array_stored_by_the_branch,
     ],
 )
 @pytest.mark.parametrize("x", [1.5, -1.0])

@@ -58,9 +58,9 @@ class Summary:
       vararg, kwarg: the names of its `*args` and `**kwargs`, or None.
       changes: the paths from its parameters whose containers it may change in place: `"p"`,
         `"p[*]"` (a container `p` holds), `"st.params"` (an attribute's).
-      returns: (path, held) of what it may give back: a parameter's container or one it
-        reaches (`"p"`, `"p[*]"`, `"st.params"`), or (`held`) a new container holding it
-        (`return (p, q)`).
+      returns: (path, depth) of what it may give back: a parameter's container or one it
+        reaches (`"p"`, `"p[*]"`, `"st.params"`; depth 0), or a new container holding it
+        (`return (p, q)`: depth 1; 2 for deeper).
       joins: pairs of paths it may leave holding one container (`cache["best"] = p`:
         `("cache[*]", "p")`).
       unknown: what it does cannot be told: every container it is given may be changed, kept
@@ -74,10 +74,11 @@ class Summary:
     vararg: str | None = None
     kwarg: str | None = None
     changes: frozenset[str] = frozenset()
-    returns: frozenset[tuple[str, bool]] = frozenset()
+    returns: frozenset[tuple[str, int]] = frozenset()
     joins: frozenset[tuple[str, str]] = frozenset()
     unknown: bool = False
     constructs: bool = False  # a class: its new object may keep what it is given
+    written_globals: frozenset[str] = frozenset()  # `global best; best = p`
 
     def bound(self, args, keywords) -> list[tuple[str, int, gast.expr]]:
         """(parameter, depth, argument) of a call's arguments: depth 1 where the parameter
@@ -185,30 +186,31 @@ class Callees:
                 for path in ([source, ownership.items(source)] if not held else [source])
             ]
         found = []
-        for parameter, depth, arg in summary.bound(args, keywords):
+        for parameter, depth, arg in _bound(summary, args, keywords):
             arg_sources = ownership.sources(arg, self)
             for change in summary.changes:
                 found += _translated(change, parameter, depth, arg_sources, changes=True)
         return [path for path, _ in found]
 
-    def given_back(self, call: gast.Call) -> list[tuple[str, bool]]:
-        """(path, held) of the caller's containers `call`'s value may be or hold."""
+    def given_back(self, call: gast.Call) -> list[tuple[str, int]]:
+        """(path, depth) of the caller's containers `call`'s value may be or hold (see
+        `ownership.sources`)."""
         summary, args, keywords = self._resolved(call)
         if summary is None:
             return []
         if summary.unknown or summary.constructs:
             # A class's new object may keep what it is given (`Holder(params)`).
             return [
-                (source, True)
+                (source, 1)
                 for arg in _arguments(args, keywords)
                 for source, _ in ownership.sources(arg, self)
             ]
         found = []
-        for parameter, depth, arg in summary.bound(args, keywords):
+        for parameter, depth, arg in _bound(summary, args, keywords):
             arg_sources = ownership.sources(arg, self)
             for returned, held in summary.returns:
                 found += [
-                    (path, held or inner)
+                    (path, min(held + inner, 2))
                     for path, inner in _translated(returned, parameter, depth, arg_sources)
                 ]
         return found
@@ -220,14 +222,15 @@ class Callees:
             return []
         bound = [
             (parameter, depth, ownership.sources(arg, self))
-            for parameter, depth, arg in summary.bound(args, keywords)
+            for parameter, depth, arg in _bound(summary, args, keywords)
         ]
-        found = []
-        for a, b in summary.joins:
-            ends_a = [p for x in bound for p, _ in _translated(a, *x, changes=True)]
-            ends_b = [p for x in bound for p, _ in _translated(b, *x, changes=True)]
-            found += [(x, y) for x in ends_a for y in ends_b]
-        return found
+
+        def ends(path):  # a global's path is the caller's too
+            if path.split(".")[0].removesuffix(ITEMS) in summary.written_globals:
+                return [path]
+            return [p for x in bound for p, _ in _translated(path, *x, changes=True)]
+
+        return [(x, y) for a, b in summary.joins for x in ends(a) for y in ends(b)]
 
     def _resolved(self, call: gast.Call):
         func, args = call.func, list(call.args)
@@ -235,6 +238,10 @@ class Callees:
             if func.attr != "call" or not args:
                 return None, [], []
             func, args = args[0], args[1:]
+        if args and _maps(self._value(func)):
+            # `map(bump, layers)`, `jax.tree.map(bump, params)`: `bump` given each item
+            inner = self.summary(args[0])
+            return (_Mapped(inner) if inner is not None else None), args[1:], []
         return self.summary(func), args, call.keywords
 
     def summary(self, func: gast.expr) -> Summary | None:
@@ -251,7 +258,27 @@ class Callees:
             found, scope = self._local(func.id)
             if scope is not None:
                 return scope._summary_of_local(found)
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+            found, scope = self._local(func.value.id)
+            if isinstance(found, gast.ClassDef):  # `Opt.step(params)`, `Opt` defined here
+                return scope._summary_of_method(found, func.attr)
         return _summary_of_value(self._value(func))
+
+    def _summary_of_method(self, cls: gast.ClassDef, name: str) -> Summary | None:
+        methods = [n for n in cls.body if isinstance(n, gast.FunctionDef) and n.name == name]
+        if len(methods) != 1:
+            return None if not methods else UNKNOWN
+        method = methods[0]
+        if id(method) not in self._local_summaries:
+            self._local_summaries[id(method)] = UNKNOWN  # a recursive call
+            summary = summarize(method, self.scope(method))
+            decorators = {structure.root_name(d) for d in method.decorator_list} | {
+                d.attr for d in method.decorator_list if isinstance(d, gast.Attribute)
+            }
+            self._local_summaries[id(method)] = (
+                summary.shifted(1) if "classmethod" in decorators else summary
+            )
+        return self._local_summaries[id(method)]
 
     def _local(self, name: str):
         """(definition, scope) of a name bound in this scope or one around it; (None, None)
@@ -317,14 +344,39 @@ class Callees:
 _NEW = Summary(parameters=(), vararg="args", kwarg="kwargs")  # a class with no `__init__`
 
 
+class _Mapped(Summary):
+    """A function's summary as `map` calls it: with an item of each argument."""
+
+    def __init__(self, inner: Summary):
+        super().__init__(**{f.name: getattr(inner, f.name) for f in dataclasses.fields(inner)})
+
+
+def _bound(summary: Summary, args, keywords) -> list[tuple[str, int, gast.expr]]:
+    """`summary.bound`; for a function `map` calls, each parameter holds an item of the
+    argument at its position (depth -1)."""
+    if isinstance(summary, _Mapped):
+        names = [*summary.parameters, *([summary.vararg] * len(args) if summary.vararg else [])]
+        return [(name, -1, arg) for name, arg in zip(names, args)]
+    return summary.bound(args, keywords)
+
+
+def _maps(value) -> bool:
+    """Whether `value` is `map`, or JAX's `tree.map` (which may call with containers too,
+    given `is_leaf`)."""
+    if value is map:
+        return True
+    module, name = getattr(value, "__module__", "") or "", getattr(value, "__name__", "")
+    return module.startswith("jax") and name in ("map", "tree_map")
+
+
 def _arguments(args, keywords) -> list[gast.expr]:
     return [a.value if isinstance(a, gast.Starred) else a for a in args] + [
         k.value for k in keywords
     ]
 
 
-def _translated(path, parameter, depth, arg_sources, changes=False) -> list[tuple[str, bool]]:
-    """The caller's (path, held) for a callee's `path` from `parameter` (`"p"`, `"p[*]"`,
+def _translated(path, parameter, depth, arg_sources, changes=False) -> list[tuple[str, int]]:
+    """The caller's (path, depth) for a callee's `path` from `parameter` (`"p"`, `"p[*]"`,
     `"p.attr"`), given the sources of the argument bound to it at `depth` (see
     `Summary.bound`). With `changes`, what changing `path` changes: a new display the
     argument is changes nothing of the caller's."""
@@ -334,20 +386,20 @@ def _translated(path, parameter, depth, arg_sources, changes=False) -> list[tupl
     rest = path[len(head) :]  # "", "[*]", ".attr", ".attr[*]"
     found = []
     for source, held in arg_sources:
-        level = depth + (1 if held else 0)  # how far below the parameter `source` is
+        level = depth + held  # how far below the parameter `source` is
         if level < 0:  # the argument holds the parameter: `f(*pair)`
             source, level = ownership.items(source), 0
         if level == 0:
             if rest.startswith("."):
-                found.append((source + rest if not source.endswith(ITEMS) else source, False))
+                found.append((source + rest if not source.endswith(ITEMS) else source, 0))
             elif rest:
-                found.append((ownership.items(source), False))
+                found.append((ownership.items(source), 0))
             else:
-                found.append((source, False))
+                found.append((source, 0))
         elif rest.startswith(ITEMS):  # the argument is one of the containers `p` holds
-            found += [(source, False), (ownership.items(source), False)]
+            found += [(source, 0), (ownership.items(source), 0)]
         elif not changes and not rest:  # `return args`: a tuple holding the argument
-            found.append((source, True))
+            found.append((source, 1))
     return found
 
 
@@ -473,6 +525,11 @@ def _local_definitions(fn_node: gast.FunctionDef) -> dict:
     return found
 
 
+def _head(path: str) -> str:
+    """The variable a path starts from: `p` of `p.attr[*]`."""
+    return path.split(".")[0].removesuffix(ITEMS)
+
+
 def _as_function(node) -> gast.FunctionDef:
     """A def, or a lambda as one (`return` of its expression)."""
     if not isinstance(node, gast.Lambda):
@@ -496,6 +553,10 @@ def summarize(fn_node: gast.FunctionDef, callees: Callees) -> Summary:
     vararg = args.vararg.id if args.vararg is not None else None
     kwarg = args.kwarg.id if args.kwarg is not None else None
     every = {*parameters, *keywords, *(p for p in (vararg, kwarg) if p is not None)}
+    # Module globals it rebinds (`global best; best = p`): joined with the caller's names.
+    written = {
+        name for node in gast.walk(fn_node) if isinstance(node, gast.Global) for name in node.names
+    }
     nested: set[str] = set()
     changed: set[str] = set()
     for stmt in gast.walk(fn_node):
@@ -503,16 +564,17 @@ def summarize(fn_node: gast.FunctionDef, callees: Callees) -> Summary:
             changed.update(ownership.own_changes(stmt, nested, callees))
     changed |= nested
     sharing = ownership.Sharing(fn_node, nested=True, resolve=callees)
-    copied = _copied_first(fn_node, every)
+    copied = _copied_first(fn_node, every, callees)
 
-    candidates = sharing.known() | changed | {p for q in every for p in (q, q + ITEMS)}
+    candidates = sharing.known() | changed
+    candidates |= {p for q in every | written for p in (q, q + ITEMS)}
 
     def reaching(root: str) -> set[str]:
         """The paths from parameters whose container is `root`'s."""
         found = set()
         for path in candidates:
             head = path.split(".")[0].removesuffix(ITEMS)
-            if head not in every or sharing.root(path) != root:
+            if head not in every | written or sharing.root(path) != root:
                 continue
             if head in copied and not path.startswith(head + ITEMS):
                 continue  # the copy's, not the container given
@@ -524,9 +586,14 @@ def summarize(fn_node: gast.FunctionDef, callees: Callees) -> Summary:
         changes |= reaching(root)
     returns = set()
     for node in activity.walk_scope(fn_node.body):
-        if isinstance(node, gast.Return) and node.value is not None:
+        if isinstance(node, (gast.Return, gast.Yield, gast.YieldFrom)) and node.value is not None:
+            # A generator gives back an iterator holding what it yields.
+            held_by = 0 if isinstance(node, gast.Return) else 1
             for path, held in ownership.sources(node.value, callees):
-                returns |= {(found, held) for found in reaching(sharing.root(path))}
+                if isinstance(node, gast.YieldFrom):  # it yields the items of its value
+                    path, held = (path, held - 1) if held else (ownership.items(path), 0)
+                found = reaching(sharing.root(path))
+                returns |= {(one, min(held + held_by, 2)) for one in found}
     joins = set()
     for root in sharing.roots():
         paths = sorted(reaching(root))
@@ -536,13 +603,14 @@ def summarize(fn_node: gast.FunctionDef, callees: Callees) -> Summary:
         keywords,
         vararg,
         kwarg,
-        frozenset(changes),
-        frozenset(returns),
+        frozenset(c for c in changes if c.split(".")[0].removesuffix(ITEMS) in every),
+        frozenset(r for r in returns if r[0].split(".")[0].removesuffix(ITEMS) in every),
         frozenset(joins),
+        written_globals=frozenset(written),
     )
 
 
-def _copied_first(fn_node: gast.FunctionDef, parameters: set[str]) -> set[str]:
+def _copied_first(fn_node: gast.FunctionDef, parameters: set[str], callees: Callees) -> set[str]:
     """The parameters the function rebinds to a new container (`params = dict(params)`)
     before anything but reads of them (`if g is None: return params`): the container given
     is reached only through its items after that."""
@@ -564,15 +632,15 @@ def _copied_first(fn_node: gast.FunctionDef, parameters: set[str]) -> set[str]:
                 if not rebinds_later and not keeps:
                     found.add(name)
                 break
-            if not _only_reads(stmt, name):
+            if not _only_reads(stmt, name, callees):
                 break
     return found
 
 
-def _only_reads(stmt: gast.stmt, name: str) -> bool:
+def _only_reads(stmt: gast.stmt, name: str, callees: Callees) -> bool:
     """Whether `stmt` at most reads `name`'s container: it changes it in no way the analysis
-    sees, hands it to no call, binds no other name to it and stores it nowhere (but a
-    `return`, which ends the function)."""
+    sees, hands it to no call but one that only reads it (`norm(params)`), binds no other
+    name to it and stores it nowhere (but a `return`, which ends the function)."""
     for node in gast.walk(stmt):
         if isinstance(node, gast.Return):
             continue
@@ -582,7 +650,13 @@ def _only_reads(stmt: gast.stmt, name: str) -> bool:
             isinstance(arg, gast.Name) and arg.id == name
             for arg in _arguments(node.args, node.keywords)
         ):
-            return False  # handed to a function, which may change it
+            summary = callees._resolved(node)[0]
+            if summary is None or summary.unknown or summary.constructs or summary.joins:
+                return False  # handed to a function, which may change or keep it
+            if any(_head(p) == name for p in callees.changed_by(node)):
+                return False
+            if any(_head(p) == name for p, _ in callees.given_back(node)):
+                return False  # given back: whatever holds the call's value holds it
         if any(
             source == name or source.startswith(name + ".")
             for _, value, item in ownership.bindings(node)

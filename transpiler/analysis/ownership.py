@@ -465,15 +465,21 @@ class Sharing:
             for target, value, item in bindings(node):
                 for source, held in sources(value, resolve):
                     if item:  # the target is an item of the value: of `source`, or it
-                        source, held = (source if held else items(source)), False
+                        source, held = (source, held - 1) if held else (items(source), 0)
                     self.join(items(target) if held else target, source)
                     if whole:
                         self.exposed.add(source.split(".")[0].removesuffix(ITEMS))
 
     def join(self, a: str, b: str) -> None:
-        a, b = self.root(a), self.root(b)
-        if a != b:
-            self.parent[a] = b
+        """Joins `a` and `b`, and what they hold (`a[*]` and `b[*]`): one container holds
+        the same items under every name."""
+        while True:
+            ra, rb = self.root(a), self.root(b)
+            if ra != rb:
+                self.parent[ra] = rb
+            if a.endswith(ITEMS) and b.endswith(ITEMS):
+                return
+            a, b = items(a), items(b)
 
     def root(self, path: str) -> str:
         head, dot, rest = path.partition(".")
@@ -604,6 +610,10 @@ def bindings(node) -> list[tuple[str, gast.expr, bool]]:
         pairs = [(node.target, node.iter, True)]
     elif isinstance(node, (gast.With, gast.AsyncWith)):
         pairs = [(i.optional_vars, i.context_expr, False) for i in node.items if i.optional_vars]
+    elif isinstance(node, gast.AugAssign) and isinstance(node.op, (gast.Add, gast.BitOr)):
+        pairs = [(_as_item(node.target), node.value, True)]  # `buf += more`: more's items
+    elif isinstance(node, gast.Call):
+        pairs = _filled(node)
     else:
         return []
     found = []
@@ -628,7 +638,70 @@ def bindings(node) -> list[tuple[str, gast.expr, bool]]:
         )
         if path is not None:
             found.append((items(path) if isinstance(target, gast.Subscript) else path, value, item))
+        elif isinstance(target, gast.Subscript):  # `vars(h)["p"] = v`: what the base may be
+            base = target
+            while isinstance(base, gast.Subscript):
+                base = base.value
+            found += [(items(p), value, item) for p, _ in sources(base)]
     return found
+
+
+def _as_item(target: gast.expr) -> gast.expr:
+    """`target[...]`: stands for an item of `target`'s container in `bindings`."""
+    return gast.Subscript(value=target, slice=gast.Constant(value=0, kind=None), ctx=gast.Store())
+
+
+def _filled(call: gast.Call) -> list[tuple[gast.expr, gast.expr, bool]]:
+    """(target item, value, item) of what a changing method puts in its container:
+    `h.append(v)`, `h.insert(0, v)`, `d.setdefault(k, v)`, `d.update(k=v)` (`v`); `h.extend(vs)`,
+    `d.update(other)` (items of `vs`, `other`); also as `rt__.list_append(h, v)` and
+    `dict.update(d, other)` write them."""
+    func, args = call.func, list(call.args)
+    if is_runtime(func):
+        if func.attr == "list_append" and len(args) == 2:
+            return [(_as_item(args[0]), args[1], False)]
+        if func.attr == "list_insert" and len(args) == 3:
+            return [(_as_item(args[0]), args[2], False)]
+        if func.attr != "call" or not args:
+            return []
+        func, args = args[0], args[1:]
+    if isinstance(func, gast.Name) and func.id == "setattr" and len(args) == 3:
+        return [(_as_item(args[0]), args[2], False)]  # `setattr(h, "p", v)`: kept by `h`
+    if not isinstance(func, gast.Attribute) or func.attr not in _FILLERS:
+        return []
+    if isinstance(func.value, gast.Name) and func.value.id in _CONTAINER_TYPES:
+        if not args:
+            return []
+        receiver, args = args[0], args[1:]  # `dict.update(d, other)`
+    else:
+        receiver = func.value
+    target = _as_item(receiver)
+    keywords = [(target, k.value, False) for k in call.keywords if k.arg is not None]
+    keywords += [(target, k.value, True) for k in call.keywords if k.arg is None]
+    if func.attr in ("extend", "update", "__ior__", "__iadd__"):
+        return [(target, arg, True) for arg in args] + keywords
+    if func.attr in ("append", "add") and args:
+        return [(target, args[0], False)]
+    if func.attr == "insert" and len(args) == 2:
+        return [(target, args[1], False)]
+    if func.attr in ("setdefault", "__setitem__") and len(args) == 2:
+        return [(target, args[1], False)]
+    return keywords
+
+
+_FILLERS = frozenset(
+    {
+        "append",
+        "add",
+        "insert",
+        "extend",
+        "update",
+        "setdefault",
+        "__setitem__",
+        "__ior__",
+        "__iadd__",
+    }
+)
 
 
 def items(path: str) -> str:
@@ -636,20 +709,24 @@ def items(path: str) -> str:
     return path if path.endswith(ITEMS) else path + ITEMS
 
 
-def sources(value, resolve=None) -> list[tuple[str, bool]]:
-    """(path, held) of the containers `value` may be (`p`, `st[*]` of `st["k"]`,
+def sources(value, resolve=None) -> list[tuple[str, int]]:
+    """(path, depth) of the containers `value` may be (depth 0: `p`, `st[*]` of `st["k"]`,
     `st.get("k")` and `next(iter(st.values()))`, `p` of what `resolve` says `get(p)` gives
-    back) or, `held`, hold (`p` and `q` of `(p, q)`, `xs[*]` of `[xs[0], 0.0]`, `params[*]`
+    back) or hold (depth 1: `p` and `q` of `(p, q)`, `xs[*]` of `[xs[0], 0.0]`, `params[*]`
     of `dict(params)`, `{**params}`, `params.values()`, `enumerate(params)` and `{k: v for k,
-    v in params.items()}`)."""
-    found, todo = [], [(value, False)]
+    v in params.items()}`; depth 2, deeper: `x` of `({"w": x}, {"m": 0})`)."""
+    found, todo = [], [(value, 0)]
 
-    def inside(node, held):  # the containers `node`'s container holds
+    def inside(node, depth):  # the containers `node`'s container holds, at `depth`
         nonlocal found
-        found += [(path if inner else items(path), held) for path, inner in sources(node, resolve)]
+        found += [
+            (path, min(depth + inner - 1, 2)) if inner else (items(path), depth)
+            for path, inner in sources(node, resolve)
+        ]
 
     while todo:
         node, held = todo.pop()
+        deeper = min(held + 1, 2)
         if isinstance(node, (gast.Name, gast.Attribute, gast.Subscript)):
             path = _path(node)
             if path is not None:
@@ -665,33 +742,43 @@ def sources(value, resolve=None) -> list[tuple[str, bool]]:
         elif isinstance(node, (gast.Tuple, gast.List, gast.Set)):
             for item in node.elts:
                 if isinstance(item, gast.Starred):  # `[*ps]`: holds what `ps` holds
-                    inside(item.value, True)
+                    inside(item.value, deeper)
                 else:
-                    todo.append((item, True))
+                    todo.append((item, deeper))
         elif isinstance(node, gast.Dict):
             for key, item in zip(node.keys, node.values):
                 if key is None:  # `{**p}`
-                    inside(item, True)
+                    inside(item, deeper)
                 else:
-                    todo.append((item, True))
+                    todo.append((item, deeper))
         elif isinstance(node, (gast.ListComp, gast.SetComp, gast.GeneratorExp)):
-            todo.append((node.elt, True))  # its targets are joined to what they iterate
+            todo.append((node.elt, deeper))  # its targets are joined to what they iterate
         elif isinstance(node, gast.DictComp):
-            todo.append((node.value, True))
+            todo.append((node.value, deeper))
+        elif isinstance(node, gast.BinOp) and isinstance(node.op, _JOINING_OPS):
+            # `xs + ys`, `[v] * 2`, `d | other`: what they hold (not `p["w"] * 2`, `x + 1`:
+            # an array's arithmetic)
+            for operand in (node.left, node.right):
+                if isinstance(node.op, gast.Mult) and not isinstance(operand, _SEQUENCES):
+                    continue
+                if not isinstance(operand, (gast.Subscript, gast.Constant)):
+                    inside(operand, deeper)
         elif isinstance(node, gast.Call):
             copied = _shallow_copy_of(node)
             if copied is not None:
-                found.append((items(copied), True))  # a new container holding the same items
+                found.append((items(copied), deeper))  # a new container holding the same items
                 continue
             for source, kind in _call_sources(node):
                 if kind == _ITEM:  # an item of `source`'s container: `st.get("k")`
                     inside(source, held)
                 elif kind == _HOLDS_ITEMS:  # `st.values()`, `enumerate(st)`
-                    inside(source, True)
+                    inside(source, deeper)
+                elif kind == _HOLDS:  # `dict(l1=inner)`
+                    todo.append((source, deeper))
                 else:
                     todo.append((source, held))
             if resolve is not None:
-                found += [(path, held or gives) for path, gives in resolve.given_back(node)]
+                found += [(path, min(held + gives, 2)) for path, gives in resolve.given_back(node)]
     return found
 
 
@@ -745,17 +832,50 @@ def _call_sources(call: gast.Call) -> list[tuple[gast.expr, str]]:
     if isinstance(func, gast.Attribute) and func.attr in _VIEWS:
         return [(func.value, _HOLDS_ITEMS)]
     if isinstance(func, gast.Name) and func.id in _ITERATORS:
-        return [(arg, _HOLDS_ITEMS) for arg in args if not isinstance(arg, gast.Starred)]
+        found = [(a.value if isinstance(a, gast.Starred) else a, _HOLDS_ITEMS) for a in args]
+        # `dict(l1=inner)`, `dict(**p)`: what is given by keyword, it holds
+        return found + [(k.value, _HOLDS if k.arg else _HOLDS_ITEMS) for k in call.keywords]
+    if (
+        isinstance(func, gast.Attribute)
+        and func.attr == "fromkeys"
+        and isinstance(func.value, gast.Name)
+        and func.value.id == "dict"
+    ):
+        return [(arg, _HOLDS) for arg in args[1:]]  # `dict.fromkeys(keys, inner)`
+    if (
+        isinstance(func, gast.Attribute)
+        and structure.root_name(func) in ("jax", "jtu")
+        and (func.attr in ("map", "tree_map"))
+    ):
+        return [(arg, _HOLDS_ITEMS) for arg in args[1:]]  # `jax.tree.map(f, params)`
     if isinstance(func, gast.Name) and func.id == "next":
         return [(arg, _ITEM) for arg in args[:1]]
+    if isinstance(func, gast.Name) and func.id == "vars":
+        return [(arg, _ITSELF) for arg in args[:1]]  # `vars(h)`: `h`'s attributes
     return []
 
 
-_ITSELF, _ITEM, _HOLDS_ITEMS = "itself", "item", "holds items"
+_ITSELF, _ITEM, _HOLDS, _HOLDS_ITEMS = "itself", "item", "holds", "holds items"
+_JOINING_OPS = (gast.Add, gast.Mult, gast.BitOr)
+_SEQUENCES = (gast.List, gast.Tuple, gast.ListComp)
 _ACCESSORS = frozenset({"get", "pop", "setdefault", "popitem", "__getitem__"})
 _VIEWS = frozenset({"values", "items"})
+# Builtins giving back a container, view or iterator of their arguments' items.
 _ITERATORS = frozenset(
-    {"iter", "reversed", "enumerate", "zip", "sorted", "filter", "tuple", "set", "frozenset"}
+    {
+        "iter",
+        "reversed",
+        "enumerate",
+        "zip",
+        "sorted",
+        "filter",
+        "map",
+        "list",
+        "dict",
+        "tuple",
+        "set",
+        "frozenset",
+    }
 )
 _RUNTIME_ITERATORS = frozenset({"enumerate_", "zip_", "reversed_"})
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import analysis, anno, structure, templates
+from transpiler import analysis, anno, loading, structure, templates
 from transpiler.analysis import activity, item_uses, ownership
 from transpiler.analysis import callees as callees_
 from transpiler.context import PassContext
@@ -231,6 +231,7 @@ class _ControlFlow(Transformer):
             return self.generic_visit(node)
         outputs, inputs, cells = self._state(node)
         names = dict(if_true=self.namer.new("if_true"), if_false=self.namer.new("if_false"))
+        stores = self._stores_option(node, node.body + node.orelse)
         self._visit_blocks(node)
         converted = self._assign_state(
             _IF, outputs, inputs, cells, body=node.body, orelse=node.orelse, test=node.test, **names
@@ -238,10 +239,17 @@ class _ControlFlow(Transformer):
         # The variables it gives a value whose lists or dicts the function may change in place
         # after the statement (or attributes: `self.hist`).
         after = self.aliased[-1].get(node, frozenset())
-        aliased = tuple(sorted(n for n in after if n in outputs or "." in n))
+        aliased = tuple(
+            sorted(
+                n
+                for n in after
+                if n in outputs or "." in n or n.removesuffix(ownership.ITEMS) in outputs
+            )
+        )
         if aliased:
             keyword = gast.keyword(arg="aliased", value=templates.constant(aliased))
             converted[-1].value.keywords.append(keyword)
+        converted[-1].value.keywords.extend(stores)
         return converted
 
     def visit_While(self, node):
@@ -249,7 +257,7 @@ class _ControlFlow(Transformer):
             return self.generic_visit(node)
         names, _, cells = self._state(node)
         options = _loop_options(node) + self._restart_options(node, names)
-        options += self._aliased_option(node, names)
+        options += self._aliased_option(node, names) + self._stores_option(node, node.body)
         template, replacements = _WHILE, {}
         guard = _exit_guard(node)
         if guard is not None:
@@ -297,6 +305,7 @@ class _ControlFlow(Transformer):
             options.append(gast.keyword(arg="items_as_python", value=true))
         names, _, cells = self._state(node)
         options += self._restart_options(node, names) + self._aliased_option(node, names)
+        options += self._stores_option(node, node.body)
         target = node.target
         if isinstance(target, gast.Name) and target.id not in names:
             item, bind_item = target.id, []
@@ -334,6 +343,38 @@ class _ControlFlow(Transformer):
         self.range_indices.pop()
         stmts = self._assign_state(template, names, names, cells, body=node.body, **replacements)
         return stmts + node.orelse
+
+    def _stores_option(self, node, stmts) -> list[gast.keyword]:
+        """`stores=((statement, path), ...)`: the statements of `stmts` that store a list or
+        dict the function may change in place after `node` into another container
+        (`record["best"] = params`), which the runtime refuses where `node` is staged and the
+        stored value is a list or dict (see runtime.effects.Effects)."""
+        after = self.aliased[-1].get(node, frozenset())
+        if not after:
+            return []
+        resolve = self.resolvers[-1]
+        found = {}
+        for inner in activity.walk_scope(stmts):
+            stored = [
+                source
+                for target, value, _ in ownership.bindings(inner)
+                if target.endswith(ownership.ITEMS)
+                for source, _ in ownership.sources(value, resolve)
+            ]
+            if isinstance(inner, gast.Call):  # `register(cache, params)`
+                stored += [
+                    path
+                    for pair in resolve.joined_by(inner)
+                    for path in pair
+                    if not path.endswith(ownership.ITEMS)
+                ]
+            for path in stored:
+                if path in after:
+                    found.setdefault(_described(inner), path)
+        if not found:
+            return []
+        value = templates.constant(tuple(found.items()))
+        return [gast.keyword(arg="stores", value=value)]
 
     def _aliased_option(self, node, names) -> list[gast.keyword]:
         """`aliased=(...)`: the loop's variables whose lists and dicts other names may reach
@@ -495,6 +536,24 @@ def _increments(stmt: gast.stmt, name: str) -> bool:
         and isinstance(op, (gast.Add, gast.Sub))
         and name not in activity.of(value).reads
     )
+
+
+def _described(node) -> str:
+    """A statement or call as the user wrote it (`best.append(p)` for the lists pass's
+    `rt__.list_append(best, p)`)."""
+    if (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Attribute)
+        and isinstance(node.func.value, gast.Name)
+        and node.func.value.id == RUNTIME
+    ):
+        func, args = node.func.attr, list(node.args)
+        if func == "call" and args:
+            node = gast.Call(func=args[0], args=args[1:], keywords=node.keywords)
+        elif func.startswith("list_") and args:
+            method = gast.Attribute(value=args[0], attr=func[len("list_") :], ctx=gast.Load())
+            node = gast.Call(func=method, args=args[1:], keywords=node.keywords)
+    return loading.unparse(node).strip()
 
 
 def _placeholder(name: str) -> gast.expr:

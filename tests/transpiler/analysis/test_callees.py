@@ -24,13 +24,13 @@ def _summary(source: str, globals_=None) -> callees.Summary:
     [
         ("def f(p, g):\n    p['w'] = g", {"p"}),
         # `g` is held at some depth below `p` now: one of the containers changed, for all
-        # the analysis tells (its items are not told apart by depth).
-        ("def f(p, g):\n    p['l1']['w'] = g", {"p", "p[*]", "g"}),
+        # the analysis tells (the containers below `p` are not told apart by depth).
+        ("def f(p, g):\n    p['l1']['w'] = g", {"p", "p[*]", "g", "g[*]"}),
         ("def f(p, g):\n    q = p\n    q.update(g)", {"p"}),
-        ("def f(p, g):\n    first = p['l1']\n    first['w'] = g", {"p", "p[*]"}),
-        ("def f(p, g):\n    for layer in p:\n        layer.append(g)", {"p", "p[*]"}),
+        ("def f(p, g):\n    first = p['l1']\n    first['w'] = g", {"p", "p[*]", "g", "g[*]"}),
+        ("def f(p, g):\n    for layer in p:\n        layer.append(g)", {"p", "p[*]", "g", "g[*]"}),
         ("def f(p, g):\n    p = dict(p)\n    p['w'] = g\n    return p", set()),
-        ("def f(p, g):\n    p = dict(p)\n    p['l1']['w'] = g", {"p[*]", "g"}),
+        ("def f(p, g):\n    p = dict(p)\n    p['l1']['w'] = g", {"p[*]", "g", "g[*]"}),
         ("def f(p, g):\n    p = p or {}\n    p['w'] = g", {"p"}),
         ("def f(p, g):\n    return p['w'] + g", set()),
         ("def f(*ds):\n    for d in ds:\n        d['w'] = 0", {"ds", "ds[*]"}),
@@ -45,10 +45,10 @@ def test_what_a_function_changes_in_the_containers_it_is_given(source, changes):
 @pytest.mark.parametrize(
     "source, returns",
     [
-        ("def f(p):\n    return p", {("p", False)}),
+        ("def f(p):\n    return p", {("p", 0)}),
         ("def f(p, k):\n    return p[k]", {("p[*]", False)}),
         ("def f(p, k):\n    return p.get(k)", {("p[*]", False)}),
-        ("def f(p, q):\n    return (p, q)", {("p", True), ("q", True)}),
+        ("def f(p, q):\n    return (p, q)", {("p", 1), ("q", 1)}),
         ("def f(p):\n    b = p\n    return b", {("p", False)}),
         ("def f(p):\n    return dict(p)", {("p[*]", True)}),
         ("def f(p):\n    return {'w': p['w'], 'b': 0}", {("p[*]", True)}),
