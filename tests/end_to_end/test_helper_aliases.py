@@ -614,6 +614,25 @@ def copied_through_a_name_then_items_changed(x):
     return best["l1"]["w"]
 
 
+def changed_through_the_smallest_item(x):
+    layers = [{"w": x}, {"w": 2 * x}]
+    best = [{"w": 0 * x}, {"w": 0 * x}]
+    if x > 0:
+        best = list(layers)
+    first = min(layers, key=lambda d: 0)
+    first["w"] = 7.0
+    return best[0]["w"]
+
+
+def item_merged_into_in_place(x):
+    layers = [{"w": x}, {"w": 2 * x}]
+    best = [{"w": 0 * x}, {"w": 0 * x}]
+    if x > 0:
+        best = list(layers)
+    layers[0] |= {"w": 7.0}
+    return best[0]["w"]
+
+
 @pytest.mark.parametrize(
     "fn, message",
     [
@@ -662,6 +681,8 @@ def copied_through_a_name_then_items_changed(x):
                 changed_by_a_helper_map_calls,
                 changed_by_a_local_classes_static_method,
                 copied_through_a_name_then_items_changed,
+                changed_through_the_smallest_item,
+                item_merged_into_in_place,
             ]
         ),
         (chosen_items_copied_into_a_tuple, "'best' holds a different dict at 0 depending"),
@@ -785,6 +806,52 @@ def an_array_stored_by_the_branch(x):
     return record["loss"], params["w"]
 
 
+def every_level_copied_then_an_inner_dict_changed(x):
+    params = {"l1": {"w": x, "b": x}}
+    best = {"l1": {"w": 0 * x, "b": 0 * x}}
+    best_loss = 100.0
+    for _ in range(3):
+        loss = params["l1"]["w"] ** 2
+        if loss < best_loss:
+            best_loss = loss
+            best = {k: dict(v) for k, v in params.items()}  # both levels copied
+        for layer in params:
+            for k in params[layer]:
+                params[layer][k] = params[layer][k] - 0.1
+    return best["l1"]["w"], params["l1"]["w"]
+
+
+def copied_by_tree_map_then_changed(x):
+    params = {"l1": {"b": x, "w": x}}
+    best = {"l1": {"b": 0 * x, "w": 0 * x}}
+    if x > 0:
+        best = jax.tree_util.tree_map(lambda a: a, params)  # new containers, every level
+    params["l1"]["w"] = params["l1"]["w"] - 1.0
+    return best["l1"]["w"], params["l1"]["w"]
+
+
+def moments_made_by_tree_map_changed_in_place(x):
+    params = {"l1": {"w": x}}
+    m = jax.tree.map(jnp.zeros_like, params)
+    best, best_loss = params, jnp.inf
+    for _ in range(3):
+        loss = params["l1"]["w"] ** 2
+        if loss < best_loss:
+            best_loss, best = loss, params
+        m["l1"]["w"] = m["l1"]["w"] + 1.0  # only the moments change in place
+        params = {"l1": {"w": params["l1"]["w"] - 0.1 * m["l1"]["w"]}}
+    return best["l1"]["w"], params["l1"]["w"]
+
+
+def inner_dict_of_a_state_copied_then_changed(x):
+    state = {"params": {"w": x}}
+    best = {"w": 0 * x}
+    if x > 0:
+        best = dict(state["params"])  # holds arrays only
+    state["params"]["w"] = state["params"]["w"] - 1.0
+    return best["w"], state["params"]["w"]
+
+
 @pytest.mark.parametrize(
     "fn",
     [
@@ -799,6 +866,10 @@ def an_array_stored_by_the_branch(x):
         state_made_by_a_helper_then_changed,
         chosen_then_replaced_by_a_helper_that_reads_before_copying,
         an_array_stored_by_the_branch,
+        every_level_copied_then_an_inner_dict_changed,
+        copied_by_tree_map_then_changed,
+        moments_made_by_tree_map_changed_in_place,
+        inner_dict_of_a_state_copied_then_changed,
     ],
 )
 @pytest.mark.parametrize("x", [1.5, -1.0])

@@ -226,7 +226,7 @@ class Callees:
         ]
 
         def ends(path):  # a global's path is the caller's too
-            if path.split(".")[0].removesuffix(ITEMS) in summary.written_globals:
+            if _head(path) in summary.written_globals:
                 return [path]
             return [p for x in bound for p, _ in _translated(path, *x, changes=True)]
 
@@ -380,10 +380,10 @@ def _translated(path, parameter, depth, arg_sources, changes=False) -> list[tupl
     `"p.attr"`), given the sources of the argument bound to it at `depth` (see
     `Summary.bound`). With `changes`, what changing `path` changes: a new display the
     argument is changes nothing of the caller's."""
-    head = path.split(".")[0].removesuffix(ITEMS)
+    head = _head(path)
     if head != parameter:
         return []
-    rest = path[len(head) :]  # "", "[*]", ".attr", ".attr[*]"
+    rest = path[len(head) :]  # "", "[*]", "[*][*]", ".attr", ".attr[*]"
     found = []
     for source, held in arg_sources:
         level = depth + held  # how far below the parameter `source` is
@@ -392,12 +392,13 @@ def _translated(path, parameter, depth, arg_sources, changes=False) -> list[tupl
         if level == 0:
             if rest.startswith("."):
                 found.append((source + rest if not source.endswith(ITEMS) else source, 0))
-            elif rest:
-                found.append((ownership.items(source), 0))
             else:
+                for _ in range(rest.count(ITEMS)):
+                    source = ownership.items(source)
                 found.append((source, 0))
         elif rest.startswith(ITEMS):  # the argument is one of the containers `p` holds
-            found += [(source, 0), (ownership.items(source), 0)]
+            deeper = ownership.items(source)
+            found += [(source, 0), (deeper, 0), (ownership.items(deeper), 0)]
         elif not changes and not rest:  # `return args`: a tuple holding the argument
             found.append((source, 1))
     return found
@@ -527,7 +528,7 @@ def _local_definitions(fn_node: gast.FunctionDef) -> dict:
 
 def _head(path: str) -> str:
     """The variable a path starts from: `p` of `p.attr[*]`."""
-    return path.split(".")[0].removesuffix(ITEMS)
+    return ownership.head(path)
 
 
 def _as_function(node) -> gast.FunctionDef:
@@ -567,13 +568,13 @@ def summarize(fn_node: gast.FunctionDef, callees: Callees) -> Summary:
     copied = _copied_first(fn_node, every, callees)
 
     candidates = sharing.known() | changed
-    candidates |= {p for q in every | written for p in (q, q + ITEMS)}
+    candidates |= {p for q in every | written for p in (q, q + ITEMS, q + ITEMS + ITEMS)}
 
     def reaching(root: str) -> set[str]:
         """The paths from parameters whose container is `root`'s."""
         found = set()
         for path in candidates:
-            head = path.split(".")[0].removesuffix(ITEMS)
+            head = _head(path)
             if head not in every | written or sharing.root(path) != root:
                 continue
             if head in copied and not path.startswith(head + ITEMS):
@@ -603,8 +604,8 @@ def summarize(fn_node: gast.FunctionDef, callees: Callees) -> Summary:
         keywords,
         vararg,
         kwarg,
-        frozenset(c for c in changes if c.split(".")[0].removesuffix(ITEMS) in every),
-        frozenset(r for r in returns if r[0].split(".")[0].removesuffix(ITEMS) in every),
+        frozenset(c for c in changes if _head(c) in every),
+        frozenset(r for r in returns if _head(r[0]) in every),
         frozenset(joins),
         written_globals=frozenset(written),
     )
@@ -664,9 +665,6 @@ def _only_reads(stmt: gast.stmt, name: str, callees: Callees) -> bool:
             for source, _ in ownership.sources(value)
         ):
             return False
-        if any(
-            p.split(".")[0].removesuffix(ITEMS) == name
-            for p in ownership.changed_paths(node, frozenset())
-        ):
+        if any(_head(p) == name for p in ownership.changed_paths(node, frozenset())):
             return False
     return True

@@ -344,23 +344,19 @@ def changed_in_place(
     return _changes(nodes, owned, resolve)
 
 
-def _changes(nodes, owned: frozenset[str], resolve) -> frozenset[str]:
+def _changes(nodes, owned: frozenset[str], resolve, deep: bool = False) -> frozenset[str]:
     found = set()
     for node in nodes:
-        found.update(changed_paths(node, owned))
+        found.update(changed_paths(node, owned, deep))
         if resolve is not None and isinstance(node, gast.Call):
-            found.update(
-                path
-                for path in resolve.changed_by(node)
-                if path.split(".")[0].removesuffix(ITEMS) not in owned
-            )
+            found.update(path for path in resolve.changed_by(node) if head(path) not in owned)
     return frozenset(found)
 
 
-def changed_paths(node, owned) -> list[str]:
+def changed_paths(node, owned, deep: bool = False) -> list[str]:
     """The variables and attributes whose containers `node` changes in place, but those of
-    `owned`: `h` of `h[0] = v` and `h.append(v)`, `st[*]` (an item of `st`) of
-    `st.get("k")["w"] = v`."""
+    `owned`: `h` of `h[0] = v` and `h.append(v)`; with `deep`, also the items changed (`st[*]`
+    of `st["log"].append(v)` and `st.get("k")["w"] = v`, `p[*][*]` of `p["a"]["b"]["c"] = v`)."""
     if isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
         changed = node.value
     elif (
@@ -369,22 +365,32 @@ def changed_paths(node, owned) -> list[str]:
         and isinstance(node.value, _MAKERS)  # `buf += [v]`, not `i += 1`
     ):
         changed = node.target
+    elif (
+        isinstance(node, gast.AugAssign)
+        and isinstance(node.target, gast.Subscript)
+        and isinstance(node.op, (gast.Add, gast.BitOr))
+        and not _arithmetic(node.value)
+    ):
+        changed = node.target  # `layers[0] |= {"w": v}`: the item itself
     elif isinstance(node, gast.Call):
         changed = _changed_by(node)
     else:
         return []
     if changed is None:
         return []
-    path = _path(changed)
-    if path is not None:
-        found = [path]
-    else:  # `st.get("k")["w"] = v`: what the expression may be
-        base = changed
-        while isinstance(base, gast.Subscript):
-            base = base.value
-        found = [p if held or base is changed else items(p) for p, held in sources(base)]
-        found = [p if base is changed else items(p) for p in found]
-    return [p for p in found if p.split(".")[0].removesuffix(ITEMS) not in owned]
+    base, depth = changed, 0
+    while isinstance(base, gast.Subscript):
+        base, depth = base.value, depth + 1
+    found = []
+    for path, held in [(_path(base), 0)] if _path(base) is not None else sources(base):
+        if depth < held:
+            continue  # a new display changed
+        found.append(path)
+        if deep:
+            for _ in range(depth - held):
+                path = items(path)
+            found.append(path)
+    return list(dict.fromkeys(p for p in found if head(p) not in owned))
 
 
 def aliased_names(fn_node: gast.FunctionDef, nested: bool = False, resolve=None) -> frozenset[str]:
@@ -468,7 +474,7 @@ class Sharing:
                         source, held = (source, held - 1) if held else (items(source), 0)
                     self.join(items(target) if held else target, source)
                     if whole:
-                        self.exposed.add(source.split(".")[0].removesuffix(ITEMS))
+                        self.exposed.add(head(source))
 
     def join(self, a: str, b: str) -> None:
         """Joins `a` and `b`, and what they hold (`a[*]` and `b[*]`): one container holds
@@ -477,7 +483,7 @@ class Sharing:
             ra, rb = self.root(a), self.root(b)
             if ra != rb:
                 self.parent[ra] = rb
-            if a.endswith(ITEMS) and b.endswith(ITEMS):
+            if items(a) == a and items(b) == b:
                 return
             a, b = items(a), items(b)
 
@@ -524,7 +530,8 @@ class Sharing:
         name that may hold one of their containers, or a container that holds one (`st` of
         `st["k"] = p`)."""
         joined = {*self.parent, *self.parent.values()}
-        joined |= {path.removesuffix(ITEMS) for path in joined}  # `best` of `best[*]`
+        joined |= {p.removesuffix(ITEMS) for p in joined}  # `best` of `best[*]`
+        joined |= {p.removesuffix(ITEMS) for p in joined}  # and of `best[*][*]`
         changed = {
             path
             for path in changed
@@ -551,14 +558,11 @@ def own_changes(stmt, nested: set[str], resolve=None) -> Iterator[str]:
         node = stack.pop()
         if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
             body = node.body if isinstance(node.body, list) else [node.body]
-            nested.update(_changes(activity.walk_scope(body), frozenset(), resolve))
+            nested.update(_changes(activity.walk_scope(body), frozenset(), resolve, deep=True))
             continue
         if isinstance(node, gast.stmt) and node is not stmt:
             continue
-        for path in changed_paths(node, frozenset()):
-            yield path
-            if _changes_an_item(node):
-                yield items(path)
+        yield from changed_paths(node, frozenset(), deep=True)
         if resolve is not None and isinstance(node, gast.Call):
             yield from resolve.changed_by(node)
         stack.extend(structure.children(node))
@@ -585,18 +589,6 @@ ITEMS = "[*]"
 `params`), which a shallow copy shares (`best = dict(params)`)."""
 
 
-def _changes_an_item(node) -> bool:
-    """Whether the change `node` makes (see `changed_paths`) is to a container held by the
-    variable's container, not to it: `params["l1"]["w"] = v`, `st["log"].append(v)`."""
-    if isinstance(node, gast.Subscript):
-        target = node.value
-    elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute):
-        target = node.func.value
-    else:
-        return False
-    return isinstance(target, gast.Subscript)
-
-
 def bindings(node) -> list[tuple[str, gast.expr, bool]]:
     """(target, value, item) of each variable, attribute or container item (`st[*]` of
     `st["k"] = p`) `node` binds to a value, or (`item`) to an item of one: `b = p`,
@@ -607,7 +599,7 @@ def bindings(node) -> list[tuple[str, gast.expr, bool]]:
     elif isinstance(node, (gast.AnnAssign, gast.NamedExpr)) and node.value is not None:
         pairs = [(node.target, node.value, False)]
     elif isinstance(node, (gast.For, gast.AsyncFor, gast.comprehension)):
-        pairs = [(node.target, node.iter, True)]
+        pairs = [(_item_target(node.target, node.iter), node.iter, True)]
     elif isinstance(node, (gast.With, gast.AsyncWith)):
         pairs = [(i.optional_vars, i.context_expr, False) for i in node.items if i.optional_vars]
     elif isinstance(node, gast.AugAssign) and isinstance(node.op, (gast.Add, gast.BitOr)):
@@ -637,13 +629,30 @@ def bindings(node) -> list[tuple[str, gast.expr, bool]]:
             else None
         )
         if path is not None:
-            found.append((items(path) if isinstance(target, gast.Subscript) else path, value, item))
+            found.append((_deep_path(target), value, item))
         elif isinstance(target, gast.Subscript):  # `vars(h)["p"] = v`: what the base may be
             base = target
             while isinstance(base, gast.Subscript):
                 base = base.value
             found += [(items(p), value, item) for p, _ in sources(base)]
     return found
+
+
+def _item_target(target: gast.expr, iterated: gast.expr) -> gast.expr:
+    """The part of a loop's target that takes containers: the value of `k, v` over
+    `d.items()` (a key is never a list or dict), the item of `i, x` over `enumerate(xs)`."""
+    if not isinstance(target, gast.Tuple) or len(target.elts) != 2:
+        return target
+    func = iterated.func if isinstance(iterated, gast.Call) else None
+    if is_runtime(func) and func.attr == "call" and iterated.args:
+        func = iterated.args[0]
+    elif is_runtime(func) and func.attr == "enumerate_":
+        return target.elts[1]
+    if isinstance(func, gast.Attribute) and func.attr == "items":
+        return target.elts[1]
+    if isinstance(func, gast.Name) and func.id == "enumerate":
+        return target.elts[1]
+    return target
 
 
 def _as_item(target: gast.expr) -> gast.expr:
@@ -705,8 +714,25 @@ _FILLERS = frozenset(
 
 
 def items(path: str) -> str:
-    """The path of the containers `path`'s container holds (all levels down: `params[*]`)."""
-    return path if path.endswith(ITEMS) else path + ITEMS
+    """The path of the containers `path`'s container holds: `params[*]` (the inner dicts of
+    `params`), `params[*][*]` (what they hold, and every level further down)."""
+    return path if path.endswith(ITEMS + ITEMS) else path + ITEMS
+
+
+def head(path: str) -> str:
+    """The variable a path starts from: `p` of `p.attr[*]` and `p[*][*]`."""
+    return path.split(".")[0].split("[")[0]
+
+
+def _deep_path(node) -> str | None:
+    """`_path`, with one `ITEMS` per subscript taken (two at most): `params[*][*]` of
+    `params["l1"]["w"]`, `st[*]` of `st["log"]`."""
+    path = _path(node)
+    if path is None:
+        return None
+    while isinstance(node, gast.Subscript):
+        path, node = items(path), node.value
+    return path
 
 
 def sources(value, resolve=None) -> list[tuple[str, int]]:
@@ -730,7 +756,7 @@ def sources(value, resolve=None) -> list[tuple[str, int]]:
         if isinstance(node, (gast.Name, gast.Attribute, gast.Subscript)):
             path = _path(node)
             if path is not None:
-                found.append((items(path) if isinstance(node, gast.Subscript) else path, held))
+                found.append((_deep_path(node), held))
             elif isinstance(node, gast.Subscript):  # `rt__.call(st.get, "k")["w"]`
                 inside(node.value, held)
         elif isinstance(node, gast.IfExp):
@@ -825,11 +851,16 @@ def _call_sources(call: gast.Call) -> list[tuple[gast.expr, str]]:
             return [(arg, _HOLDS_ITEMS) for arg in args if not isinstance(arg, gast.Starred)]
         elif func.attr == "next_":
             return [(arg, _ITEM) for arg in args[:1]]
+        elif func.attr in ("min_", "max_"):  # `min(layers, key=...)`, `max(a, b)`
+            kind = _ITEM if len(args) == 1 else _ITSELF
+            return [(arg, kind) for arg in args if not isinstance(arg, gast.Starred)]
         else:
             return []
     if isinstance(func, gast.Attribute) and func.attr in _ACCESSORS:
         return [(func.value, _ITEM)]
     if isinstance(func, gast.Attribute) and func.attr in _VIEWS:
+        if isinstance(func.value, gast.Name) and func.value.id in _CONTAINER_TYPES:
+            return [(arg, _HOLDS_ITEMS) for arg in args[:1]]  # `dict.values(params)`
         return [(func.value, _HOLDS_ITEMS)]
     if isinstance(func, gast.Name) and func.id in _ITERATORS:
         found = [(a.value if isinstance(a, gast.Starred) else a, _HOLDS_ITEMS) for a in args]
@@ -847,12 +878,39 @@ def _call_sources(call: gast.Call) -> list[tuple[gast.expr, str]]:
         and structure.root_name(func) in ("jax", "jtu")
         and (func.attr in ("map", "tree_map"))
     ):
-        return [(arg, _HOLDS_ITEMS) for arg in args[1:]]  # `jax.tree.map(f, params)`
+        # `jax.tree.map(f, params)` builds new containers; given `is_leaf`, it may hold
+        # what `f` gives back, which may be what it is given (`lambda d: d`).
+        leaves = any(k.arg == "is_leaf" for k in call.keywords)
+        if not leaves or (args and not _gives_back_a_parameter(args[0])):
+            return []
+        return [(arg, _HOLDS_ITEMS) for arg in args[1:]]
+    if isinstance(func, gast.Attribute) and (
+        structure.root_name(func) in ("itertools", "collections")
+        or (structure.root_name(func) == "heapq" and func.attr in ("nsmallest", "nlargest"))
+        or (func.attr in ("leaves", "tree_leaves") and call.keywords)  # given `is_leaf`
+    ):
+        # `itertools.islice(xs, 2)`, `collections.deque(xs)`, `heapq.nsmallest(2, xs)`
+        return [(arg, _HOLDS_ITEMS) for arg in args if not isinstance(arg, gast.Starred)]
+    if isinstance(func, gast.Name) and func.id in ("min", "max"):
+        kind = _ITEM if len(args) == 1 else _ITSELF  # `min(layers, key=...)`, `max(a, b)`
+        return [(arg, kind) for arg in args if not isinstance(arg, gast.Starred)]
     if isinstance(func, gast.Name) and func.id == "next":
         return [(arg, _ITEM) for arg in args[:1]]
     if isinstance(func, gast.Name) and func.id == "vars":
         return [(arg, _ITSELF) for arg in args[:1]]  # `vars(h)`: `h`'s attributes
     return []
+
+
+def _gives_back_a_parameter(function: gast.expr) -> bool:
+    """Whether the function `function` names may give back what it is given: a lambda whose
+    value may be one of its parameters (`lambda d: d`, `lambda a, b: a or b`); any function
+    but a library one or a lambda computing a new value (`jnp.copy`, `lambda p, g: p - g`)."""
+    if isinstance(function, gast.Lambda):
+        given = {a.id for a in function.args.args}
+        return any(head(path) in given for path, _ in sources(function.body))
+    return not (
+        isinstance(function, gast.Attribute) and structure.root_name(function) in _READING_MODULES
+    )
 
 
 _ITSELF, _ITEM, _HOLDS, _HOLDS_ITEMS = "itself", "item", "holds", "holds items"

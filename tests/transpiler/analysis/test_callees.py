@@ -23,14 +23,12 @@ def _summary(source: str, globals_=None) -> callees.Summary:
     "source, changes",
     [
         ("def f(p, g):\n    p['w'] = g", {"p"}),
-        # `g` is held at some depth below `p` now: one of the containers changed, for all
-        # the analysis tells (the containers below `p` are not told apart by depth).
-        ("def f(p, g):\n    p['l1']['w'] = g", {"p", "p[*]", "g", "g[*]"}),
+        ("def f(p, g):\n    p['l1']['w'] = g", {"p", "p[*]"}),  # not `g`: two levels down
         ("def f(p, g):\n    q = p\n    q.update(g)", {"p"}),
-        ("def f(p, g):\n    first = p['l1']\n    first['w'] = g", {"p", "p[*]", "g", "g[*]"}),
-        ("def f(p, g):\n    for layer in p:\n        layer.append(g)", {"p", "p[*]", "g", "g[*]"}),
+        ("def f(p, g):\n    first = p['l1']\n    first['w'] = g", {"p", "p[*]"}),
+        ("def f(p, g):\n    for layer in p:\n        layer.append(g)", {"p", "p[*]"}),
         ("def f(p, g):\n    p = dict(p)\n    p['w'] = g\n    return p", set()),
-        ("def f(p, g):\n    p = dict(p)\n    p['l1']['w'] = g", {"p[*]", "g", "g[*]"}),
+        ("def f(p, g):\n    p = dict(p)\n    p['l1']['w'] = g", {"p[*]"}),
         ("def f(p, g):\n    p = p or {}\n    p['w'] = g", {"p"}),
         ("def f(p, g):\n    return p['w'] + g", set()),
         ("def f(*ds):\n    for d in ds:\n        d['w'] = 0", {"ds", "ds[*]"}),
