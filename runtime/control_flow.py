@@ -84,7 +84,7 @@ def if_exp(pred, if_true, if_false, *, aliased=False):
                 names,
                 site,
                 logged=True,
-                aliased=frozenset({"<value>"} if aliased else ()),
+                aliased=frozenset({"<value>", "<value>" + _ITEMS} if aliased else ()),
             )
 
         (value,) = effects.run((), ("<value>",), stage)
@@ -426,9 +426,13 @@ _ITEMS = "[*]"  # the analysis's path of what a container holds (`ownership.ITEM
 
 def _item_origins(container, copies: dict) -> dict:
     """{key or index: origin} of the lists and dicts `container` holds (see `_origins`)."""
-    pairs = container.items() if type(container) is dict else enumerate(container)
+    pairs = list(container.items() if type(container) is dict else enumerate(container))
     found = {}
-    for key, item in pairs:
+    while pairs:
+        key, item = pairs.pop(0)
+        if type(item) is tuple:  # `((a,),)`: the lists and dicts inside it
+            pairs += [((key, index), inner) for index, inner in enumerate(item)]
+            continue
         if type(item) not in (list, dict):
             continue
         pair = copies.get(id(item))

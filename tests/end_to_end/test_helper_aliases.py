@@ -633,6 +633,22 @@ def item_merged_into_in_place(x):
     return best[0]["w"]
 
 
+def a_tuple_of_dicts_chosen_by_a_conditional_expression(x):
+    a, b = {"w": x}, {"w": 2 * x}
+    p = (a, b) if x > 0 else (b, a)
+    a["w"] = a["w"] + 10.0
+    return p[0]["w"]
+
+
+def a_dict_inside_a_tuple_inside_a_tuple(x):
+    a = {"w": x}
+    t = (({"w": 0 * x},),)
+    if x > 0:
+        t = ((a,),)
+    a["w"] = a["w"] + 10.0
+    return t[0][0]["w"]
+
+
 @pytest.mark.parametrize(
     "fn, message",
     [
@@ -687,6 +703,8 @@ def item_merged_into_in_place(x):
         ),
         (chosen_items_copied_into_a_tuple, "'best' holds a different dict at 0 depending"),
         (chosen_items_merged_into_a_dict, "'best' is a different dict depending on"),
+        (a_tuple_of_dicts_chosen_by_a_conditional_expression, "the value holds a different dict"),
+        (a_dict_inside_a_tuple_inside_a_tuple, r"'t' holds a different dict at \(0, 0\)"),
         (chosen_items_appended_to_a_new_list, "`best.append.inner.` stores 'inner' in another"),
         *(
             (fn, "stores 'params' in another container in the staged if statement")

@@ -472,7 +472,10 @@ class Sharing:
                 for source, held in sources(value, resolve):
                     if item:  # the target is an item of the value: of `source`, or it
                         source, held = (source, held - 1) if held else (items(source), 0)
-                    self.join(items(target) if held else target, source)
+                    holder = target
+                    for _ in range(held):  # `t = ({"w": x},)`: `t[*][*]` with `x`
+                        holder = items(holder)
+                    self.join(holder, source)
                     if whole:
                         self.exposed.add(head(source))
 

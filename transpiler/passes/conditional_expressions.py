@@ -30,8 +30,11 @@ class _ConditionalExpressions(Transformer):
         # the runtime keeps its identity or refuses (runtime.control_flow).
         value = node.value
         node = self.generic_visit(node)
+        # So is a container it holds (`p = (a, b) if c else (b, a); a["w"] += 1`).
         chosen = isinstance(value, gast.IfExp) and any(
-            isinstance(t, gast.Name) and t.id in self.changed for t in node.targets
+            isinstance(t, gast.Name)
+            and (t.id in self.changed or ownership.items(t.id) in self.changed)
+            for t in node.targets
         )
         if chosen:
             node.value.keywords.append(
