@@ -35,7 +35,7 @@ def nested(x, n):
     return jnp.stack(rows)
 
 
-ROUNDS = 25
+ROUNDS = 15
 THREADS = 8
 
 

@@ -4,7 +4,7 @@ Two generators (`programs`: nested control flow over ints; `model_programs`: obj
 containers, prints, match, try/finally, walrus, ...), checked by `harness.check_program`:
 return values, stdout and module state must match; under jit/vmap a StagingError or
 ConversionError is a refusal (allowed), anything else different is a failure.
-`FUZZ_SEEDS` scales the number of seeds of each (default 25); `python -m tests.fuzz.run` runs
+`FUZZ_SEEDS` scales the number of seeds of each (default 15); `python -m tests.fuzz.run` runs
 many more and reports/minimises the failures.
 """
 
@@ -14,7 +14,7 @@ import pytest
 
 from tests.fuzz import harness, model_programs
 
-SEEDS = range(int(os.environ.get("FUZZ_SEEDS", 25)))
+SEEDS = range(int(os.environ.get("FUZZ_SEEDS", 15)))
 
 
 def _check(generator, seed):
