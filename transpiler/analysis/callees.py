@@ -233,11 +233,9 @@ class Callees:
         return [(x, y) for a, b in summary.joins for x in ends(a) for y in ends(b)]
 
     def _resolved(self, call: gast.Call):
-        func, args = call.func, list(call.args)
+        func, args = ownership.called(call)
         if ownership.is_runtime(func):
-            if func.attr != "call" or not args:
-                return None, [], []
-            func, args = args[0], args[1:]
+            return None, [], []
         if args and _maps(self._value(func)):
             # `map(bump, layers)`, `jax.tree.map(bump, params)`: `bump` given each item
             inner = self.summary(args[0])
@@ -247,9 +245,7 @@ class Callees:
     def summary(self, func: gast.expr) -> Summary | None:
         """The summary of the function `func` names, or None where it cannot be resolved."""
         if isinstance(func, gast.Call):  # `functools.partial(sgd, lr=0.1)(params, g)`
-            maker, given = func.func, list(func.args)
-            if ownership.is_runtime(maker) and maker.attr == "call" and given:
-                maker, given = given[0], given[1:]
+            maker, given = ownership.called(func)
             if self._value(maker) is functools.partial and given:
                 inner = self.summary(given[0])
                 return inner.shifted(len(given) - 1) if inner is not None else None

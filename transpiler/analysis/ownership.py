@@ -296,6 +296,15 @@ def is_runtime(func) -> bool:
     )
 
 
+def called(call: gast.Call) -> tuple[gast.expr, list[gast.expr]]:
+    """(function, positional arguments) of a call as the user wrote it: `(f, [x])` of
+    `rt__.call(f, x)`, the call pass's form, and of `f(x)`."""
+    func, args = call.func, list(call.args)
+    if is_runtime(func) and func.attr == "call" and args:
+        return args[0], args[1:]
+    return func, args
+
+
 def _is_runtime_call(value, attr: str) -> bool:
     return isinstance(value, gast.Call) and is_runtime(value.func) and value.func.attr == attr
 
@@ -646,10 +655,8 @@ def _item_target(target: gast.expr, iterated: gast.expr) -> gast.expr:
     `d.items()` (a key is never a list or dict), the item of `i, x` over `enumerate(xs)`."""
     if not isinstance(target, gast.Tuple) or len(target.elts) != 2:
         return target
-    func = iterated.func if isinstance(iterated, gast.Call) else None
-    if is_runtime(func) and func.attr == "call" and iterated.args:
-        func = iterated.args[0]
-    elif is_runtime(func) and func.attr == "enumerate_":
+    func = called(iterated)[0] if isinstance(iterated, gast.Call) else None
+    if is_runtime(func) and func.attr == "enumerate_":
         return target.elts[1]
     if isinstance(func, gast.Attribute) and func.attr == "items":
         return target.elts[1]
@@ -668,15 +675,13 @@ def _filled(call: gast.Call) -> list[tuple[gast.expr, gast.expr, bool]]:
     `h.append(v)`, `h.insert(0, v)`, `d.setdefault(k, v)`, `d.update(k=v)` (`v`); `h.extend(vs)`,
     `d.update(other)` (items of `vs`, `other`); also as `rt__.list_append(h, v)` and
     `dict.update(d, other)` write them."""
-    func, args = call.func, list(call.args)
+    func, args = called(call)
     if is_runtime(func):
         if func.attr == "list_append" and len(args) == 2:
             return [(_as_item(args[0]), args[1], False)]
         if func.attr == "list_insert" and len(args) == 3:
             return [(_as_item(args[0]), args[2], False)]
-        if func.attr != "call" or not args:
-            return []
-        func, args = args[0], args[1:]
+        return []
     if isinstance(func, gast.Name) and func.id == "setattr" and len(args) == 3:
         return [(_as_item(args[0]), args[2], False)]  # `setattr(h, "p", v)`: kept by `h`
     if not isinstance(func, gast.Attribute) or func.attr not in _FILLERS:
@@ -817,9 +822,7 @@ _COPIERS = frozenset({"dict", "list", "copy"})
 def _shallow_copy_of(call: gast.Call) -> str | None:
     """The variable `call` makes a shallow copy of (`dict(p)`, `list(p)`, `copy.copy(p)`,
     `p.copy()`, as the call pass writes them: `rt__.call(dict, p)`), or None."""
-    func, args = call.func, list(call.args)
-    if is_runtime(func) and func.attr == "call" and args:
-        func, args = args[0], args[1:]
+    func, args = called(call)
     if isinstance(func, gast.Attribute) and func.attr == "copy" and not args:
         source = func.value  # `p.copy()`
     elif (
@@ -844,11 +847,9 @@ def _call_sources(call: gast.Call) -> list[tuple[gast.expr, str]]:
     runtime's operators, the list a list operation gives back (`rt__.list_append(out, v)`).
     What other functions give back only `callees` knows (a function `resolve`d): following
     every argument (`p = opt.update(p, g)`) would join most of a training step's names."""
-    func, args = call.func, list(call.args)
+    func, args = called(call)  # also `rt__.call(st.get, "k")`
     if is_runtime(func):
-        if func.attr == "call" and args:  # `rt__.call(st.get, "k")`
-            func, args = args[0], args[1:]
-        elif func.attr in _RUNTIME_CHANGERS or func.attr == "handed_list":
+        if func.attr in _RUNTIME_CHANGERS or func.attr == "handed_list":
             return [(arg, _ITSELF) for arg in args[:1]]
         elif func.attr in _RUNTIME_ITERATORS:
             return [(arg, _HOLDS_ITEMS) for arg in args if not isinstance(arg, gast.Starred)]
@@ -944,12 +945,9 @@ _RUNTIME_ITERATORS = frozenset({"enumerate_", "zip_", "reversed_"})
 def _changed_by(call: gast.Call):
     """The container `call` changes in place (`h` of `h.append(v)`, of `list.append(h, v)`),
     or None."""
-    func, args = call.func, list(call.args)
-    if is_runtime(func):
-        if func.attr in _RUNTIME_CHANGERS:
-            return args[0] if args else func
-        if func.attr == "call" and args:  # `rt__.call(d.update, ...)`
-            func, args = args[0], args[1:]
+    func, args = called(call)  # also `rt__.call(d.update, ...)`
+    if is_runtime(func) and func.attr in _RUNTIME_CHANGERS:
+        return args[0] if args else func
     if isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS:
         if isinstance(func.value, gast.Name) and func.value.id in _CONTAINER_TYPES:
             return args[0] if args else None  # `dict.update(params, w=v)`

@@ -541,18 +541,12 @@ def _increments(stmt: gast.stmt, name: str) -> bool:
 def _described(node) -> str:
     """A statement or call as the user wrote it (`best.append(p)` for the lists pass's
     `rt__.list_append(best, p)`)."""
-    if (
-        isinstance(node, gast.Call)
-        and isinstance(node.func, gast.Attribute)
-        and isinstance(node.func.value, gast.Name)
-        and node.func.value.id == RUNTIME
-    ):
-        func, args = node.func.attr, list(node.args)
-        if func == "call" and args:
-            node = gast.Call(func=args[0], args=args[1:], keywords=node.keywords)
-        elif func.startswith("list_") and args:
-            method = gast.Attribute(value=args[0], attr=func[len("list_") :], ctx=gast.Load())
-            node = gast.Call(func=method, args=args[1:], keywords=node.keywords)
+    if isinstance(node, gast.Call):
+        func, args = ownership.called(node)
+        if ownership.is_runtime(func) and func.attr.startswith("list_") and args:
+            method = gast.Attribute(value=args[0], attr=func.attr[len("list_") :], ctx=gast.Load())
+            func, args = method, args[1:]
+        node = gast.Call(func=func, args=args, keywords=node.keywords)
     return loading.unparse(node).strip()
 
 
