@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import gast
 
-from transpiler import libraries, loading, objects, origins, parsing, pipeline
+from transpiler import libraries, loading, objects, origins, parsing, pipeline, straight_line
 from transpiler.analysis import callees
 from transpiler.directives import loop_options  # noqa: F401 - part of the API
 from transpiler.errors import ConversionError, ConversionWarning
@@ -37,7 +37,9 @@ class Options:
 
 @dataclasses.dataclass(frozen=True)
 class _Generated:
-    code: types.CodeType
+    # None: the function runs its own code, which converting would not change (see
+    # `straight_line`; holding the code would keep its cache entry alive).
+    code: types.CodeType | None
     source: str  # what `to_source` shows
     # Whether the function runs converted even on Python values (see `_runtime_bridge.wrap`
     # and `pipeline.Converted`).
@@ -248,7 +250,11 @@ def convert(
         generated = _generate(fn, options)
         from transpiler import _runtime_bridge
 
-        new = loading.instantiate(generated.code, fn, _runtime(), skip=(_CACHE_ATTRIBUTE,))
+        code = generated.code
+        if code is None:  # nothing to convert: it runs as written (see `straight_line`)
+            code = fn.__code__
+            _runtime_bridge.runs_as_written(code)
+        new = loading.instantiate(code, fn, _runtime(), skip=(_CACHE_ATTRIBUTE,))
         converted = _runtime_bridge.wrap(new, fn, python_path=not generated.runs_converted)
         converted.__dict__.pop(_CACHE_ATTRIBUTE, None)
         setattr(converted, _CONVERTED_FLAG, True)
@@ -300,6 +306,13 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
     started = time.perf_counter()
     with _conversion_lock, _deep_recursion(fn):
         parsed = parsing.parse_function(fn)
+        if straight_line.unchanged(parsed.node, fn):
+            generated = _Generated(
+                None, loading.unparse(parsed.node), False, _owner_of(fn.__globals__)
+            )
+            _generated.put(fn, options, generated)
+            _log_conversion(fn, started, generated, "nothing to convert: runs as written")
+            return generated
         converted = pipeline.run(
             parsed.node,
             fn.__globals__,
@@ -321,11 +334,16 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
         )
     generated = _Generated(code, source, runs_converted, _owner_of(fn.__globals__))
     _generated.put(fn, options, generated)
+    _log_conversion(fn, started, generated)
+    return generated
+
+
+def _log_conversion(fn, started: float, generated: _Generated, how: str = "") -> None:
     if _logger.isEnabledFor(logging.INFO):
         seconds = time.perf_counter() - started
-        _logger.info("converted %s in %.1f ms", _describe(fn), seconds * 1e3)
-        _logger.debug("generated source of %s:\n%s", _describe(fn), source)
-    return generated
+        how = f" ({how})" if how else ""
+        _logger.info("converted %s in %.1f ms%s", _describe(fn), seconds * 1e3, how)
+        _logger.debug("generated source of %s:\n%s", _describe(fn), generated.source)
 
 
 def _convert_call(fn: types.FunctionType) -> Callable:

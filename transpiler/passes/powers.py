@@ -26,13 +26,13 @@ ADDS = (gast.Call,)
 class _Powers(Transformer):
     def visit_BinOp(self, node):
         node = self.generic_visit(node)
-        if not isinstance(node.op, gast.Pow) or _typed_alike(node.right):
+        if not isinstance(node.op, gast.Pow) or typed_alike(node.right):
             return node
         return _power(node.left, node.right)
 
     def visit_AugAssign(self, node):
         node = self.generic_visit(node)
-        if not isinstance(node.op, gast.Pow) or _typed_alike(node.value):
+        if not isinstance(node.op, gast.Pow) or typed_alike(node.value):
             return node
         if not _plain_target(node.target):
             return node  # `f().n **= 2`, `a[g()] **= 2`: the target would be evaluated twice
@@ -62,7 +62,7 @@ def _as_load(target: gast.expr) -> gast.expr:
     return target
 
 
-def _typed_alike(exponent: gast.expr) -> bool:
+def typed_alike(exponent: gast.expr) -> bool:
     """Whether Python and JAX give a power to `exponent` one type whatever the base: a constant
     float, or an int >= 0 (`x ** 2` stays as written)."""
     if not isinstance(exponent, gast.Constant) or type(exponent.value) not in (int, float):
