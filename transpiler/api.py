@@ -307,9 +307,8 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
     with _conversion_lock, _deep_recursion(fn):
         parsed = parsing.parse_function(fn)
         if straight_line.unchanged(parsed.node, fn):
-            generated = _Generated(
-                None, loading.unparse(parsed.node), False, _owner_of(fn.__globals__)
-            )
+            source = parsed.text or loading.unparse(parsed.node)
+            generated = _Generated(None, source, False, _owner_of(fn.__globals__))
             _generated.put(fn, options, generated)
             _log_conversion(fn, started, generated, "nothing to convert: runs as written")
             return generated

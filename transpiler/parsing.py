@@ -10,6 +10,7 @@ import dis
 import inspect
 import linecache
 import re
+import textwrap
 import types
 
 import gast
@@ -28,6 +29,7 @@ class ParsedFunction:
     node: gast.FunctionDef
     filename: str
     line_offset: int  # parsed line + line_offset = line in `filename`
+    text: str | None = None  # the definition as written (dedented); None for a lambda
 
 
 def parse_function(fn: types.FunctionType) -> ParsedFunction:
@@ -85,7 +87,8 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
     node.decorator_list = []
     _check_unchanged(fn, node, where, None if indented else text)
     origins.stamp(node, filename, line_offset, linecache.getlines(filename))
-    return ParsedFunction(node, filename, line_offset)
+    written = None if code.co_name == "<lambda>" else textwrap.dedent(text)
+    return ParsedFunction(node, filename, line_offset, written)
 
 
 # Where `inspect.findsource` stops looking upwards for the line a code object's source starts on.
