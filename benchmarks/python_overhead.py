@@ -6,8 +6,10 @@
    `--rounds` rounds of `--repeats` x N calls (N: about `--sample` seconds worth of calls, for
    each of the two, from `timeit`'s autorange). Many short samples, alternating, so that the
    best of them is a quiet moment for both even on a busy machine.
-2. Memory: `--functions` distinct functions (`def f_i(x): return x + i`: distinct code objects,
-   generated as source into temporary modules) are each converted, called once and dropped.
+2. Memory: `--functions` distinct functions (`def f_i(x): if x > i: x = x - i; return x`:
+   distinct code objects, generated as source into temporary modules) are each converted,
+   called once and dropped. (A function with nothing to convert, `return x + i`, runs as
+   written and generates nothing: `transpiler.straight_line`.)
    Reported: RSS and `sys.getallocatedblocks()` growth, entries left in `transpiler.api`'s
    generated-code cache, files left in the directory that holds generated code
    (`transpiler.loading`), and entries added to `linecache`. A second, smaller run under
@@ -223,11 +225,11 @@ def memory_check(count: int, traced: int, batch: int) -> None:
     with tempfile.TemporaryDirectory(prefix="python-overhead-") as directory:
         convert_and_drop(directory, 200, batch, "if")  # warm-up: first-use caches, the runtime
         before = snapshot()
-        originals_alive, converted_alive = convert_and_drop(directory, count, batch, "return")
+        originals_alive, converted_alive = convert_and_drop(directory, count, batch, "if")
         after = snapshot()
         print(
-            f"\nMemory: {count} distinct functions `def f_i(x): return x + i` converted, "
-            "called once and dropped"
+            f"\nMemory: {count} distinct functions `def f_i(x): if x > i: x = x - i; return x` "
+            "converted, called once and dropped"
         )
         print(f"{'measure':<42} | {'before':>14} | {'after':>14} | {'growth':>14} | {'per fn':>9}")
         print("-" * 105)
