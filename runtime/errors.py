@@ -19,7 +19,6 @@ import re
 import sys
 import traceback
 import types
-import weakref
 from typing import NoReturn
 
 
@@ -276,27 +275,22 @@ class Site:
         return f"{location}, {self.construct}" if location else self.construct
 
 
-# The code of the user's functions that converted code runs as they are written (converting
-# them would change nothing: `transpiler.straight_line`): their frames are converted code's.
-_AS_WRITTEN: weakref.WeakSet = weakref.WeakSet()
-
-
-def runs_as_written(code: types.CodeType) -> None:
-    """Marks `code` as run as written in place of its conversion (see `_AS_WRITTEN`)."""
-    _AS_WRITTEN.add(code)
-
-
 def user_frames_note(tb: types.TracebackType | None) -> str | None:
     """For an exception from converted code: the user's line it was raised at, as a note."""
     found = None
+    called_converted = False  # the frame before ran a converted function (`_call_staging`)
     while tb is not None:
         code = tb.tb_frame.f_code
-        if _STAND_IN in code.co_names or code in _AS_WRITTEN:
-            # generated code's frame, as `user_traceback` made it; or the user's own code,
-            # which converted code runs as written
-            found = (code.co_filename, tb.tb_lineno)
+        filename = code.co_filename
+        if _STAND_IN in code.co_names:  # generated code's frame, as `user_traceback` made it
+            found = (filename, tb.tb_lineno)
+        elif called_converted and not is_generated(filename) and not is_own(filename):
+            # A converted function that runs the user's code as written (there was nothing to
+            # convert in it: `transpiler.straight_line`): the user's own frame.
+            found = (filename, tb.tb_lineno)
         else:
-            found = user_location(code.co_filename, tb.tb_lineno) or found
+            found = user_location(filename, tb.tb_lineno) or found
+        called_converted = code.co_name == "_call_staging" and is_own(filename)
         tb = tb.tb_next
     if found is None:
         return None

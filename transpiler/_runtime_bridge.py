@@ -28,7 +28,6 @@ from transpiler import libraries
 
 GENERATED_SUFFIX = runtime_errors.GENERATED_SUFFIX
 source_map_footer = runtime_errors.source_map_footer
-runs_as_written = runtime_errors.runs_as_written
 ConversionRefused = runtime_calls.ConversionRefused
 
 

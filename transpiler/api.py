@@ -250,10 +250,8 @@ def convert(
         generated = _generate(fn, options)
         from transpiler import _runtime_bridge
 
-        code = generated.code
-        if code is None:  # nothing to convert: it runs as written (see `straight_line`)
-            code = fn.__code__
-            _runtime_bridge.runs_as_written(code)
+        # None: nothing to convert, it runs as written (see `straight_line`).
+        code = fn.__code__ if generated.code is None else generated.code
         new = loading.instantiate(code, fn, _runtime(), skip=(_CACHE_ATTRIBUTE,))
         converted = _runtime_bridge.wrap(new, fn, python_path=not generated.runs_converted)
         converted.__dict__.pop(_CACHE_ATTRIBUTE, None)
