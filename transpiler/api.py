@@ -305,8 +305,7 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
     with _conversion_lock, _deep_recursion(fn):
         parsed = parsing.parse_function(fn)
         if straight_line.unchanged(parsed.node, fn):
-            source = parsed.text or loading.unparse(parsed.node)
-            generated = _Generated(None, source, False, _owner_of(fn.__globals__))
+            generated = _Generated(None, parsed.as_written(), False, _owner_of(fn.__globals__))
             _generated.put(fn, options, generated)
             _log_conversion(fn, started, generated, "nothing to convert: runs as written")
             return generated

@@ -10,6 +10,13 @@ RUNTIME = "rt__"
 """The one name through which generated code reaches the runtime; reserved as a prefix."""
 
 
+def reserved(node: gast.AST) -> str | None:
+    """The name `node` binds or reads (a name, a function's or a class's), if it uses the
+    prefix reserved for generated code; else None."""
+    name = getattr(node, "id", None) or getattr(node, "name", None)
+    return name if isinstance(name, str) and name.startswith(RUNTIME) else None
+
+
 def runtime_operator(func: gast.expr) -> str | None:
     """`'print_'` for the callee `rt__.print_` of generated code, else None."""
     if (

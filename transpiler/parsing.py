@@ -29,7 +29,13 @@ class ParsedFunction:
     node: gast.FunctionDef
     filename: str
     line_offset: int  # parsed line + line_offset = line in `filename`
-    text: str | None = None  # the definition as written (dedented); None for a lambda
+    text: str | None = None  # the definition's lines as in the file; None for a lambda
+
+    def as_written(self) -> str:
+        """The definition as the file has it, dedented (a lambda: as a `def`, printed)."""
+        if self.text is None:
+            return loading.unparse(self.node)
+        return textwrap.dedent(self.text)
 
 
 def parse_function(fn: types.FunctionType) -> ParsedFunction:
@@ -87,7 +93,7 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
     node.decorator_list = []
     _check_unchanged(fn, node, where, None if indented else text)
     origins.stamp(node, filename, line_offset, linecache.getlines(filename))
-    written = None if code.co_name == "<lambda>" else textwrap.dedent(text)
+    written = None if code.co_name == "<lambda>" else text
     return ParsedFunction(node, filename, line_offset, written)
 
 

@@ -43,7 +43,8 @@ import types
 
 import gast
 
-from transpiler import libraries, naming, structure
+from transpiler import libraries, naming
+from transpiler.analysis import activity
 from transpiler.passes import powers
 
 NAMESPACES = ("jax.numpy", "jax.nn", "jax.scipy.special")
@@ -70,44 +71,37 @@ _COMPARISONS = (gast.Eq, gast.NotEq, gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.
 
 def unchanged(node: gast.FunctionDef, fn: types.FunctionType) -> bool:
     """Whether converting `fn`, parsed as `node`, would change nothing (the module docstring)."""
-    if node.decorator_list or _reserved_names(node):
-        return False  # the fence pass refuses those: so must this function's conversion
-    local = _bound(node) | set(fn.__code__.co_freevars)
     body = node.body
+    if node.decorator_list or not all(isinstance(stmt, _STATEMENTS) for stmt in body):
+        return False
+    # The names it binds (as `activity.local_names`, which walks every expression too: here
+    # only names are assigned, by top-level statements) and its closure's.
+    params = activity.params_of(node.args)
+    if any(_reserved(name) for name in (node.name, *params)):
+        return False
+    local = set(params) | set(fn.__code__.co_freevars)
+    for stmt in body:
+        targets = stmt.targets if isinstance(stmt, gast.Assign) else []
+        for target in [stmt.target] if isinstance(stmt, gast.AugAssign) else targets:
+            local.update(_target_names(target) or ())
     for i, stmt in enumerate(body):
         if not _statement(stmt, i == len(body) - 1, i == 0, local, fn.__globals__):
             return False
     return True
 
 
-def _reserved_names(node: gast.FunctionDef) -> bool:
-    for inner in structure.walk_nodes(node):
-        name = getattr(inner, "id", None) or getattr(inner, "name", None)
-        if isinstance(name, str) and name.startswith(naming.RUNTIME):
-            return True
-    return False
-
-
-def _bound(node: gast.FunctionDef) -> set[str]:
-    """The names the function binds: its parameters and its assignments' targets."""
-    args = node.args
-    params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-    params += [a for a in (args.vararg, args.kwarg) if a is not None]
-    names = {p.id for p in params}
-    for stmt in node.body:
-        targets = stmt.targets if isinstance(stmt, gast.Assign) else []
-        targets = [stmt.target] if isinstance(stmt, gast.AugAssign) else targets
-        for target in targets:
-            for name in _target_names(target) or ():
-                names.add(name)
-    return names
+def _reserved(name: str) -> bool:
+    """A name with the prefix of generated code, which the fence pass refuses: so must this
+    function's conversion. (Names are all a function that passes here can hold it in: its
+    own, its parameters', those it assigns and those it reads.)"""
+    return name.startswith(naming.RUNTIME)
 
 
 def _target_names(target) -> list[str] | None:
     """The names an assignment target binds; None if it is not names (an attribute, an item,
-    a starred name)."""
+    a starred name, a reserved name)."""
     if isinstance(target, gast.Name):
-        return [target.id]
+        return None if _reserved(target.id) else [target.id]
     if isinstance(target, (gast.Tuple, gast.List)):
         names = []
         for element in target.elts:
@@ -120,8 +114,6 @@ def _target_names(target) -> list[str] | None:
 
 
 def _statement(stmt, last: bool, first: bool, local: set, globals_: dict) -> bool:
-    if not isinstance(stmt, _STATEMENTS):
-        return False
     if isinstance(stmt, gast.Pass):
         return True
     if isinstance(stmt, gast.Expr):  # a docstring only: another expression would be a call
@@ -131,6 +123,7 @@ def _statement(stmt, last: bool, first: bool, local: set, globals_: dict) -> boo
     if isinstance(stmt, gast.AugAssign):
         return (
             isinstance(stmt.target, gast.Name)
+            and _target_names(stmt.target) is not None  # not a reserved name
             and _operator(stmt.op, stmt.value)
             and _expression(stmt.value, local, globals_)
         )
@@ -141,7 +134,9 @@ def _statement(stmt, last: bool, first: bool, local: set, globals_: dict) -> boo
 
 def _expression(node, local: set, globals_: dict) -> bool:
     kind = type(node)
-    if kind is gast.Name or kind is gast.Constant:
+    if kind is gast.Name:
+        return not _reserved(node.id)
+    if kind is gast.Constant:
         return True
     if kind is gast.Attribute:
         return _expression(node.value, local, globals_)

@@ -18,7 +18,7 @@ import pytest
 import transpiler
 from tests.end_to_end import checks
 from transpiler import api, loading, parsing, pipeline, straight_line
-from transpiler.naming import RUNTIME
+from transpiler.analysis import ownership
 
 MODES = jnp.array([[0.0, 0.0], [2.0, 1.0]])
 
@@ -198,6 +198,19 @@ def reserved(x):
     return rt__x
 
 
+def reserved_read(x):
+    return x + rt__y  # noqa: F821 - refused before it runs
+
+
+def reserved_parameter(rt__x):
+    return rt__x
+
+
+def reserved_augmented(x):
+    rt__z += x  # noqa: F821, F841 - refused before it runs
+    return x
+
+
 def math_call(x):
     return math.sqrt(x)
 
@@ -236,6 +249,9 @@ REFUSED = [
     formats,
     loops,
     reserved,
+    reserved_read,
+    reserved_parameter,
+    reserved_augmented,
     math_call,
     nested_def,
 ]
@@ -273,15 +289,8 @@ class _CallsAsWritten(gast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        func = node.func
-        if (
-            isinstance(func, gast.Attribute)
-            and func.attr == "call"
-            and isinstance(func.value, gast.Name)
-            and func.value.id == RUNTIME
-        ):
-            return gast.Call(node.args[0], node.args[1:], node.keywords)
-        return node
+        func, args = ownership.called(node)
+        return gast.Call(func, args, node.keywords)
 
 
 @pytest.mark.parametrize("fn", ACCEPTED, ids=lambda fn: fn.__name__)

@@ -49,8 +49,8 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
             raise ConversionError(
                 f"{what} cannot be converted", _origin(node), hint[0].upper() + hint[1:] + "."
             )
-        name = getattr(node, "id", None) or getattr(node, "name", None)
-        if isinstance(name, str) and name.startswith(naming.RUNTIME):
+        name = naming.reserved(node)
+        if name is not None:
             raise ConversionError(
                 f"the name {name!r} uses the prefix {naming.RUNTIME!r}, "
                 "reserved for generated code",
