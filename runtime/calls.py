@@ -32,7 +32,7 @@ from collections.abc import Callable
 import jax
 
 from runtime import builtins as builtins_
-from runtime import checkpointed, debugging, effects, errors, staging
+from runtime import checkpointed, debugging, effects, errors, identity, staging
 
 _DO_NOT_CONVERT = "__transpiler_do_not_convert__"  # set by transpiler.do_not_convert
 
@@ -162,16 +162,23 @@ def caller(
             resolved = _REVERSIBLE.get(fn, fn)
             args = tuple(resolve_argument(arg) for arg in args)
             kwargs = {name: resolve_argument(value) for name, value in kwargs.items()}
+        # What the objects staged statements detached hold before the call (None: none, or
+        # a function of JAX's or NumPy's, which change no list or dict in place).
+        held = identity.held() if identity.recorded() and not _array_library(fn) else None
         try:
             if resolved is fn and staging.trackers() and _state_of_its_own(fn, is_library):
-                return effects.call_with_state_of_its_own(fn, args, kwargs)
-            if resolved is not fn:  # a converted user function: the arguments are ours
+                result = effects.call_with_state_of_its_own(fn, args, kwargs)
+            elif resolved is not fn:  # a converted user function: the arguments are ours
                 with staging.calling_converted():
-                    return resolved(*args, **kwargs)
-            return resolved(*args, **kwargs)
+                    result = resolved(*args, **kwargs)
+            else:
+                result = resolved(*args, **kwargs)
         except Exception as e:
             errors.raised_by_callee(e)  # `math.sqrt(-1)`: the program's error, to raise as it runs
             raise
+        if held is not None:
+            identity.check_unchanged(held, fn)
+        return result
 
     return call
 
@@ -203,6 +210,15 @@ def _jax_or_standard(fn) -> bool:
         module = type(fn if owner is None else owner).__module__
     root = module.split(".")[0]
     return root in _JAX_AND_NUMPY or root in sys.stdlib_module_names or root == "builtins"
+
+
+def _array_library(fn) -> bool:
+    """Whether `fn` is a function of JAX's or NumPy's (not a builtin method, a user's)."""
+    module = getattr(fn, "__module__", None)
+    return isinstance(module, str) and module.split(".")[0] in _ARRAY_LIBRARIES
+
+
+_ARRAY_LIBRARIES = frozenset({"jax", "jaxlib", "numpy"})
 
 
 def _user_class(fn) -> bool:

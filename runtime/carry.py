@@ -46,6 +46,9 @@ class Carry:
         # a variable holding the one it was given, it is that object after the loop.
         self.originals = {i: v for i, v in enumerate(state) if type(v) in (list, dict)}
         self.replaced: set[int] = set()
+        # Those an iteration changed in place (None: not followed, as where iterations are not
+        # given fresh containers: all count).
+        self.changed: set[int] | None = None
         self._given: tuple | None = None
         state = self._size_from_body(state, probe, trip_count, probe_args)
         promotions = _PROMOTIONS.get()
@@ -201,7 +204,8 @@ class Carry:
                 and index not in self.planned
                 and index not in self.static
             ):
-                identity.update_in_place(original, state[index])
+                if self.changed is None or index in self.changed:  # else: what it held
+                    identity.update_in_place(original, state[index])
                 state[index] = original
         for index in self.planned:
             value, length = state[index], self.static_lengths.get(index)
@@ -228,6 +232,7 @@ class Carry:
         changed = {
             i for i in self.originals if identity.changed_since(given[i], self._given_contents[i])
         }
+        self.changed = changed | (self.changed or set())
         for i in self.originals:
             if outs[i] is given[i]:
                 continue

@@ -24,7 +24,9 @@ from runtime.staging import describe, describe_tree, is_staged
 from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
 
 
-def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None, refused=(), stores=()):
+def if_stmt(
+    pred, if_true, if_false, state, *, symbol_names, aliased=None, refused=(), stores=(), owned=()
+):
     """Functional form of an if statement.
 
     Same semantics as::
@@ -44,7 +46,8 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None, refus
     and other names may reach (`transpiler.analysis.ownership`); `refused`, more of them, for
     which the runtime's own `if`s (a loop's masked iteration) refuse different objects;
     `stores`, (statement, name) of the branches' stores of such a container into another
-    (`record["best"] = params`), which a staged `if` refuses.
+    (`record["best"] = params`), which a staged `if` refuses; `owned`, the variables that own
+    their containers (no other name can see which object they hold).
     """
     pred = staging.condition(pred)
     if is_staged(pred):
@@ -63,12 +66,13 @@ def if_stmt(pred, if_true, if_false, state, *, symbol_names, aliased=None, refus
                 logged=True,
                 aliased=frozenset(aliased or ()),
                 refused=frozenset(refused),
+                owned=frozenset(owned),
             ),
         )
     return if_true(*state) if pred else if_false(*state)
 
 
-def if_exp(pred, if_true, if_false, *, aliased=False):
+def if_exp(pred, if_true, if_false, *, aliased=False, owned=False):
     """Functional form of `if_true() if pred else if_false()`; a traced `pred` -> `lax.cond`."""
     pred = staging.condition(pred)
     if is_staged(pred):
@@ -85,6 +89,7 @@ def if_exp(pred, if_true, if_false, *, aliased=False):
                 site,
                 logged=True,
                 aliased=frozenset({"<value>", "<value>" + _ITEMS} if aliased else ()),
+                owned=frozenset({"<value>"} if owned else ()),
             )
 
         (value,) = effects.run((), ("<value>",), stage)
@@ -119,20 +124,32 @@ class _Retrace(staging.Retrace):
 
 
 def staged_cond(
-    pred, if_true, if_false, state, names, site, *, logged=False, aliased=None, refused=frozenset()
+    pred,
+    if_true,
+    if_false,
+    state,
+    names,
+    site,
+    *,
+    logged=False,
+    aliased=None,
+    refused=frozenset(),
+    owned=None,
 ):
     """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs.
     `logged`: log the lowering (`if → lax.cond`, or a select) as the statement's own. `aliased`
     (an `if` statement's, a conditional expression's): the lists and dicts its variables come
     out holding keep their identity (see `_identities`). `refused`: variables that may not come
     out holding different lists or dicts on the two paths (a loop's, in its masked iteration:
-    `effects.loop_aliased`)."""
+    `effects.loop_aliased`). `owned`: the variables no other name can see the objects of; the
+    others' different objects on the two paths are recorded (`identity.detached`), where given
+    (the user's statements, not the runtime's own `if`s)."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
     for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
         try:
             return _cond_once(
-                pred, if_true, if_false, state, names, site, fixes, logged, aliased, refused
+                pred, if_true, if_false, state, names, site, fixes, logged, aliased, refused, owned
             )
         except _Retrace as retrace:
             fixes = _Retrace(
@@ -155,7 +172,17 @@ def staged_cond(
 
 
 def _cond_once(
-    pred, if_true, if_false, state, names, site, fixes, logged=False, aliased=None, refused=()
+    pred,
+    if_true,
+    if_false,
+    state,
+    names,
+    site,
+    fixes,
+    logged=False,
+    aliased=None,
+    refused=(),
+    owned=None,
 ):
     if len(fixes.raised) == 2:  # both branches raise: so does the if, whichever runs
         raise fixes.raised["true"]
@@ -165,6 +192,8 @@ def _cond_once(
     probes = {id(v): (v, *v.branches()) for v in state if isinstance(v, lists.ProbeList)}
     appended: dict[str, dict[int, int]] = {}
     origins: dict[str, list] = {}  # per branch: each output's `_origin`
+    kept: dict[str, set] = {}  # per branch: the outputs it left as they were (see `_kept`)
+    raws: dict[str, list] = {}  # per branch: its outputs as the function gave them
     checked = None if aliased is None and not refused else frozenset(aliased or ()) | refused
 
     def branch(fn, which):
@@ -178,6 +207,8 @@ def _cond_once(
                     raw, copies = _trace_branch(fn, state, which)
                     if checked is not None:
                         origins[which] = _origins(raw, copies, state, names, checked, site)
+                        kept[which] = _kept(raw, copies)
+                        raws[which] = list(raw)
             appended[which] = {key: p.count - starts[key] for key, (p, _, _) in probes.items()}
             assert len(raw) == len(names), "generated code returned the wrong number of values"
             outs = [_branch_output(i, value, fixes, names[i]) for i, value in enumerate(raw)]
@@ -207,7 +238,9 @@ def _cond_once(
         staging.released(next(dynamic)) if staging.is_array_tree(value) else value for value in outs
     ]
     if checked is not None:
-        _identities(out, origins, names, checked, site, restore=aliased is not None)
+        _identities(out, origins, names, checked, site, aliased is not None, kept)
+        if owned is not None and len(origins) == 2:
+            _record_detached(out, origins, raws, names, checked, owned, site)
     return tuple(out)
 
 
@@ -421,6 +454,16 @@ def _origins(raw: list, copies: dict, state, names, aliased, site) -> list:
     return result
 
 
+def _kept(raw: list, copies: dict) -> set[int]:
+    """The outputs of a branch that are the copy of a list or dict it was given, unchanged."""
+    found = set()
+    for index in range(len(raw)):
+        pair = copies.get(id(raw[index]))
+        if pair is not None and pair[0] is raw[index] and not identity.changed(*pair):
+            found.add(index)
+    return found
+
+
 _ITEMS = "[*]"  # the analysis's path of what a container holds (`ownership.ITEMS`)
 
 
@@ -468,12 +511,15 @@ def _check_not_changed_then_replaced(value, before, copies, name, site) -> None:
             )
 
 
-def _identities(out: list, origins: dict, names, aliased, site, restore: bool = True) -> None:
+def _identities(
+    out: list, origins: dict, names, aliased, site, restore: bool = True, kept=None
+) -> None:
     """Each list or dict variable as Python has it after the statement: where both branches
     leave it holding one object (the one it held before, say), that object, its contents
-    updated in place to the staged ones; where they leave it holding different objects, a new
-    one is exact only where nothing else reaches them or nothing changes them in place (not
-    `aliased`): otherwise, refused. (Without `restore`, only refused.)"""
+    updated in place to the staged ones (unless both `kept` it as it was); where they leave it
+    holding different objects, a new one is exact only where nothing else reaches them or
+    nothing changes them in place (not `aliased`; see `_record_detached` for the changes
+    conversion cannot see): otherwise, refused. (Without `restore`, only refused.)"""
     if len(origins) < 2:  # a branch raises: the other one's objects
         return
     true, false = origins["true"], origins["false"]
@@ -488,7 +534,8 @@ def _identities(out: list, origins: dict, names, aliased, site, restore: bool = 
         if a is b and a is not _NEW:
             if not restore:
                 continue
-            identity.update_in_place(a, out[index])
+            if not (kept and all(index in k for k in kept.values())):
+                identity.update_in_place(a, out[index])
             out[index] = a
         elif not (a is _NEW and b is _NEW) and names[index] in aliased:
             kind = type(out[index]).__name__
@@ -506,6 +553,45 @@ def _identities(out: list, origins: dict, names, aliased, site, restore: bool = 
             )
     for index, a, b in held:
         _check_same_items(a, b, names[index], type(out[index]).__name__, site)
+
+
+def _record_detached(out: list, origins: dict, raws: dict, names, skipped, owned, site) -> None:
+    """Records each list or dict variable (not `skipped`: refused, or given back) that the
+    statement left holding a new object where Python's holds one of two others (see
+    `identity.detached`): exact while nothing changes those in place, which conversion found
+    nothing does (they are not `aliased`) but a call it cannot follow may. Watched: per path,
+    the object Python's variable holds (the original; of one the branch made, the containers
+    it holds: `list(layers)` holds `layers`' dicts), and the new object, where other names may
+    see the one it stands for (not `owned`, and not made by the branches)."""
+    for index, name in enumerate(names):
+        if name in skipped or type(out[index]) not in (list, dict):
+            continue
+        paths = [origins[which][index] for which in ("true", "false")]
+        a, b = (origin[0] if isinstance(origin, tuple) else origin for origin in paths)
+        if a is b and a is not _NEW:
+            continue  # the one object, given back
+        held = []
+        for which, origin in (("true", a), ("false", b)):
+            if origin is _NEW:  # only the containers it holds can be reached otherwise
+                held += _containers_held(raws[which][index])
+            else:
+                held.append(origin)
+        if name not in owned and not (a is _NEW and b is _NEW):
+            held.append(out[index])
+        identity.detached(_label(name, site), type(out[index]).__name__, site, held)
+
+
+def _containers_held(container) -> list:
+    """The lists and dicts `container` holds (through tuples)."""
+    items = list(container.values() if type(container) is dict else container)
+    found = []
+    while items:
+        item = items.pop()
+        if type(item) is tuple:
+            items.extend(item)
+        elif type(item) in (list, dict):
+            found.append(item)
+    return found
 
 
 def _check_same_items(a, b, name: str, kind: str, site: Site) -> None:

@@ -30,7 +30,7 @@ import types
 import jax
 import numpy as np
 
-from runtime import errors, staging
+from runtime import errors, identity, staging
 from runtime.errors import StagingError
 
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, range, type(Ellipsis))
@@ -726,6 +726,9 @@ class Effects:
         # with their keys sorted, where Python keeps the order they were inserted in.
         self._entered: tuple = ()
         self._orders: dict[int, dict] = {}
+        # A loop's variables an iteration binds to a container from outside its state (not
+        # `aliased`): {name: (kind, the containers)} (see `_check_not_bound_outside`).
+        self._bound_outside: dict[str, tuple] = {}
 
     def run(self, state, names, stage):
         """Stages the statement; returns its outputs (`names` name them)."""
@@ -742,10 +745,13 @@ class Effects:
         if self.site.construct.endswith("loop"):
             token = _LOOP_ALIASED.set(self.aliased)
             try:
-                return self._run(state, names, stage)
+                out = self._run(state, names, stage)
             finally:
                 _LOOP_ALIASED.reset(token)
-        return self._run(state, names, stage)
+        else:
+            out = self._run(state, names, stage)
+        identity.settle()  # the statement has put its changes in place
+        return out
 
     def _run(self, state, names, stage):
         n = len(names)
@@ -753,16 +759,48 @@ class Effects:
         while True:
             extended = (*state, *(change.get() for change in self.carried))
             labels = (*names, *(change.label for change in self.carried))
-            self._entered, self._orders = extended, {}
+            self._entered, self._orders, self._bound_outside = extended, {}, {}
             try:
                 out = stage(extended, labels, self.wrap)
             except NewEffects as e:
                 self._add(e.changes)
                 continue
+            self._check_copies(out[:n], state)
+            for name, value in zip(names, out):
+                if name in self._bound_outside:
+                    kind, held = self._bound_outside[name]
+                    watched = [*held, value]
+                    identity.detached(f"'{name}'", kind, self.site, watched, bound=True)
             out = self._in_key_order(out, extended, labels, len(state))
             for change, value in zip(self.carried, out[n:]):
                 change.set(value)
             return out[:n]
+
+    def _check_copies(self, out, state) -> None:
+        """Refuses a variable that held a list or dict whose items the statement changes
+        through another name or a call (a carried place: `opt.update(params)` with `best =
+        params`), where the statement leaves the variable holding a new object (it rebinds
+        it on some path, or every iteration): the staged statement's variable was given a
+        copy, which does not show the change, where Python's shows it on the paths that keep
+        the object. (Where both paths keep it, the object itself is given back, changed.)"""
+        if not self.carried:
+            return
+        for name, value, before in zip(self.names, out, state):
+            if type(before) not in (list, dict) or value is before:
+                continue
+            inside = _containers_in(before)
+            change = next((c for c in self.carried if id(c.container) in inside), None)
+            if change is None:
+                continue
+            kind = type(before).__name__
+            raise StagingError(
+                f"{change.label} is changed in place in the staged {self.site.construct} "
+                f"({self.site}), through another name or by a call, and '{name}' holds that "
+                f"{kind} (or one inside it) as the {self.site.construct} begins but a new "
+                f"{kind} after it on some path: Python's '{name}' shows the change where it "
+                f"keeps the {kind}, the staged one is a copy that does not. Copy it first "
+                f"({name} = copy.deepcopy({name})), or change it through '{name}'."
+            )
 
     def _in_key_order(self, out, entered, labels, n_state: int) -> tuple:
         """The outputs with their dicts' keys in the order Python gives them: the one every
@@ -910,8 +948,11 @@ class Effects:
                 return out
             for i, value in enumerate((*out, *values)):
                 order = staging.key_orders(value)
-                if order is not None:
-                    self._orders.setdefault(i, {}).setdefault(order, value)
+                orders = self._orders.setdefault(i, {}) if order is not None else {}
+                if order is not None and order not in orders:
+                    # A copy (the same keys, in order): a reference to the value itself would
+                    # count as another name's (`control_flow._origins` counts them).
+                    orders[order] = staging.fresh(value)
             if isinstance(out, Detached):
                 result = Detached((*out, *values))
                 result.originals = out.originals
@@ -950,25 +991,30 @@ class Effects:
         changes in place, which `_detached` copied): Python's variable is that very object
         after the loop (if it ran), and a later change through one name shows through the
         other; the staged loop's is a copy. Refused where the function may change such a
-        container in place after the loop (`aliased`)."""
-        if not self.aliased or not self.site.construct.endswith("loop"):
+        container in place after the loop (`aliased`); elsewhere recorded, for the changes
+        conversion cannot see (`identity.detached`)."""
+        if not self.site.construct.endswith("loop"):
             return
         originals = getattr(out, "originals", {})
         for name, value, before in zip(self.names, out, given):
-            if name not in self.aliased:
-                continue
             pair = originals.get(id(value))
             if pair is not None and pair[0] is value:
                 value = pair[1]
             if type(value) not in (list, dict) or value is before:
                 continue
             kind = type(value).__name__
-            if pair is None and not snapshot.reaches(value):  # made by the body
-                shared = [
-                    item
-                    for item in (value.values() if kind == "dict" else value)
-                    if type(item) in (list, dict) and snapshot.reaches(item)
-                ]
+            made = pair is None and not snapshot.reaches(value)  # by the body
+            shared = [
+                item
+                for item in (value.values() if kind == "dict" else value)
+                if made and type(item) in (list, dict) and snapshot.reaches(item)
+            ]
+            if name not in self.aliased:
+                # Exact while nothing changes them in place: calls conversion cannot follow may
+                # (recorded once the loop is staged, with what the variable holds after it).
+                self._bound_outside[name] = (kind, shared if made else [value])
+                continue
+            if made:
                 if not shared:
                     continue
                 held = type(shared[0]).__name__
@@ -1066,6 +1112,20 @@ def _detached(out, changes: list[Change]):
         if new is not old and type(old) in (list, dict)
     }
     return detached
+
+
+def _containers_in(value) -> set[int]:
+    """The ids of the lists and dicts `value` is or holds (through lists, dicts and tuples)."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) in (list, dict) and id(item) not in found:
+            found.add(id(item))
+            stack.extend(item.values() if type(item) is dict else item)
+        elif type(item) is tuple:
+            stack.extend(item)
+    return found
 
 
 def _sorted_keys(order) -> bool:

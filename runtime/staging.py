@@ -17,6 +17,7 @@ from jax import lax
 from jax.extend import core as jax_core
 
 from runtime import errors as errors_
+from runtime import identity
 from runtime.errors import Site, StagingError
 from runtime.variables import MaybeUnbound, Undefined
 
@@ -65,9 +66,14 @@ def call_staging(fn, args, kwargs):
     traced."""
     direct = _from_converted.get()  # called by converted code (else by JAX, or the user)
     token = _from_converted.set(False) if direct else None  # what it calls is not
+    recording = identity.recording()
     try:
-        return _call_staging(fn, args, kwargs, direct)
+        result = _call_staging(fn, args, kwargs, direct)
+        if recording is not None:
+            identity.check_recorded()
+        return result
     finally:
+        identity.stop_recording(recording)
         if token is not None:
             _from_converted.reset(token)
 

@@ -43,6 +43,7 @@ CLASS_NAMES = {
     15: "Python ints as Python: int powers, enumerate's index, replaced lists, ranges",
     16: "lists and dicts a staged branch or loop rebinds: aliases, swaps, choices",
     17: "text made before it is printed, names a lambda reads, a float against an int",
+    18: "lists a staged branch or loop chooses, changed where conversion cannot see it",
 }
 
 
@@ -632,6 +633,43 @@ class _Generator:
         self.emit(indent, f"{cur}[0] = ({cur}[0] + {self.expr(ctx)}) % 97")
         self.emit(indent, f"a = (a + {pa}[0] + 2 * {pb}[0] + {cur}[1]) % 97")
 
+    def c18(self, indent: int, ctx: _Ctx) -> None:
+        """A list two names may reach (one of them rebound in a staged branch or loop), then
+        changed where conversion cannot follow the change: by a method of an object, a function
+        kept in a list, a bound method in a variable, through `operator.itemgetter`, a `with`
+        or `match` capture; then read through every name."""
+        pa, pb, cur, q = self.fresh("pa"), self.fresh("pb"), self.fresh("cur"), self.fresh("q")
+        self.emit(indent, f"{pa}, {pb} = [a, 1], [b, 2]")
+        self.emit(indent, f"{cur} = {self.rng.choice([pa, '[5, 6]'])}")
+        if self.chance(0.7):
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            other = self.rng.choice([pa, pb, f"[{self.expr(ctx)}, 3]", f"list({pa})"])
+            self.emit(indent + 1, f"{cur} = {other}")
+            if self.chance(0.4):
+                self.emit(indent, "else:")
+                self.emit(indent + 1, f"{cur} = {self.rng.choice([pa, pb, '[b, 4]'])}")
+        else:
+            k = self.fresh("k")
+            self.emit(indent, f"{k} = 0")
+            self.emit(indent, f"while {k} < 2 and {self.cond(ctx)}:")
+            self.emit(indent + 1, f"{cur} = {self.rng.choice([pa, pb])}")
+            self.emit(indent + 1, f"{k} += 1")
+        target = self.rng.choice([pa, pb, cur])
+        v = self.expr(ctx)
+        change = self.rng.choice(
+            [
+                f"UPD.bump({target}, {v})",
+                f"FNS[0]({target}, {v})",
+                f"{q} = {target}.__setitem__\n{q}(0, ({target}[0] + {v}) % 97)",
+                f"{q} = operator.itemgetter(0)([{target}])\n{q}[0] = ({q}[0] + {v}) % 97",
+                f"with holding({target}) as {q}:\n    {q}[0] = ({q}[0] + {v}) % 97",
+                f"match {target}:\n    case [_, _] as {q}:\n        {q}[0] = ({q}[0] + {v}) % 97",
+            ]
+        )
+        for line in change.split("\n"):
+            self.emit(indent, line)
+        self.emit(indent, f"a = (a + {pa}[0] + 2 * {pb}[0] + 3 * {cur}[0] + {cur}[1]) % 97")
+
     def c17(self, indent: int, ctx: _Ctx) -> None:
         """Text made (f-string, str(), +, .format) and printed later; a variable first bound in
         both branches of an `if` and read by a lambda; a Python float against an int in a
@@ -703,6 +741,10 @@ class _Generator:
 
         L = self.lines.append
         L(f"# classes: {', '.join(str(c) for c in sorted(self.used))}")
+        if on(18):
+            L("import contextlib")
+            L("import operator")
+            L("")
         L("import jax")
         L("import jax.numpy as jnp")
         L("")
@@ -775,6 +817,21 @@ class _Generator:
             L("")
             L("def vh(v):")
             L("    return (v * 3 + 1) % 97")
+            L("")
+            L("")
+        if on(18):
+            L("class Upd:")
+            L("    def bump(self, lst, v):")
+            L("        lst[0] = (lst[0] + v) % 97")
+            L("")
+            L("")
+            L("UPD = Upd()")
+            L("FNS = [UPD.bump]")
+            L("")
+            L("")
+            L("@contextlib.contextmanager")
+            L("def holding(v):")
+            L("    yield v")
             L("")
             L("")
         L("def helper(v):")

@@ -21,9 +21,10 @@ ADDS = (gast.Call, gast.Lambda)
 
 
 class _ConditionalExpressions(Transformer):
-    def __init__(self, changed: frozenset[str]):
+    def __init__(self, changed: frozenset[str], owned: frozenset[str]):
         super().__init__()
         self.changed = changed  # the names whose lists the function changes in place
+        self.owned = owned  # the names that own their containers (`ownership.owned_names`)
 
     def visit_Assign(self, node):
         # `buf = a if c else b; buf[0] += 1`: the list chosen is changed through the result;
@@ -40,6 +41,13 @@ class _ConditionalExpressions(Transformer):
             node.value.keywords.append(
                 gast.keyword(arg="aliased", value=gast.Constant(value=True, kind=None))
             )
+        elif isinstance(value, gast.IfExp) and all(
+            isinstance(t, gast.Name) and t.id in self.owned for t in node.targets
+        ):
+            # No other name can see which object it holds (see runtime.identity.detached).
+            node.value.keywords.append(
+                gast.keyword(arg="owned", value=gast.Constant(value=True, kind=None))
+            )
         return node
 
     def visit_IfExp(self, node):
@@ -55,4 +63,4 @@ class _ConditionalExpressions(Transformer):
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     # Its branches are functions of their own by now (the control-flow pass ran): all count.
     changed = ownership.aliased_names(fn_node, nested=True, resolve=ctx.callees(fn_node))
-    return _ConditionalExpressions(changed).visit(fn_node)
+    return _ConditionalExpressions(changed, ownership.owned_names(fn_node)).visit(fn_node)

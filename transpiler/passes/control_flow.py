@@ -184,6 +184,8 @@ class _ControlFlow(Transformer):
         self.range_indices: list[frozenset[str]] = []  # of the loops over ranges around a node
         # Per scope: what `ownership.aliased_after` finds, per statement.
         self.aliased: list[dict[gast.stmt, frozenset[str]]] = []
+        # Per scope: the names that own their containers (`ownership.owned_names`), when asked.
+        self.owned: list[frozenset[str] | None] = []
         self.catches: list[bool | None] = []
 
     def visit_FunctionDef(self, node):
@@ -194,10 +196,12 @@ class _ControlFlow(Transformer):
         callees = self.callees if len(self.scopes) == 1 else self.resolvers[-1].scope(node)
         self.resolvers.append(callees)
         self.aliased.append(ownership.aliased_after(node, callees))
+        self.owned.append(None)
         self.catches.append(None)  # whether it has a `try` (found when a loop asks)
         node.body = self.visit_block(node.body)
         self.catches.pop()
         self.aliased.pop()
+        self.owned.pop()
         self.resolvers.pop()
         self.scopes.pop()
         return node
@@ -249,8 +253,18 @@ class _ControlFlow(Transformer):
         if aliased:
             keyword = gast.keyword(arg="aliased", value=templates.constant(aliased))
             converted[-1].value.keywords.append(keyword)
+        # Those that own their containers: no other name can see which object they hold.
+        owned = tuple(sorted(n for n in outputs if n in self._owned()))
+        if owned:
+            keyword = gast.keyword(arg="owned", value=templates.constant(owned))
+            converted[-1].value.keywords.append(keyword)
         converted[-1].value.keywords.extend(stores)
         return converted
+
+    def _owned(self) -> frozenset[str]:
+        if self.owned[-1] is None:
+            self.owned[-1] = ownership.owned_names(self.scopes[-1])
+        return self.owned[-1]
 
     def visit_While(self, node):
         if not convertible(node):
