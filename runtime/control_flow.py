@@ -72,8 +72,10 @@ def if_stmt(
     return if_true(*state) if pred else if_false(*state)
 
 
-def if_exp(pred, if_true, if_false, *, aliased=False, owned=False):
-    """Functional form of `if_true() if pred else if_false()`; a traced `pred` -> `lax.cond`."""
+def if_exp(pred, if_true, if_false, *, aliased=False, owned=False, named=False):
+    """Functional form of `if_true() if pred else if_false()`; a traced `pred` -> `lax.cond`.
+    `named`: the value is assigned to a name (else it is used in an expression); `owned`, a
+    name that owns its containers; `aliased`, one whose containers the function changes."""
     pred = staging.condition(pred)
     if is_staged(pred):
         site = Site("conditional expression")
@@ -90,6 +92,7 @@ def if_exp(pred, if_true, if_false, *, aliased=False, owned=False):
                 logged=True,
                 aliased=frozenset({"<value>", "<value>" + _ITEMS} if aliased else ()),
                 owned=frozenset({"<value>"} if owned else ()),
+                transient=frozenset(() if named else {"<value>"}),
             )
 
         (value,) = effects.run((), ("<value>",), stage)
@@ -135,6 +138,7 @@ def staged_cond(
     aliased=None,
     refused=frozenset(),
     owned=None,
+    transient=frozenset(),
 ):
     """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs.
     `logged`: log the lowering (`if → lax.cond`, or a select) as the statement's own. `aliased`
@@ -143,13 +147,25 @@ def staged_cond(
     out holding different lists or dicts on the two paths (a loop's, in its masked iteration:
     `effects.loop_aliased`). `owned`: the variables no other name can see the objects of; the
     others' different objects on the two paths are recorded (`identity.detached`), where given
-    (the user's statements, not the runtime's own `if`s)."""
+    (the user's statements, not the runtime's own `if`s); `transient`, those whose values no
+    variable holds (see `identity.detached`)."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
     for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
         try:
             return _cond_once(
-                pred, if_true, if_false, state, names, site, fixes, logged, aliased, refused, owned
+                pred,
+                if_true,
+                if_false,
+                state,
+                names,
+                site,
+                fixes,
+                logged,
+                aliased,
+                refused,
+                owned,
+                transient,
             )
         except _Retrace as retrace:
             fixes = _Retrace(
@@ -183,6 +199,7 @@ def _cond_once(
     aliased=None,
     refused=(),
     owned=None,
+    transient=frozenset(),
 ):
     if len(fixes.raised) == 2:  # both branches raise: so does the if, whichever runs
         raise fixes.raised["true"]
@@ -194,6 +211,7 @@ def _cond_once(
     origins: dict[str, list] = {}  # per branch: each output's `_origin`
     kept: dict[str, set] = {}  # per branch: the outputs it left as they were (see `_kept`)
     raws: dict[str, list] = {}  # per branch: its outputs as the function gave them
+    tuples: dict[str, dict] = {}  # per branch: the containers in its tuples (`_tuple_items`)
     checked = None if aliased is None and not refused else frozenset(aliased or ()) | refused
 
     def branch(fn, which):
@@ -209,6 +227,7 @@ def _cond_once(
                         origins[which] = _origins(raw, copies, state, names, checked, site)
                         kept[which] = _kept(raw, copies)
                         raws[which] = list(raw)
+                        tuples[which] = _tuple_items(raw, copies)
             appended[which] = {key: p.count - starts[key] for key, (p, _, _) in probes.items()}
             assert len(raw) == len(names), "generated code returned the wrong number of values"
             outs = [_branch_output(i, value, fixes, names[i]) for i, value in enumerate(raw)]
@@ -240,7 +259,8 @@ def _cond_once(
     if checked is not None:
         _identities(out, origins, names, checked, site, aliased is not None, kept)
         if owned is not None and len(origins) == 2:
-            _record_detached(out, origins, raws, names, checked, owned, site)
+            _record_detached(out, origins, raws, names, checked, owned, transient, site)
+            _record_tuples(out, tuples, names, checked, transient, site)
     return tuple(out)
 
 
@@ -555,7 +575,9 @@ def _identities(
         _check_same_items(a, b, names[index], type(out[index]).__name__, site)
 
 
-def _record_detached(out: list, origins: dict, raws: dict, names, skipped, owned, site) -> None:
+def _record_detached(
+    out: list, origins: dict, raws: dict, names, skipped, owned, transient, site
+) -> None:
     """Records each list or dict variable (not `skipped`: refused, or given back) that the
     statement left holding a new object where Python's holds one of two others (see
     `identity.detached`): exact while nothing changes those in place, which conversion found
@@ -578,7 +600,37 @@ def _record_detached(out: list, origins: dict, raws: dict, names, skipped, owned
                 held.append(origin)
         if name not in owned and not (a is _NEW and b is _NEW):
             held.append(out[index])
-        identity.detached(_label(name, site), type(out[index]).__name__, site, held)
+        label = _label(name, site)
+        identity.detached(label, site, out[index], held, transient=name in transient)
+
+
+def _tuple_items(raw, copies: dict) -> dict[int, list]:
+    """{output index: the lists and dicts in it} for each output of a branch that is a tuple
+    holding some: those Python's tuple holds (the originals of the copies the branch was
+    given)."""
+    found = {}
+    for index in range(len(raw)):
+        if type(raw[index]) is tuple:
+            held = []
+            for item in _containers_held(raw[index]):
+                pair = copies.get(id(item))
+                held.append(pair[1] if pair is not None and pair[0] is item else item)
+            if held:
+                found[index] = held
+    return found
+
+
+def _record_tuples(out: list, tuples: dict, names, skipped, transient, site) -> None:
+    """Records each tuple variable holding lists or dicts (see `_record_detached`): the staged
+    tuple holds copies of them, Python's the objects, which other names may change in place
+    (`pair = (a, b)`, then `opt.update(a)`)."""
+    for index, name in enumerate(names):
+        if name in skipped or type(out[index]) is not tuple:
+            continue
+        held = [*tuples.get("true", {}).get(index, ()), *tuples.get("false", {}).get(index, ())]
+        if held:
+            label = _label(name, site)
+            identity.detached(label, site, out[index], held, transient=name in transient)
 
 
 def _containers_held(container) -> list:

@@ -727,8 +727,11 @@ class Effects:
         self._entered: tuple = ()
         self._orders: dict[int, dict] = {}
         # A loop's variables an iteration binds to a container from outside its state (not
-        # `aliased`): {name: (kind, the containers)} (see `_check_not_bound_outside`).
-        self._bound_outside: dict[str, tuple] = {}
+        # `aliased`): {name: the containers} (see `_check_not_bound_outside`).
+        self._bound_outside: dict[str, list] = {}
+        # Per traced path (a branch, the body) that changed Python state: the variables it
+        # leaves holding the container they were given, and the ids of the changed containers.
+        self._paths: list[tuple[set[int], set[int]]] = []
 
     def run(self, state, names, stage):
         """Stages the statement; returns its outputs (`names` name them)."""
@@ -742,6 +745,7 @@ class Effects:
                 f"one a copy of it as it was. Store a copy ({store.split(' = ')[0]} = "
                 f"copy.deepcopy({stored})), or store it outside the {self.site.construct}."
             )
+        since = identity.mark()
         if self.site.construct.endswith("loop"):
             token = _LOOP_ALIASED.set(self.aliased)
             try:
@@ -750,7 +754,7 @@ class Effects:
                 _LOOP_ALIASED.reset(token)
         else:
             out = self._run(state, names, stage)
-        identity.settle()  # the statement has put its changes in place
+        identity.settle(since, names, out)  # the statement has put its changes in place
         return out
 
     def _run(self, state, names, stage):
@@ -760,6 +764,7 @@ class Effects:
             extended = (*state, *(change.get() for change in self.carried))
             labels = (*names, *(change.label for change in self.carried))
             self._entered, self._orders, self._bound_outside = extended, {}, {}
+            self._paths = []
             try:
                 out = stage(extended, labels, self.wrap)
             except NewEffects as e:
@@ -768,9 +773,8 @@ class Effects:
             self._check_copies(out[:n], state)
             for name, value in zip(names, out):
                 if name in self._bound_outside:
-                    kind, held = self._bound_outside[name]
-                    watched = [*held, value]
-                    identity.detached(f"'{name}'", kind, self.site, watched, bound=True)
+                    watched = [*self._bound_outside[name], value]
+                    identity.detached(f"'{name}'", self.site, value, watched, bound=True)
             out = self._in_key_order(out, extended, labels, len(state))
             for change, value in zip(self.carried, out[n:]):
                 change.set(value)
@@ -779,17 +783,23 @@ class Effects:
     def _check_copies(self, out, state) -> None:
         """Refuses a variable that held a list or dict whose items the statement changes
         through another name or a call (a carried place: `opt.update(params)` with `best =
-        params`), where the statement leaves the variable holding a new object (it rebinds
-        it on some path, or every iteration): the staged statement's variable was given a
-        copy, which does not show the change, where Python's shows it on the paths that keep
-        the object. (Where both paths keep it, the object itself is given back, changed.)"""
+        params`), on a path that leaves the variable holding it, where the statement leaves
+        the variable holding a new object (another path rebinds it): the staged statement's
+        variable was given a copy, which does not show the change, where Python's shows it
+        on that path. (Where every path keeps it, the object itself is given back, changed.)"""
         if not self.carried:
             return
-        for name, value, before in zip(self.names, out, state):
+        for index, (name, value, before) in enumerate(zip(self.names, out, state)):
             if type(before) not in (list, dict) or value is before:
                 continue
             inside = _containers_in(before)
-            change = next((c for c in self.carried if id(c.container) in inside), None)
+            shown = {
+                container
+                for kept, changed in self._paths
+                if index in kept
+                for container in changed & inside
+            }
+            change = next((c for c in self.carried if id(c.container) in shown), None)
             if change is None:
                 continue
             kind = type(before).__name__
@@ -914,6 +924,9 @@ class Effects:
                 if returns_state and isinstance(out, tuple):
                     out = _detached(out, changes)
                     self._check_not_bound_outside(out, args[leading:n], snapshot)
+                    if changes:
+                        kept = _kept(out, args[leading:n])
+                        self._paths.append((kept, {id(c.container) for c in changes}))
                 for change in changes:
                     change.restore()
             known = {c.key for c in carried}
@@ -1012,7 +1025,7 @@ class Effects:
             if name not in self.aliased:
                 # Exact while nothing changes them in place: calls conversion cannot follow may
                 # (recorded once the loop is staged, with what the variable holds after it).
-                self._bound_outside[name] = (kind, shared if made else [value])
+                self._bound_outside[name] = shared if made else [value]
                 continue
             if made:
                 if not shared:
@@ -1112,6 +1125,21 @@ def _detached(out, changes: list[Change]):
         if new is not old and type(old) in (list, dict)
     }
     return detached
+
+
+def _kept(out, given) -> set[int]:
+    """The indices of the outputs of a traced path that are the container it was given (or,
+    where `_detached` copied them, were), or, on some path of a staged `if` inside it, stand
+    for it (`identity.stands_for`)."""
+    originals = getattr(out, "originals", {})
+    kept = set()
+    for index, (value, arg) in enumerate(zip(out, given)):
+        pair = originals.get(id(value))
+        if pair is not None and pair[0] is value:
+            value = pair[1]
+        if type(arg) in (list, dict) and (value is arg or identity.stands_for(value, arg)):
+            kept.add(index)
+    return kept
 
 
 def _containers_in(value) -> set[int]:

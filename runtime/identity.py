@@ -13,8 +13,8 @@ ownership`); the rest, made by a call it cannot follow (a method of an object,
 container (`first = operator.itemgetter(0)(layers)`), are caught here: the detached objects are
 recorded (`detached`) until the converted call being traced returns, what they hold is taken
 when the statement ends (`settle`), and a call made from converted code that changes one of
-them in place (`held`, `check_unchanged`), or any change found as that call returns
-(`check_recorded`), is refused.
+them in place (`held`, `check_unchanged`), or any change found as a converted call returns
+(`stop_recording`), is refused.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
+import sys
 
 import jax
 
@@ -66,76 +67,142 @@ def update_in_place(target, value) -> None:
         target.update(value)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(eq=False)
 class _Detached:
     """A variable a staged statement left holding a new object where Python's holds one of
-    `objects` (the new one is among them): changing any of them in place is not exact."""
+    two others: changing any of `objects` in place is not exact while the variable lives."""
 
     label: str  # how messages call the variable: `'best'`, `the value`
-    kind: str  # what it holds: `dict`, `list`
+    kind: str  # what it holds: `dict`, `list`, `tuple`
     site: Site
     objects: tuple
     bound: bool  # bound in an iteration of a loop (else chosen by a condition)
     held: list  # what the objects held once the statement ended (`contents`; `settle`)
+    value: object  # the new object the variable holds (see `settle`)
+    transient: bool  # a value no variable holds (a conditional expression's in an expression)
+
+    def alive(self) -> bool:
+        """Whether anything but this record holds the new object (`sys.getrefcount` counts
+        its argument, and this record's references): once nothing does (the variable was
+        rebound, the helper returned, the expression was used), no change shows through it."""
+        mine = 2 + any(o is self.value for o in self.objects)
+        return sys.getrefcount(self.value) > mine
+
+    def changed(self, before=None) -> bool:
+        held = self.held if before is None else before
+        return any(changed_since(o, c) for o, c in zip(self.objects, held))
 
 
-# The detached objects of the converted call being traced (None: no call opened a record).
-_DETACHED: contextvars.ContextVar[list | None] = contextvars.ContextVar("detached", default=None)
+# Per converted call being traced, outermost first: what its staged statements detached. An
+# entry lasts while its new object lives (the variable holds it, or the call returned it):
+# found dead at a call it is dropped, and it counts as the call returns (its variables die
+# then), unless it is transient (no variable held it).
+_DETACHED: contextvars.ContextVar[tuple[list, ...]] = contextvars.ContextVar("detached", default=())
 
 
 def recording():
-    """Opens the record of detached objects for a converted call being traced, unless one is
-    open (the outermost call's lasts until it returns): a token for `stop_recording`, or None."""
-    return _DETACHED.set([]) if _DETACHED.get() is None else None
+    """Opens the record of a converted call being traced: a token for `stop_recording`."""
+    return _DETACHED.set((*_DETACHED.get(), []))
 
 
-def stop_recording(token) -> None:
-    if token is not None:
-        _DETACHED.reset(token)
+def stop_recording(token, returned: bool) -> None:
+    """Closes the record `recording` opened; where the call `returned`, refuses a change made
+    since a statement detached an object (`_check`), and hands the entries whose new
+    objects it gave back (or stored) to the caller's record."""
+    mine = _DETACHED.get()[-1]
+    _DETACHED.reset(token)
+    if not (returned and mine):
+        return
+    _check(mine)
+    outer = _DETACHED.get()
+    if outer:
+        outer[-1].extend(entry for entry in mine if entry.alive())
 
 
-def check_recorded() -> None:
-    """Refuses, as the converted call that opened the record returns, an object a staged
-    statement detached a variable from that was changed in place since, by code whose change
-    conversion could not tell apart from another object's (`first = itemgetter(0)(layers);
-    first["w"] = 0`, an item of another container)."""
-    for entry in _DETACHED.get() or ():
-        if entry.held and any(changed_since(o, c) for o, c in zip(entry.objects, entry.held)):
+def _check(entries) -> None:
+    """Refuses an object a staged statement detached a variable from that was changed in place
+    since, by code whose change conversion could not tell apart from another object's (`first
+    = itemgetter(0)(layers); first["w"] = 0`, an item of another container)."""
+    for entry in entries:
+        if entry.held and (entry.alive() or not entry.transient) and entry.changed():
             raise StagingError(_changed_message(entry, None))
 
 
-def detached(label: str, kind: str, site: Site, objects, *, bound: bool = False) -> None:
+def detached(
+    label: str, site: Site, value, objects, *, bound: bool = False, transient: bool = False
+) -> None:
     """Records that a staged statement (at `site`) left a variable (`label`) holding a new
-    list or dict (`kind`) where Python's holds one of two others, or (`bound`) the one an
-    iteration of a loop bound it to: `objects`, the lists and dicts whose change in place
-    would show (see `runtime.control_flow._record_detached`)."""
-    record = _DETACHED.get()
+    list, dict or tuple (`value`) where Python's holds one of two others, or (`bound`) the one
+    an iteration of a loop bound it to: `objects`, the lists and dicts whose change in place
+    would show (see `runtime.control_flow._record_detached`). `transient`: no variable holds
+    `value` (a conditional expression's, used in an expression): only while it lives."""
+    stack = _DETACHED.get()
     kept = tuple({id(o): o for o in objects if type(o) in (list, dict)}.values())
-    if record is None or not kept:
+    if not stack or not kept:
         return
     ids = {id(o) for o in kept}
-    if any({id(o) for o in entry.objects} == ids for entry in record):
+    if any({id(o) for o in entry.objects} == ids for record in stack for entry in record):
         return  # watched already (the statement traced again: a retrace)
-    record.append(_Detached(label, kind, site, kept, bound, []))
+    kind = type(value).__name__
+    stack[-1].append(_Detached(label, kind, site, kept, bound, [], value, transient))
 
 
-def settle() -> None:
-    """Takes what the objects recorded while a staged statement was traced hold, now that it
-    has ended (it may still have put its own changes in place after recording them)."""
-    for entry in _DETACHED.get() or ():
-        if not entry.held:
-            entry.held.extend(contents(o) for o in entry.objects)
+def stands_for(value, original) -> bool:
+    """Whether `value` is the new object a staged statement left a variable holding where
+    Python's holds `original` on some path (see `detached`)."""
+    return any(
+        entry.value is value and any(o is original for o in entry.objects)
+        for record in _DETACHED.get()
+        for entry in record
+    )
+
+
+def mark() -> int:
+    """Where the record of the converted call being traced stands (for `settle`)."""
+    stack = _DETACHED.get()
+    return len(stack[-1]) if stack else 0
+
+
+def settle(since: int, names, out) -> None:
+    """A staged statement (whose variables `names` it leaves holding `out`) has ended: takes
+    what the objects recorded while it was traced hold (it may have put its own changes in
+    place after recording them), and gives the entries made inside it (from `since`) whose
+    new object it did not hand on (a branch's, an iteration's) the variable's object after
+    it: the variable of an `if` inside a loop is the loop's."""
+    stack = _DETACHED.get()
+    if not stack:
+        return
+    outs = dict(zip(names, out))
+    for entry in stack[-1][since:]:
+        name = entry.label.strip("'")
+        if name in outs and not entry.alive():
+            entry.value = outs[name]
+    for record in stack:
+        for entry in record:
+            if not entry.held:
+                entry.held.extend(contents(o) for o in entry.objects)
 
 
 def recorded() -> bool:
-    """Whether staged statements detached objects in the converted call being traced."""
-    return bool(_DETACHED.get())
+    """Whether staged statements detached objects that may still show a change: those whose
+    new objects nothing holds any more (the variable was rebound) are dropped."""
+    found = False
+    for record in _DETACHED.get():
+        if record:
+            record[:] = [entry for entry in record if not entry.held or entry.alive()]
+            found = found or bool(record)
+    return found
 
 
 def held() -> list:
-    """What the detached objects hold now (see `detached`), to check after a call made from
-    converted code (`check_unchanged`)."""
-    return [(entry, [contents(o) for o in entry.objects]) for entry in _DETACHED.get() or ()]
+    """What the detached objects whose variables still hold the new object (see `detached`)
+    hold now, to check after a call made from converted code (`check_unchanged`)."""
+    return [
+        (entry, [contents(o) for o in entry.objects])
+        for record in _DETACHED.get()
+        for entry in record
+        if entry.alive()
+    ]
 
 
 def check_unchanged(held_before: list, fn) -> None:
@@ -143,7 +210,7 @@ def check_unchanged(held_before: list, fn) -> None:
     variable from: the staged variable would not show the change (or show it where Python's
     does not)."""
     for entry, before in held_before:
-        if any(changed_since(o, c) for o, c in zip(entry.objects, before)):
+        if entry.changed(before):
             raise StagingError(_changed_message(entry, fn))
 
 
@@ -154,18 +221,26 @@ def _changed_message(entry: _Detached, fn) -> str:
     else:
         where = Site("call", depth=3).location()
         how = f"the call of {_name(fn)}{f' ({where})' if where else ''} changed it in place"
+    if kind == "tuple":
+        return (
+            f"{entry.label} is a tuple of lists or dicts that a staged {entry.site.construct} "
+            f"({entry.site}) gives, and {how}, which conversion could not follow: Python's "
+            "tuple holds those very objects, and shows the change, where the staged one holds "
+            "copies. Put copies in the tuple (copy.deepcopy), or read the lists and dicts "
+            "through their own names."
+        )
     if entry.bound:
         what = (
             f"is bound to a {kind} another name holds in an iteration of the staged "
             f"{entry.site.construct} ({entry.site})"
         )
-        python = f"Python's {entry.label} is that very {kind} once the loop ran"
+        python = f"{_pythons(entry.label)} is that very {kind} once the loop ran"
     else:
         what = (
             f"is a different {kind} depending on the condition of a staged "
             f"{entry.site.construct} ({entry.site})"
         )
-        python = f"Python's {entry.label} is that very {kind} on one path"
+        python = f"{_pythons(entry.label)} is that very {kind} on one path"
     return (
         f"{entry.label} {what}, and {how}, which conversion could not follow: {python}, "
         f"and shows the change there, where the staged "
@@ -181,3 +256,8 @@ def _name(fn) -> str:
         fn = fn.func
     name = getattr(fn, "__qualname__", None)
     return name if isinstance(name, str) else f"{type(fn).__qualname__}.__call__"
+
+
+def _pythons(label: str) -> str:
+    """`Python's 'best'`, `Python's value`."""
+    return f"Python's {label.removeprefix('the ')}"

@@ -66,14 +66,13 @@ def call_staging(fn, args, kwargs):
     traced."""
     direct = _from_converted.get()  # called by converted code (else by JAX, or the user)
     token = _from_converted.set(False) if direct else None  # what it calls is not
-    recording = identity.recording()
+    recording, returned = identity.recording(), False
     try:
         result = _call_staging(fn, args, kwargs, direct)
-        if recording is not None:
-            identity.check_recorded()
+        returned = True
         return result
     finally:
-        identity.stop_recording(recording)
+        identity.stop_recording(recording, returned)
         if token is not None:
             _from_converted.reset(token)
 
