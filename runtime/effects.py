@@ -759,6 +759,7 @@ class Effects:
 
     def _run(self, state, names, stage):
         n = len(names)
+        loop = self.site.construct.endswith("loop")
         self.names = names
         while True:
             extended = (*state, *(change.get() for change in self.carried))
@@ -771,10 +772,14 @@ class Effects:
                 self._add(e.changes)
                 continue
             self._check_copies(out[:n], state)
-            for name, value in zip(names, out):
-                if name in self._bound_outside:
-                    watched = [*self._bound_outside[name], value]
-                    identity.detached(f"'{name}'", self.site, value, watched, bound=True)
+            for name, value, before in zip(names, out, state):
+                bound = name in self._bound_outside
+                watched = [*self._bound_outside[name], value] if bound else []
+                if loop and type(before) in (list, dict) and value is not before:
+                    watched.append(before)  # Python's, where the loop runs no iteration
+                if watched:
+                    how = "bound" if bound else "entered"
+                    identity.detached(f"'{name}'", self.site, value, watched, how=how)
             out = self._in_key_order(out, extended, labels, len(state))
             for change, value in zip(self.carried, out[n:]):
                 change.set(value)
@@ -1025,7 +1030,8 @@ class Effects:
             if name not in self.aliased:
                 # Exact while nothing changes them in place: calls conversion cannot follow may
                 # (recorded once the loop is staged, with what the variable holds after it).
-                self._bound_outside[name] = shared if made else [value]
+                if shared or not made:  # (a container the body made, of its own: exact)
+                    self._bound_outside[name] = shared if made else [value]
                 continue
             if made:
                 if not shared:

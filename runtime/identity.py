@@ -76,7 +76,7 @@ class _Detached:
     kind: str  # what it holds: `dict`, `list`, `tuple`
     site: Site
     objects: tuple
-    bound: bool  # bound in an iteration of a loop (else chosen by a condition)
+    how: str  # "chosen" by a condition, "bound" in a loop's iteration, "entered" a loop with
     held: list  # what the objects held once the statement ended (`contents`; `settle`)
     value: object  # the new object the variable holds (see `settle`)
     transient: bool  # a value no variable holds (a conditional expression's in an expression)
@@ -129,11 +129,12 @@ def _check(entries) -> None:
 
 
 def detached(
-    label: str, site: Site, value, objects, *, bound: bool = False, transient: bool = False
+    label: str, site: Site, value, objects, *, how: str = "chosen", transient: bool = False
 ) -> None:
     """Records that a staged statement (at `site`) left a variable (`label`) holding a new
-    list, dict or tuple (`value`) where Python's holds one of two others, or (`bound`) the one
-    an iteration of a loop bound it to: `objects`, the lists and dicts whose change in place
+    list, dict or tuple (`value`) where Python's holds one of two others (`how`: "chosen"), the
+    one an iteration of a loop bound it to ("bound"), or the one it held before a loop that
+    may run no iteration ("entered"): `objects`, the lists and dicts whose change in place
     would show (see `runtime.control_flow._record_detached`). `transient`: no variable holds
     `value` (a conditional expression's, used in an expression): only while it lives."""
     stack = _DETACHED.get()
@@ -144,7 +145,7 @@ def detached(
     if any({id(o) for o in entry.objects} == ids for record in stack for entry in record):
         return  # watched already (the statement traced again: a retrace)
     kind = type(value).__name__
-    stack[-1].append(_Detached(label, kind, site, kept, bound, [], value, transient))
+    stack[-1].append(_Detached(label, kind, site, kept, how, [], value, transient))
 
 
 def stands_for(value, original) -> bool:
@@ -229,7 +230,15 @@ def _changed_message(entry: _Detached, fn) -> str:
             "copies. Put copies in the tuple (copy.deepcopy), or read the lists and dicts "
             "through their own names."
         )
-    if entry.bound:
+    if entry.how == "entered":
+        what = (
+            f"holds a new {kind} after the staged {entry.site.construct} ({entry.site}), "
+            f"which binds it to another in its iterations"
+        )
+        python = (
+            f"{_pythons(entry.label)} is the {kind} it held before where the loop runs no iteration"
+        )
+    elif entry.how == "bound":
         what = (
             f"is bound to a {kind} another name holds in an iteration of the staged "
             f"{entry.site.construct} ({entry.site})"

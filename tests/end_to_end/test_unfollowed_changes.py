@@ -249,6 +249,32 @@ def changed_through_an_item_of_another_container(x):
     return keep[0], st[0][0]
 
 
+def entered_then_changed_after_a_loop_that_may_not_run(x, n):
+    init = {"w": x}
+    h = init
+    i = 0
+    while i < n:
+        h = {"w": h["w"] + 1.0}
+        i += 1
+    for d in [init]:  # a name conversion cannot link to `init`
+        d["w"] = d["w"] * 5.0
+    return h["w"]
+
+
+def bound_by_a_loop_then_its_entered_list_changed(x, n):
+    # Found by the fuzzer (model seed 49995): Python's `cur` is `pa` where the loop runs no
+    # iteration, and `operator.itemgetter` hands `pa` on under another name.
+    pa, pb = [x, 1.0], [2 * x, 2.0]
+    cur = pa
+    i = 0
+    while i < n:
+        cur = pb
+        i += 1
+    q = operator.itemgetter(0)([pa])
+    q[0] = q[0] + 97.0
+    return cur[0]
+
+
 REFUSED_BY_A_CALL = [
     (changed_by_a_method, "Opt.update"),
     (chosen_one_changed_by_a_method, "Opt.update"),
@@ -309,6 +335,35 @@ def test_a_container_a_loop_binds_then_a_method_changes_is_refused(fn):
     with pytest.raises(StagingError, match="'best' is bound to a dict another name holds") as e:
         jax.jit(transpiler.convert(fn))(jnp.float32(1.0), 2)
     assert "the call of Opt.update" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (entered_then_changed_after_a_loop_that_may_not_run, "'h' holds a new dict after the"),
+        (bound_by_a_loop_then_its_entered_list_changed, "'cur' is bound to a list another"),
+    ],
+)
+@pytest.mark.parametrize("n", [0, 2])
+def test_the_container_a_loop_entered_with_changed_after_it_is_refused(fn, message, n):
+    with pytest.raises(StagingError, match=message) as e:
+        jax.jit(transpiler.convert(fn))(jnp.float32(1.0), n)
+    assert "changed it in place after the statement" in str(e.value)
+
+
+def rebuilt_by_a_loop_then_changed(x, n):
+    h = [x]
+    i = 0
+    while i < n:
+        h = [h[0] + 1.0]  # a list of its own each iteration: nothing else sees it
+        i += 1
+    h[0] = h[0] * 5.0
+    return h[0]
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_a_list_a_loop_rebuilds_then_changed_is_exact(n):
+    check_jit(rebuilt_by_a_loop_then_changed, jnp.float32(1.0), n)
 
 
 def test_a_change_in_the_branch_through_another_name_is_refused():
