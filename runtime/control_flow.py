@@ -151,22 +151,12 @@ def staged_cond(
     variable holds (see `identity.detached`)."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
+    options = dict(
+        logged=logged, aliased=aliased, refused=refused, owned=owned, transient=transient
+    )
     for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
         try:
-            return _cond_once(
-                pred,
-                if_true,
-                if_false,
-                state,
-                names,
-                site,
-                fixes,
-                logged,
-                aliased,
-                refused,
-                owned,
-                transient,
-            )
+            return _cond_once(pred, if_true, if_false, state, names, site, fixes, **options)
         except _Retrace as retrace:
             fixes = _Retrace(
                 {**fixes.casts, **retrace.casts},
