@@ -197,6 +197,8 @@ class Carry:
         """The state after the loop: its lists can grow again; those that always grew get their
         length back as an int. `ran`: the loop ran at least once (a scan), so what every
         iteration binds is bound."""
+        if ran:
+            identity.runs_at_least_once()
         state = list(self.merge(dynamic))
         for index, original in self.originals.items():
             if (

@@ -72,10 +72,10 @@ def if_stmt(
     return if_true(*state) if pred else if_false(*state)
 
 
-def if_exp(pred, if_true, if_false, *, aliased=False, owned=False, named=False):
+def if_exp(pred, if_true, if_false, *, aliased=False, owned=False):
     """Functional form of `if_true() if pred else if_false()`; a traced `pred` -> `lax.cond`.
-    `named`: the value is assigned to a name (else it is used in an expression); `owned`, a
-    name that owns its containers; `aliased`, one whose containers the function changes."""
+    `aliased`: the value is assigned to a name whose containers the function changes in place;
+    `owned`, to one that owns its containers."""
     pred = staging.condition(pred)
     if is_staged(pred):
         site = Site("conditional expression")
@@ -92,7 +92,6 @@ def if_exp(pred, if_true, if_false, *, aliased=False, owned=False, named=False):
                 logged=True,
                 aliased=frozenset({"<value>", "<value>" + _ITEMS} if aliased else ()),
                 owned=frozenset({"<value>"} if owned else ()),
-                transient=frozenset(() if named else {"<value>"}),
             )
 
         (value,) = effects.run((), ("<value>",), stage)
@@ -138,7 +137,6 @@ def staged_cond(
     aliased=None,
     refused=frozenset(),
     owned=None,
-    transient=frozenset(),
 ):
     """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs.
     `logged`: log the lowering (`if → lax.cond`, or a select) as the statement's own. `aliased`
@@ -147,13 +145,10 @@ def staged_cond(
     out holding different lists or dicts on the two paths (a loop's, in its masked iteration:
     `effects.loop_aliased`). `owned`: the variables no other name can see the objects of; the
     others' different objects on the two paths are recorded (`identity.detached`), where given
-    (the user's statements, not the runtime's own `if`s); `transient`, those whose values no
-    variable holds (see `identity.detached`)."""
+    (the user's statements, not the runtime's own `if`s)."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
-    options = dict(
-        logged=logged, aliased=aliased, refused=refused, owned=owned, transient=transient
-    )
+    options = dict(logged=logged, aliased=aliased, refused=refused, owned=owned)
     for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
         try:
             return _cond_once(pred, if_true, if_false, state, names, site, fixes, **options)
@@ -189,7 +184,6 @@ def _cond_once(
     aliased=None,
     refused=(),
     owned=None,
-    transient=frozenset(),
 ):
     if len(fixes.raised) == 2:  # both branches raise: so does the if, whichever runs
         raise fixes.raised["true"]
@@ -249,8 +243,8 @@ def _cond_once(
     if checked is not None:
         _identities(out, origins, names, checked, site, aliased is not None, kept)
         if owned is not None and len(origins) == 2:
-            _record_detached(out, origins, raws, names, checked, owned, transient, site)
-            _record_tuples(out, tuples, names, checked, transient, site)
+            _record_detached(out, origins, raws, names, checked, owned, site)
+            _record_tuples(out, tuples, names, checked, site)
     return tuple(out)
 
 
@@ -565,9 +559,7 @@ def _identities(
         _check_same_items(a, b, names[index], type(out[index]).__name__, site)
 
 
-def _record_detached(
-    out: list, origins: dict, raws: dict, names, skipped, owned, transient, site
-) -> None:
+def _record_detached(out: list, origins: dict, raws: dict, names, skipped, owned, site) -> None:
     """Records each list or dict variable (not `skipped`: refused, or given back) that the
     statement left holding a new object where Python's holds one of two others (see
     `identity.detached`): exact while nothing changes those in place, which conversion found
@@ -591,7 +583,7 @@ def _record_detached(
         if name not in owned and not (a is _NEW and b is _NEW):
             held.append(out[index])
         label = _label(name, site)
-        identity.detached(label, site, out[index], held, transient=name in transient)
+        identity.detached(label, site, out[index], held)
 
 
 def _tuple_items(raw, copies: dict) -> dict[int, list]:
@@ -601,26 +593,39 @@ def _tuple_items(raw, copies: dict) -> dict[int, list]:
     found = {}
     for index in range(len(raw)):
         if type(raw[index]) is tuple:
-            held = []
+            held, shared = [], False
             for item in _containers_held(raw[index]):
                 pair = copies.get(id(item))
-                held.append(pair[1] if pair is not None and pair[0] is item else item)
+                if pair is not None and pair[0] is item:
+                    held.append(pair[1])
+                    shared = True
+                else:
+                    shared = shared or sys.getrefcount(item) > _HELD_BY_THE_TUPLE
+                    held.append(item)
             if held:
-                found[index] = held
+                found[index] = (held, shared)
     return found
 
 
-def _record_tuples(out: list, tuples: dict, names, skipped, transient, site) -> None:
+# A list or dict only a branch's tuple holds (and `_containers_held`'s list, the loop's
+# variable, and `sys.getrefcount`'s argument): one the branch made, which nothing else sees.
+_HELD_BY_THE_TUPLE = 4
+
+
+def _record_tuples(out: list, tuples: dict, names, skipped, site) -> None:
     """Records each tuple variable holding lists or dicts (see `_record_detached`): the staged
     tuple holds copies of them, Python's the objects, which other names may change in place
-    (`pair = (a, b)`, then `opt.update(a)`)."""
+    (`pair = (a, b)`, then `opt.update(a)`); where other names hold those, the copies too
+    (`a, b = (p, q) if c else (q, p)`, then `a["w"] += 1`, which Python makes to `p` or `q`)."""
     for index, name in enumerate(names):
         if name in skipped or type(out[index]) is not tuple:
             continue
-        held = [*tuples.get("true", {}).get(index, ()), *tuples.get("false", {}).get(index, ())]
+        paths = [tuples.get(which, {}).get(index, ((), False)) for which in ("true", "false")]
+        held = [item for items, _ in paths for item in items]
+        if any(shared for _, shared in paths):
+            held += _containers_held(out[index])
         if held:
-            label = _label(name, site)
-            identity.detached(label, site, out[index], held, transient=name in transient)
+            identity.detached(_label(name, site), site, out[index], held)
 
 
 def _containers_held(container) -> list:

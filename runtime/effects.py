@@ -767,15 +767,17 @@ class Effects:
             self._entered, self._orders, self._bound_outside = extended, {}, {}
             self._paths = []
             try:
-                out = stage(extended, labels, self.wrap)
+                with identity.loop_runs() as runs:
+                    out = stage(extended, labels, self.wrap)
             except NewEffects as e:
                 self._add(e.changes)
                 continue
+            may_skip = loop and not runs  # a loop that may run no iteration
             self._check_copies(out[:n], state)
             for name, value, before in zip(names, out, state):
                 bound = name in self._bound_outside
                 watched = [*self._bound_outside[name], value] if bound else []
-                if loop and type(before) in (list, dict) and value is not before:
+                if may_skip and type(before) in (list, dict) and value is not before:
                     watched.append(before)  # Python's, where the loop runs no iteration
                 if watched:
                     how = "bound" if bound else "entered"

@@ -19,6 +19,7 @@ them in place (`held`, `check_unchanged`), or any change found as a converted ca
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import functools
@@ -79,24 +80,39 @@ class _Detached:
     how: str  # "chosen" by a condition, "bound" in a loop's iteration, "entered" a loop with
     held: list  # what the objects held once the statement ended (`contents`; `settle`)
     value: object  # the new object the variable holds (see `settle`)
-    transient: bool  # a value no variable holds (a conditional expression's in an expression)
 
     def alive(self) -> bool:
-        """Whether anything but this record holds the new object (`sys.getrefcount` counts
-        its argument, and this record's references): once nothing does (the variable was
-        rebound, the helper returned, the expression was used), no change shows through it."""
+        """Whether anything but this record holds the new object, or a list or dict inside it
+        (`inner = best["l"]`; `a, b = (p, q) if c else (q, p)`): once nothing does (the
+        variable was rebound, the helper returned, the expression was used), no change shows
+        through it. (`sys.getrefcount` counts its argument, this record's references, and an
+        inner container's own.)"""
         mine = 2 + any(o is self.value for o in self.objects)
-        return sys.getrefcount(self.value) > mine
+        if sys.getrefcount(self.value) > mine:
+            return True
+        inner = list(_items(self.value))
+        while inner:
+            item = inner.pop()
+            if type(item) in (list, dict, tuple):
+                mine = 3 + any(o is item for o in self.objects)
+                if sys.getrefcount(item) > mine:
+                    return True
+                inner.extend(_items(item))
+        return False
 
     def changed(self, before=None) -> bool:
         held = self.held if before is None else before
         return any(changed_since(o, c) for o, c in zip(self.objects, held))
 
 
+def _items(container):
+    return container.values() if type(container) is dict else container
+
+
 # Per converted call being traced, outermost first: what its staged statements detached. An
-# entry lasts while its new object lives (the variable holds it, or the call returned it):
-# found dead at a call it is dropped, and it counts as the call returns (its variables die
-# then), unless it is transient (no variable held it).
+# entry lasts while its new object (or a container in it) lives: found dead at a call it is
+# dropped; as the call returns it is checked (its variables die then), and goes on in the
+# caller's record if the call handed the object on.
 _DETACHED: contextvars.ContextVar[tuple[list, ...]] = contextvars.ContextVar("detached", default=())
 
 
@@ -124,19 +140,16 @@ def _check(entries) -> None:
     since, by code whose change conversion could not tell apart from another object's (`first
     = itemgetter(0)(layers); first["w"] = 0`, an item of another container)."""
     for entry in entries:
-        if entry.held and (entry.alive() or not entry.transient) and entry.changed():
+        if entry.held and entry.changed():
             raise StagingError(_changed_message(entry, None))
 
 
-def detached(
-    label: str, site: Site, value, objects, *, how: str = "chosen", transient: bool = False
-) -> None:
+def detached(label: str, site: Site, value, objects, *, how: str = "chosen") -> None:
     """Records that a staged statement (at `site`) left a variable (`label`) holding a new
     list, dict or tuple (`value`) where Python's holds one of two others (`how`: "chosen"), the
     one an iteration of a loop bound it to ("bound"), or the one it held before a loop that
     may run no iteration ("entered"): `objects`, the lists and dicts whose change in place
-    would show (see `runtime.control_flow._record_detached`). `transient`: no variable holds
-    `value` (a conditional expression's, used in an expression): only while it lives."""
+    would show (see `runtime.control_flow._record_detached`), while `value` lives."""
     stack = _DETACHED.get()
     kept = tuple({id(o): o for o in objects if type(o) in (list, dict)}.values())
     if not stack or not kept:
@@ -145,7 +158,30 @@ def detached(
     if any({id(o) for o in entry.objects} == ids for record in stack for entry in record):
         return  # watched already (the statement traced again: a retrace)
     kind = type(value).__name__
-    stack[-1].append(_Detached(label, kind, site, kept, how, [], value, transient))
+    stack[-1].append(_Detached(label, kind, site, kept, how, [], value))
+
+
+# Per staged loop being traced: whether it runs at least once (a scan of a known, non-zero
+# length), so that Python's variables cannot be left as they entered it (see `loop_runs`).
+_RUNS: contextvars.ContextVar[list | None] = contextvars.ContextVar("runs", default=None)
+
+
+@contextlib.contextmanager
+def loop_runs():
+    """Around staging a loop: yields a list that `runs_at_least_once` fills if it does."""
+    found: list = []
+    token = _RUNS.set(found)
+    try:
+        yield found
+    finally:
+        _RUNS.reset(token)
+
+
+def runs_at_least_once() -> None:
+    """Tells the loop being staged (`loop_runs`) that it runs at least once."""
+    found = _RUNS.get()
+    if found is not None:
+        found.append(True)
 
 
 def stands_for(value, original) -> bool:

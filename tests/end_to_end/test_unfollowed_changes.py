@@ -275,6 +275,29 @@ def bound_by_a_loop_then_its_entered_list_changed(x, n):
     return cur[0]
 
 
+def an_inner_dict_kept_after_the_variable_is_rebound(x):
+    a, b = {"l": {"w": x}}, {"l": {"w": 2 * x}}
+    best = a if x > 0 else b
+    inner = best["l"]  # Python's: `a`'s inner dict on one path
+    best = None
+    OPT.update(a["l"], 1.0)
+    return inner["w"]
+
+
+def a_swap_unpacked_from_a_conditional_expression(x):
+    p, q = {"w": x}, {"w": 2 * x}
+    a, b = (p, q) if x > 0 else (q, p)
+    OPT.update(p, 1.0)
+    return a["w"], b["w"]
+
+
+def changed_through_an_unpacked_name(x):
+    p, q = {"w": x}, {"w": 2 * x}
+    a, b = (p, q) if x > 0 else (q, p)
+    a["w"] = a["w"] + 5.0  # Python changes `p` or `q`
+    return p["w"], q["w"]
+
+
 REFUSED_BY_A_CALL = [
     (changed_by_a_method, "Opt.update"),
     (chosen_one_changed_by_a_method, "Opt.update"),
@@ -318,6 +341,20 @@ def test_a_tuple_of_dicts_chosen_then_one_changed_by_a_method_is_refused(fn):
     with pytest.raises(StagingError, match="is a tuple of lists or dicts that a staged") as e:
         jax.jit(transpiler.convert(fn))(jnp.float32(1.0))
     assert "the call of Opt.update" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        an_inner_dict_kept_after_the_variable_is_rebound,
+        a_swap_unpacked_from_a_conditional_expression,
+        changed_through_an_unpacked_name,
+    ],
+)
+@pytest.mark.parametrize("x", [1.5, -1.0])
+def test_what_the_chosen_value_holds_is_watched_after_it_is_unpacked_or_dropped(fn, x):
+    with pytest.raises(StagingError, match="depending on the condition|is a tuple of lists"):
+        jax.jit(transpiler.convert(fn))(jnp.float32(x))
 
 
 @pytest.mark.parametrize("fn", REFUSED_AFTER, ids=lambda f: f.__name__)
@@ -507,6 +544,21 @@ def rebound_each_iteration_before_the_change(x):
     return prev["w"], params["w"]
 
 
+def new_dicts_in_a_tuple_changed_through_it(x):
+    a, b = ({"w": x}, {"w": 2 * x}) if x > 0 else ({"w": 3 * x}, {"w": 4 * x})
+    a["w"] = a["w"] + 1.0  # dicts of its own: nothing else sees which
+    return a["w"], b["w"]
+
+
+def entered_then_changed_after_a_loop_that_runs(x):
+    init = {"w": x}
+    state = init
+    for xt in jnp.stack([x, x + 1, x + 2]):  # three iterations, always
+        state = {"w": jnp.tanh(state["w"] + xt)}
+    OPT.update(init, 1.0)  # Python's `state` is a new dict whatever the items
+    return state["w"], init["w"]
+
+
 EXACT = [
     read_by_a_method,
     a_copy_chosen_then_changed_by_a_method,
@@ -520,6 +572,8 @@ EXACT = [
     rebound_to_a_deep_copy_before_the_change,
     changed_on_the_path_that_rebinds,
     rebound_each_iteration_before_the_change,
+    new_dicts_in_a_tuple_changed_through_it,
+    entered_then_changed_after_a_loop_that_runs,
 ]
 
 

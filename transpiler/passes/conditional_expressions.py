@@ -41,14 +41,13 @@ class _ConditionalExpressions(Transformer):
             node.value.keywords.append(
                 gast.keyword(arg="aliased", value=gast.Constant(value=True, kind=None))
             )
-        elif isinstance(value, gast.IfExp) and all(isinstance(t, gast.Name) for t in node.targets):
-            # A variable holds it (see runtime.identity.detached); one that owns its containers
-            # lets no other name see which object it holds.
-            owned = all(t.id in self.owned for t in node.targets)
-            for keyword in ("named", "owned") if owned else ("named",):
-                node.value.keywords.append(
-                    gast.keyword(arg=keyword, value=gast.Constant(value=True, kind=None))
-                )
+        elif isinstance(value, gast.IfExp) and all(
+            isinstance(t, gast.Name) and t.id in self.owned for t in node.targets
+        ):
+            # No other name can see which object it holds (see runtime.identity.detached).
+            node.value.keywords.append(
+                gast.keyword(arg="owned", value=gast.Constant(value=True, kind=None))
+            )
         return node
 
     def visit_IfExp(self, node):
