@@ -176,7 +176,7 @@ def caller(
         except Exception as e:
             errors.raised_by_callee(e)  # `math.sqrt(-1)`: the program's error, to raise as it runs
             raise
-        if held is not None:
+        if held:
             identity.check_unchanged(held, fn)
         return result
 

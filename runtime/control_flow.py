@@ -210,6 +210,7 @@ def _cond_once(
                     if checked is not None:
                         origins[which] = _origins(raw, copies, state, names, checked, site)
                         kept[which] = _kept(raw, copies)
+                    if owned is not None:  # for `_record_detached`, `_record_tuples`
                         raws[which] = list(raw)
                         tuples[which] = _tuple_items(raw, copies)
             appended[which] = {key: p.count - starts[key] for key, (p, _, _) in probes.items()}

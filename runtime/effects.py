@@ -1024,11 +1024,8 @@ class Effects:
                 continue
             kind = type(value).__name__
             made = pair is None and not snapshot.reaches(value)  # by the body
-            shared = [
-                item
-                for item in (value.values() if kind == "dict" else value)
-                if made and type(item) in (list, dict) and snapshot.reaches(item)
-            ]
+            items = (value.values() if kind == "dict" else value) if made else ()
+            shared = [i for i in items if type(i) in (list, dict) and snapshot.reaches(i)]
             if name not in self.aliased:
                 # Exact while nothing changes them in place: calls conversion cannot follow may
                 # (recorded once the loop is staged, with what the variable holds after it).

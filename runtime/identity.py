@@ -221,25 +221,26 @@ def settle(since: int, names, out) -> None:
 
 
 def recorded() -> bool:
-    """Whether staged statements detached objects that may still show a change: those whose
-    new objects nothing holds any more (the variable was rebound) are dropped."""
-    found = False
-    for record in _DETACHED.get():
-        if record:
-            record[:] = [entry for entry in record if not entry.held or entry.alive()]
-            found = found or bool(record)
-    return found
+    """Whether staged statements detached objects in the converted calls being traced."""
+    return any(_DETACHED.get())
 
 
 def held() -> list:
     """What the detached objects whose variables still hold the new object (see `detached`)
-    hold now, to check after a call made from converted code (`check_unchanged`)."""
-    return [
-        (entry, [contents(o) for o in entry.objects])
-        for record in _DETACHED.get()
-        for entry in record
-        if entry.alive()
-    ]
+    hold now, to check after a call made from converted code (`check_unchanged`). The
+    entries whose new objects nothing holds any more (the variable was rebound) are dropped,
+    but for those of a statement still being traced (`settle` may hand them its variable's)."""
+    found = []
+    for record in _DETACHED.get():
+        kept = []
+        for entry in record:
+            if entry.alive():
+                kept.append(entry)
+                found.append((entry, [contents(o) for o in entry.objects]))
+            elif not entry.held:
+                kept.append(entry)
+        record[:] = kept
+    return found
 
 
 def check_unchanged(held_before: list, fn) -> None:
