@@ -336,9 +336,17 @@ class Carry:
                     f"pad {name} to a fixed size or carry its length separately."
                 )
             weak = jax.typeof(x).weak_type or python_bool
-            if x.dtype != y.dtype and not weak:
+            # A weakly typed value (a Python number) takes the body's dtype only where JAX's
+            # promotion gives that dtype (`total = 0`, then a float32): a Python float the body
+            # makes an int32, or an int it makes a bool, would be cut to it (0.5 -> 0).
+            narrowed = weak and jnp.result_type(staging.dtype_like(x), y.dtype) != y.dtype
+            if x.dtype != y.dtype and (not weak or narrowed):
+                before = describe(x)
+                if narrowed:  # a Python number's type: staged, it would be cut to the other
+                    kind = {"b": "bool", "i": "int", "u": "int", "c": "complex"}
+                    before = f"a Python {kind.get(np.dtype(x.dtype).kind, 'float')} ({before})"
                 raise StagingError(
-                    f"{where} is {describe(x)} before the {construct} but {describe(y)} after "
+                    f"{where} is {before} before the {construct} but {describe(y)} after "
                     f"one iteration ({site}). Loop variables must keep their dtype; give {name} "
                     f"its final dtype before the loop, or cast inside it with "
                     f".astype(jnp.{np.dtype(x.dtype).name})."

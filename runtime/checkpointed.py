@@ -77,7 +77,12 @@ def _promote_weak(init, body: Traced):
     promoted = []
     for leaf, out in zip(leaves, outs):
         aval = jax.typeof(leaf)
-        if aval.weak_type and aval.dtype != out.dtype and aval.shape == out.shape:
+        if (
+            aval.weak_type
+            and aval.dtype != out.dtype
+            and aval.shape == out.shape
+            and jnp.result_type(staging.dtype_like(jnp.asarray(leaf)), out.dtype) == out.dtype
+        ):  # a widening only: a float the body makes an int is JAX's error, not cut to it
             leaf, changed = lax.convert_element_type(leaf, out.dtype), True
         promoted.append(leaf)
     return jax.tree_util.tree_unflatten(tree, promoted) if changed else init

@@ -231,7 +231,7 @@ def _cond_once(
     true_branch = branch(if_true, "true")
     false_branch = branch(if_false, "false")
     if "true" in fixes.raised:  # the branch that raises goes second: it gives what the other does
-        dynamic = _cond_or_select(jnp.logical_not(pred), false_branch, true_branch, logged and site)
+        dynamic = _cond_or_select(staging.negated(pred), false_branch, true_branch, logged and site)
     else:
         dynamic = _cond_or_select(pred, true_branch, false_branch, logged and site)
     dynamic = iter(dynamic)
@@ -305,8 +305,16 @@ def _select(pred, on_true, on_false):
         return on_true  # the same value either way
     if jnp.result_type(on_true) == jnp.bool_ and jnp.result_type(on_false) == jnp.bool_:
         return _select_bool(pred, on_true, on_false)
-    on_true, on_false = jnp.broadcast_arrays(on_true, on_false)
+    on_true, on_false = _broadcast(on_true, on_false)
     return lax.select(pred, on_true, on_false)
+
+
+def _broadcast(a, b):
+    """`jnp.broadcast_arrays(a, b)`, without its jitted function where they are arrays of one
+    shape already."""
+    if isinstance(a, jax.Array) and isinstance(b, jax.Array) and a.shape == b.shape:
+        return a, b
+    return jnp.broadcast_arrays(a, b)
 
 
 def _select_bool(pred, on_true, on_false):
@@ -314,17 +322,19 @@ def _select_bool(pred, on_true, on_false):
     hand (`found | hit`): XLA's CPU backend runs a select of booleans inside a loop at about
     half the speed (a `return` flag in a search loop: 1.9x the hand-written loop's time)."""
     true_is, false_is = _constant_bool(on_true), _constant_bool(on_false)  # before broadcasting
-    on_true, on_false = jnp.broadcast_arrays(on_true, on_false)
-    pred = jnp.broadcast_to(pred, on_true.shape)
+    on_true, on_false = _broadcast(on_true, on_false)
+    if pred.shape != on_true.shape:
+        pred = jnp.broadcast_to(pred, on_true.shape)
+    both, either, negated = staging.both, staging.either, staging.negated
     if true_is is True:
-        return pred | on_false if false_is is None else pred  # false_is: False (not the same)
+        return either(pred, on_false) if false_is is None else pred  # false_is: False
     if true_is is False:
-        return ~pred & on_false if false_is is None else ~pred
+        return both(negated(pred), on_false) if false_is is None else negated(pred)
     if false_is is True:
-        return ~pred | on_true
+        return either(negated(pred), on_true)
     if false_is is False:
-        return pred & on_true
-    return (pred & on_true) | (~pred & on_false)
+        return both(pred, on_true)
+    return either(both(pred, on_true), both(negated(pred), on_false))
 
 
 def _constant_bool(value) -> bool | None:

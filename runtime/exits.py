@@ -20,7 +20,6 @@ pass would have written it (`flagged`): with a flag in its state, set where the 
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 from jax.extend import core as jax_core
 
 from runtime import control_flow, effects, logical, staging
@@ -82,7 +81,7 @@ class Exit:
             # again by the derivative's loops: the loop keeps the test in its body instead.
             raise ExitMakesEffects()
         (stop,) = jax_core.jaxpr_as_fun(closed)()
-        return jnp.logical_and(more, jnp.logical_not(stop))
+        return staging.both(more, staging.negated(stop), test=True)
 
     def after(self, stopped, item, state, names, site):
         """The state after the loop: `on_exit(item, *state)` where the loop `stopped` at `item`

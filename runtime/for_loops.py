@@ -544,7 +544,7 @@ def _indexed_while(
         if extra_test is None:
             return going
         test = staging.scalar_predicate(extra_test(*s), site, "loop test")
-        return jnp.logical_and(going, test)
+        return staging.both(going, test, test=True)
 
     def last(j):  # an item in range where the loop has none left: what it computes is unused
         return item_at(jnp.minimum(j, count - 1))
@@ -572,7 +572,7 @@ def _indexed_while(
         return state
     stopped = more(j, state)  # not at the end of the items, nor by another `break`
     if max_iterations is not None:  # nor by the bound
-        stopped = jnp.logical_and(stopped, j < max_iterations)
+        stopped = staging.both(stopped, j < max_iterations)
     return exit_.after(stopped, last(j), state, names, site)
 
 

@@ -77,7 +77,7 @@ def _truths(a, b, lazy: bool, op: str, site: Site):
         if when:
             return left if right else False
         return True if right else left
-    return jnp.logical_and(left, right) if when else jnp.logical_or(left, right)
+    return staging.both(left, right) if when else staging.either(left, right)
 
 
 def _truth(value, site: Site):
@@ -114,7 +114,7 @@ def not_(a):
     """Functional form of `not a`."""
     a = staging.condition(a)
     if is_staged(a):
-        return jnp.logical_not(staging.scalar_predicate(a, Site("'not' expression"), "operand"))
+        return staging.negated(staging.scalar_predicate(a, Site("'not' expression"), "operand"))
     return not a
 
 
@@ -214,7 +214,7 @@ def _staged_select(a, truth, b, op, site):
     given = b  # a Python number as it is: its value is known (see `staging.check_fits`)
     a, b = jnp.asarray(a), jnp.asarray(b)
     if a.dtype == jnp.bool_ and b.dtype == jnp.bool_ and b.shape == ():
-        return jnp.logical_and(a, b) if op == "and" else jnp.logical_or(a, b)
+        return staging.both(a, b) if op == "and" else staging.either(a, b)
     if a.shape != b.shape:
         raise StagingError(
             f"the operands of '{op}' are {describe(a)} and {describe(b)} ({site}); with a traced "

@@ -296,7 +296,7 @@ def branch_taken():
                     predicate = predicate()
             finally:
                 _computing.reset(token)
-        taken = jnp.logical_and(taken, predicate if when else jnp.logical_not(predicate))
+        taken = both(taken, predicate if when else negated(predicate))
     return taken
 
 
@@ -449,9 +449,10 @@ def keeps_dtype(dtype, target) -> bool:
 
 def check_fits(x, dtype) -> None:
     """Raises StagingError if `x`, a value known while tracing (a Python number), changes its
-    value made a `dtype`: 300 is 44 as a uint8, 70000 is 4464 as an int16, 1e6 is inf as a
-    float16, where Python keeps the number. (Rounding a float to a narrower float is the weak
-    type's promotion, as JAX's.) A traced value is not known: JAX's cast."""
+    value made a `dtype`: 300 is 44 as a uint8, 70000 is 4464 as an int16, 0.5 is 0 as an
+    int32, 1e6 is inf as a float16, 1j is 0 as a float32, where Python keeps the number.
+    (Rounding a float to a narrower float is the weak type's promotion, as JAX's.) A traced
+    value is not known: JAX's cast."""
     known = (jax.Array, np.ndarray, np.generic, int, float, complex)
     if isinstance(x, (jax.core.Tracer, bool)) or not isinstance(x, known):
         return
@@ -459,31 +460,7 @@ def check_fits(x, dtype) -> None:
     numeric = jnp.issubdtype(value.dtype, jnp.number) and jnp.issubdtype(dtype, jnp.number)
     if not numeric or value.size == 0:  # (bfloat16's NumPy kind is "V": ask JAX)
         return
-    parts = (value.real, value.imag) if value.dtype.kind == "c" else (value,)
-    if jnp.issubdtype(dtype, jnp.integer):
-        info = np.iinfo(dtype)
-        fits = all(np.all((p >= info.min) & (p <= info.max)) for p in parts)
-    else:
-        # Rounded, as the weak type's promotion rounds; not overflowing to inf, nor underflowing
-        # to 0 or to a subnormal far from it (1e-8 as a float16).
-        largest = float(jnp.finfo(dtype).max)
-        real = np.empty(0, dtype).real.dtype  # of a complex dtype, its parts
-        fits = True
-        for p in parts:
-            p = np.asarray(p, np.float64)
-            finite = np.isfinite(p)
-            if not np.all(~finite | (np.abs(p) <= largest)):
-                fits = False
-                break
-            # Subnormals too: XLA's CPU backend flushes float32 and bfloat16 ones to 0. (An
-            # infinity or NaN is kept as it is: `cast - p` is NaN there, and not counted.)
-            tiny = float(jnp.finfo(real).tiny)
-            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-                cast = p.astype(real).astype(np.float64)
-                error = np.abs(cast - p) > 0.01 * np.abs(p)
-            lost = finite & (p != 0) & ((np.abs(p) < tiny) | error)
-            fits = fits and not np.any(lost)
-    if fits:
+    if _fits(value, dtype):
         return
     shown = value.item() if value.size == 1 else f"an array of {value.dtype}"
     where = errors_.calling_line()
@@ -492,10 +469,44 @@ def check_fits(x, dtype) -> None:
         f"{' (' + where + ')' if where else ''}, whose values do not include it: it takes the "
         f"dtype of the {dtype.name} array it is chosen with or joins (in a staged if, a "
         "conditional expression, min/max, and/or, a loop's state), or JAX's default dtype as "
-        "staged state, and would wrap, overflow or underflow, "
+        "staged state, and would wrap, be cut, overflow or underflow, "
         f"where Python keeps the number. Cast the array first (x.astype(jnp.int32), "
         "x.astype(jnp.float32)), or use a number the dtype holds."
     )
+
+
+def _fits(value: np.ndarray, dtype: np.dtype) -> bool:
+    """Whether the known numbers `value` keep their values made a `dtype` (see `check_fits`):
+    in range and whole for an integer dtype, with no imaginary part for a real one."""
+    if value.dtype.kind == "c" and not jnp.issubdtype(dtype, jnp.complexfloating):
+        if np.any(value.imag):
+            return False
+        value = value.real
+    parts = (value.real, value.imag) if value.dtype.kind == "c" else (value,)
+    if jnp.issubdtype(dtype, jnp.integer):
+        info = np.iinfo(dtype)
+        with np.errstate(invalid="ignore"):  # NaN: not whole, not in range
+            return all(
+                np.all((p >= info.min) & (p <= info.max) & (p == np.trunc(p))) for p in parts
+            )
+    # Rounded, as the weak type's promotion rounds; not overflowing to inf, nor underflowing
+    # to 0 or to a subnormal far from it (1e-8 as a float16).
+    largest = float(jnp.finfo(dtype).max)
+    real = np.empty(0, dtype).real.dtype  # of a complex dtype, its parts
+    for p in parts:
+        p = np.asarray(p, np.float64)
+        finite = np.isfinite(p)
+        if not np.all(~finite | (np.abs(p) <= largest)):
+            return False
+        # Subnormals too: XLA's CPU backend flushes float32 and bfloat16 ones to 0. (An
+        # infinity or NaN is kept as it is: `cast - p` is NaN there, and not counted.)
+        tiny = float(jnp.finfo(real).tiny)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            cast = p.astype(real).astype(np.float64)
+            error = np.abs(cast - p) > 0.01 * np.abs(p)
+        if np.any(finite & (p != 0) & ((np.abs(p) < tiny) | error)):
+            return False
+    return True
 
 
 def dtype_like(x):
@@ -786,6 +797,48 @@ def scalar_predicate(pred, site: Site, role: str):
     if pred.shape:
         pred = pred.reshape(())
     return pred if pred.dtype == jnp.bool_ else pred != 0
+
+
+def both(a, b, *, test: bool = False):
+    """`a & b` of two traced booleans, as one `and` (`jnp.logical_and` would go through its own
+    jitted function and cast a weakly typed operand first: more to trace, more in the graph).
+    `test`: the result is only tested (a loop's condition), so it may be weakly typed where
+    both operands are (`jnp`'s result never is)."""
+    pair = _bools(a, b, test)
+    return jnp.logical_and(a, b) if pair is None else lax.bitwise_and(*pair)
+
+
+def either(a, b, *, test: bool = False):
+    """`a | b` of two traced booleans (see `both`)."""
+    pair = _bools(a, b, test)
+    return jnp.logical_or(a, b) if pair is None else lax.bitwise_or(*pair)
+
+
+def negated(a):
+    """`~a` of a traced boolean (see `both`)."""
+    if isinstance(a, jax.Array) and a.dtype == jnp.bool_:
+        return lax.bitwise_not(a)
+    return jnp.logical_not(a)
+
+
+def _bools(a, b, test: bool):
+    """(a, b) as arrays of booleans of one shape, for a `lax` operation; None where they are
+    not (`jnp` broadcasts and casts), or where both are weakly typed and the result is more
+    than tested."""
+    if isinstance(a, bool):
+        a = jnp.asarray(a)
+    if isinstance(b, bool):
+        b = jnp.asarray(b)
+    if not (
+        isinstance(a, jax.Array)
+        and isinstance(b, jax.Array)
+        and a.dtype == b.dtype == jnp.bool_
+        and a.shape == b.shape
+    ):
+        return None
+    if not test and jax.typeof(a).weak_type and jax.typeof(b).weak_type:
+        return None
+    return a, b
 
 
 def leaf_paths(tree, *, held: bool = False) -> list[tuple[str, object]]:

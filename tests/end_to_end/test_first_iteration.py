@@ -348,6 +348,36 @@ def type_test(t):
     return acc
 
 
+def sum_then_squared(x):
+    c = 0
+    done = False
+    while not done:
+        c += 100000
+        y = c * c // 100000  # Python's exact int: 100000; int32's c * c wraps
+        done = x < 10
+    return y
+
+
+def sum_then_half(x):
+    t = 0
+    done = False
+    while not done:
+        t += 100000000
+        z = (t + 0.5) - 1e8  # float64 in Python: 0.5; float32: 0.0
+        done = x < 10
+    return z
+
+
+def sum_then_divided(x):
+    c = 0
+    done = False
+    while not done:
+        c += np.int64(3000000000)
+        c = c // 1000
+        done = x < 10
+    return c
+
+
 @pytest.mark.parametrize(
     "fn, args",
     [
@@ -355,6 +385,11 @@ def type_test(t):
         (cancel, (jnp.zeros(2),)),
         (big_int, (jnp.array([3, 4], jnp.int32),)),
         (type_test, (jnp.array([1.0, 2.0]),)),
+        # A sum from zero restarts exactly where the iteration only adds to it; one it reads
+        # again (found by an adversarial review: 14100, 0.0 and -1294968 with the restart).
+        (sum_then_squared, (1.0,)),
+        (sum_then_half, (1.0,)),
+        (sum_then_divided, (1.0,)),
     ],
 )
 def test_python_arithmetic_of_the_first_iteration_is_kept(fn, args):

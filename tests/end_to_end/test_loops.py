@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import transpiler
+from runtime import StagingError
 from tests.end_to_end.checks import (
     assert_tree_close,
     check_grad,
@@ -548,3 +549,72 @@ def test_python_numbers_widened_through_a_chain_of_iterations(fn, args):
     got = transpiler.jit(fn)(*args)
     np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-6)
     assert jnp.issubdtype(got.dtype, jnp.floating)
+
+
+# A Python number a loop's body makes narrower (a float it makes an int) cannot be carried: staged, it would be cut to the body's dtype before the first
+# iteration (0.5 -> 0, nan -> -2147483648), and, the loop running no iteration, come out so.
+# Found by an adversarial review: every one of these gave a different answer with no error.
+
+
+def no_iteration_keeps_a_float(x):
+    z = 0.5
+    n = jnp.int32(0)
+    while x > 100:
+        n += 1
+        z = n * 2
+    return z
+
+
+def read_before_made_an_int(x):
+    z = 0.5
+    acc = 0.0
+    n = jnp.int32(0)
+    while n < 3:
+        acc = acc + z * x
+        z = n
+        n += 1
+    return acc
+
+
+def nan_made_an_index(x, n):
+    z = float("nan")
+    for i in range(n):
+        z = jnp.int32(i)
+    return z * x
+
+
+def first_iteration_in_python(x):
+    n = 0
+    done = False
+    while not done:
+        n += 1
+        z = 2 ** (n - 2)  # 0.5 in the iteration Python runs; the staged ones make an int32
+        done = x < 10
+    return z
+
+
+@pytest.mark.parametrize(
+    "fn, args, before",
+    [
+        (no_iteration_keeps_a_float, (1.0,), "a Python float (float32[])"),
+        (read_before_made_an_int, (1.0,), "a Python float (float32[])"),
+        (nan_made_an_index, (1.0, 0), "a Python float (float32[])"),
+        (first_iteration_in_python, (1.0,), "a Python float (float32[])"),
+    ],
+)
+def test_a_python_number_the_body_makes_narrower_is_refused(fn, args, before):
+    with pytest.raises(StagingError, match=re.escape(before) + " before the"):
+        jax.jit(transpiler.convert(fn))(*args)
+    fn(*args)  # Python: no error
+
+
+def test_a_python_number_the_body_makes_wider_is_still_carried():
+    def widened(x):
+        z = 1  # a Python int the body makes a float32: exact
+        while x > 100:
+            z = x * 2
+            x = x / 4
+        return z
+
+    assert float(jax.jit(transpiler.convert(widened))(1.0)) == 1.0
+    assert float(jax.jit(transpiler.convert(widened))(300.0)) == 600.0

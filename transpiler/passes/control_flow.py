@@ -407,7 +407,7 @@ class _ControlFlow(Transformer):
         if isinstance(node, gast.For):  # the item, bound before each iteration
             live = live - activity.of(node.target).bound
         read = [n for n in names if n in live and n not in self.namer.generated]
-        sums = [n for n in read if _adds_to_first(node.body, n)]
+        sums = [n for n in read if _adds_to_first(node.body, n) and _only_added(node.body, n)]
         # A variable the body uses as a Python value (`isinstance(n, int)`) counts as read: a
         # restart from its promoted value would compute that use differently.
         plain = [n for n in names if n not in read and n not in self.namer.generated]
@@ -503,6 +503,24 @@ def _adds_to_first(body: list[gast.stmt], name: str) -> bool:
     `name = name + e`, `name = name - e`, `e` not reading `name`), bound, or not used at all:
     its value before the body is never read but to add to it."""
     return _first_use(body, name) != "reads"
+
+
+def _only_added(body: list[gast.stmt], name: str) -> bool:
+    """Whether `body` reads `name` only to add to it (`steps += 1`): a restart computes the sum
+    in the dtype it is staged with (int32, float32), exactly where the value after the first
+    iteration fits it, but what else the iteration computes from it (`c * c`, `t + 0.5`) Python
+    computes with its own numbers (unbounded ints, float64)."""
+    added = set()
+    for node in activity.walk_scope(body):
+        if isinstance(node, gast.stmt) and _increments(node, name):
+            if isinstance(node, gast.Assign):  # `name = name + e`: its left operand
+                added.add(id(node.value.left))
+    return all(
+        id(node) in added
+        for stmt in body
+        for node in structure.walk_nodes(stmt)
+        if isinstance(node, gast.Name) and node.id == name and isinstance(node.ctx, gast.Load)
+    )
 
 
 def _first_use(stmts: list[gast.stmt], name: str) -> str | None:
