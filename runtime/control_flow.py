@@ -310,10 +310,10 @@ def _select(pred, on_true, on_false):
 
 
 def _broadcast(a, b):
-    """`jnp.broadcast_arrays(a, b)`, without its jitted function where they are arrays of one
-    shape already."""
-    if isinstance(a, jax.Array) and isinstance(b, jax.Array) and a.shape == b.shape:
-        return a, b
+    """`jnp.broadcast_arrays(a, b)`, without its jitted function where they have one shape
+    already (a branch's constant output, `_literals`, is made an array as JAX would)."""
+    if np.shape(a) == np.shape(b):
+        return jnp.asarray(a), jnp.asarray(b)
     return jnp.broadcast_arrays(a, b)
 
 

@@ -81,7 +81,7 @@ class Exit:
             # again by the derivative's loops: the loop keeps the test in its body instead.
             raise ExitMakesEffects()
         (stop,) = jax_core.jaxpr_as_fun(closed)()
-        return staging.both(more, staging.negated(stop), test=True)
+        return staging.both(more, staging.negated(stop), tested=True)
 
     def after(self, stopped, item, state, names, site):
         """The state after the loop: `on_exit(item, *state)` where the loop `stopped` at `item`

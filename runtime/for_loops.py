@@ -544,7 +544,7 @@ def _indexed_while(
         if extra_test is None:
             return going
         test = staging.scalar_predicate(extra_test(*s), site, "loop test")
-        return staging.both(going, test, test=True)
+        return staging.both(going, test, tested=True)
 
     def last(j):  # an item in range where the loop has none left: what it computes is unused
         return item_at(jnp.minimum(j, count - 1))

@@ -799,18 +799,18 @@ def scalar_predicate(pred, site: Site, role: str):
     return pred if pred.dtype == jnp.bool_ else pred != 0
 
 
-def both(a, b, *, test: bool = False):
+def both(a, b, *, tested: bool = False):
     """`a & b` of two traced booleans, as one `and` (`jnp.logical_and` would go through its own
-    jitted function and cast a weakly typed operand first: more to trace, more in the graph).
-    `test`: the result is only tested (a loop's condition), so it may be weakly typed where
-    both operands are (`jnp`'s result never is)."""
-    pair = _bools(a, b, test)
+    jitted function and cast a weakly typed operand first: more to trace, more in the graph),
+    typed as `jnp.logical_and` types it. `tested`: the result is only tested (a loop's
+    condition), so it may stay weakly typed where both operands are, with no cast."""
+    pair = _bools(a, b, tested)
     return jnp.logical_and(a, b) if pair is None else lax.bitwise_and(*pair)
 
 
-def either(a, b, *, test: bool = False):
+def either(a, b, *, tested: bool = False):
     """`a | b` of two traced booleans (see `both`)."""
-    pair = _bools(a, b, test)
+    pair = _bools(a, b, tested)
     return jnp.logical_or(a, b) if pair is None else lax.bitwise_or(*pair)
 
 
@@ -821,10 +821,10 @@ def negated(a):
     return jnp.logical_not(a)
 
 
-def _bools(a, b, test: bool):
+def _bools(a, b, tested: bool):
     """(a, b) as arrays of booleans of one shape, for a `lax` operation; None where they are
-    not (`jnp` broadcasts and casts), or where both are weakly typed and the result is more
-    than tested."""
+    not (`jnp` broadcasts and casts), or where both are weakly typed and the result may not
+    be (see `both`)."""
     if isinstance(a, bool):
         a = jnp.asarray(a)
     if isinstance(b, bool):
@@ -836,7 +836,7 @@ def _bools(a, b, test: bool):
         and a.shape == b.shape
     ):
         return None
-    if not test and jax.typeof(a).weak_type and jax.typeof(b).weak_type:
+    if not tested and jax.typeof(a).weak_type and jax.typeof(b).weak_type:
         return None
     return a, b
 

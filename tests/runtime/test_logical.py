@@ -35,3 +35,37 @@ def test_staged_operands_must_be_arrays_of_one_shape():
         StagingError, match="the operands of 'and' are float32\\[\\] and float32\\[2\\]"
     ):
         jax.jit(lambda x: rt.and_(x, lambda: jnp.ones(2)))(1.0)
+
+
+def _typed(x):
+    aval = jax.typeof(x)
+    return aval.shape, aval.dtype, aval.weak_type
+
+
+@pytest.mark.parametrize("weak_a, weak_b", [(False, False), (True, False), (True, True)])
+def test_the_runtimes_boolean_operations_type_as_jnps(weak_a, weak_b):
+    # staging.both/either/negated bind one `and`/`or`/`not`; their results are typed as
+    # jnp.logical_* types them (and as `&`, `|`), so nothing downstream changes; `tested` ones
+    # (a loop's condition) may stay weak.
+    from runtime import staging
+
+    def operands(x):
+        a = x < 3.0 if weak_a else jnp.asarray(x) < jnp.float32(3.0)
+        b = x > 1.0 if weak_b else jnp.asarray(x) > jnp.float32(1.0)
+        return a, b
+
+    def check(x):
+        a, b = operands(x)
+        assert _typed(staging.both(a, b)) == _typed(jnp.logical_and(a, b))
+        assert _typed(staging.either(a, b)) == _typed(jnp.logical_or(a, b))
+        assert _typed(staging.negated(a)) == _typed(jnp.logical_not(a))
+        assert _typed(staging.both(a, b)) == _typed(a & b)
+        assert _typed(staging.either(a, b)) == _typed(a | b)
+        assert jax.typeof(staging.both(a, b, tested=True)).dtype == jnp.bool_
+        return staging.both(a, staging.negated(b)), staging.either(a, True)
+
+    and_not, or_true = jax.jit(check)(2.0 if weak_a else jnp.float32(2.0))
+    assert not bool(and_not) and bool(or_true)
+    batched = jax.vmap(lambda x: check(x)[0])(jnp.array([0.5, 2.0, 4.0]))
+    assert batched.tolist() == [True, False, False]
+    assert " and " in str(jax.make_jaxpr(lambda x: staging.both(*operands(x)))(2.0))
