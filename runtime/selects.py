@@ -17,7 +17,9 @@ gives exactly what the cond gives when the branches, traced (`jax.make_jaxpr`), 
    inf). So every equation with a floating-point output must map a zero cotangent to exactly
    zero *whatever its inputs*: its derivative multiplies the cotangent by nothing that depends
    on them. That holds for the linear primitives (sums, negation, casts, reshapes, slices,
-   gathers, selects), for a product or quotient with a finite nonzero literal, and for those
+   gathers, selects), for a product with a literal of at most 1 in magnitude or a quotient by
+   one of at least 1 (XLA folds chains of constant factors into one, which a larger literal
+   could make infinite: `0 * inf`), and for those
    whose derivative is a mask (max, min, clamp) or zero (sign, floor, round). Equations whose
    outputs are all integers or booleans carry no derivative: any cheap primitive is fine there.
    (Forward mode selects the tangent too: nothing is multiplied.)
@@ -297,15 +299,20 @@ def _inexact(dtype) -> bool:
 
 
 def _scaled_by_literal(eqn) -> bool:
-    """`x * c`, `c * x` or `x / c` with `c` a finite literal (nonzero, to divide by)."""
+    """`x * c`, `c * x` or `x / c` with `c` a literal that scales by at most 1 (|c| <= 1 to
+    multiply by, |c| >= 1 to divide by). The cotangent the branch not taken gets is a zero
+    times the literal, but XLA folds a chain of products with constants into one (`ct * 1e20 *
+    1e20` is `ct * inf`, a NaN at a zero `ct`), the chain going on past the branch (`y = x *
+    1e30` before the `if`, `y * 1e10` in it): a factor of at most 1 makes no product larger
+    than the one outside it."""
     name, args = eqn.primitive.name, eqn.invars
     if name not in ("mul", "div") or len(args) != 2:
         return False
     candidates = (args[1],) if name == "div" else args
     for arg in candidates:
         if isinstance(arg, jax_core.Literal):
-            value = np.asarray(arg.val)
-            if value.size == 1 and np.isfinite(value).all() and (name == "mul" or value != 0):
+            value = np.abs(np.asarray(arg.val))
+            if value.size == 1 and (value <= 1 if name == "mul" else value >= 1):
                 return True
     return False
 

@@ -197,3 +197,37 @@ def counter_power(x):
 @pytest.mark.parametrize("fn", [inverted_flag, counter_power])
 def test_a_test_traced_at_once_reads_python_numbers_as_python(fn):
     assert float(jax.jit(transpiler.convert(fn))(1.0)) == fn(1.0) == 16.0
+
+
+# The loop variable lives in a cell (a lambda in the body reads it): the exit test must read the
+# item the iteration binds, not the variable's value before it. Found by an adversarial review:
+# the test read the previous item (2.0 where Python gives -1.0), or the runtime's placeholder
+# for an unbound variable (a raw TypeError).
+
+
+def exit_on_a_captured_item(x):
+    v = 0.0
+    total = 0.0
+    for v in x:
+        if v > 2:
+            break
+        total = total + (lambda: v)()  # noqa: B023
+    return total, v
+
+
+def exit_on_a_captured_item_unbound(x):
+    total = 0.0
+    for v in x:
+        if v > 2:
+            break
+        scale = lambda t: t * v  # noqa: E731, B023
+        total = total + scale(1.0)
+    return total
+
+
+@pytest.mark.parametrize("fn", [exit_on_a_captured_item, exit_on_a_captured_item_unbound])
+def test_an_exit_test_reads_the_item_of_a_captured_loop_variable(fn):
+    x = np.array([1.0, -2.0, 3.0, 0.5], np.float32)
+    expected = fn(x)
+    assert_tree_close(jax.jit(transpiler.convert(fn))(jnp.asarray(x)), expected)
+    assert_tree_close(transpiler.convert(fn)(x), expected)

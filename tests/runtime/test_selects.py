@@ -19,7 +19,7 @@ def selectable(fn, *args) -> bool:
     [
         lambda x, n: x,  # rebinding a name computes nothing
         lambda x, n: x + 1.0,
-        lambda x, n: -x * 2.0,
+        lambda x, n: -x * 0.5,
         lambda x, n: x / 4.0,
         lambda x, n: jnp.maximum(x, 0.0),
         lambda x, n: jnp.clip(x, -1.0, 1.0),
@@ -45,6 +45,12 @@ def test_cheap_branches_whose_derivative_ignores_their_inputs_are_selectable(bra
         lambda x, n: jnp.tanh(x),
         lambda x, n: x**2,
         lambda x, n: x / n,
+        # XLA folds a chain of constant factors, the branch's and those after it, into one:
+        # a factor above 1 could make it infinite (0 * inf: a NaN gradient, found by an
+        # adversarial review with `x * 1e20 * 1e20`, and `y = x * 1e30` ... `y * 1e10`).
+        lambda x, n: x * 1e20 * 1e20,
+        lambda x, n: x * 2.0,
+        lambda x, n: x / 0.5,
         lambda x, n: jax.lax.cond(x > 0, lambda: x, lambda: -x),
         lambda x, n: jax.debug.print("{}", x) or x,  # an effect
     ],
@@ -325,3 +331,27 @@ def test_bounded_steps_computing_complex_numbers_stay_conds_and_differentiate():
     np.testing.assert_allclose(grad, jax.grad(complex_escape)(a), rtol=1e-6)
     grad = jax.jit(jax.grad(transpiler.convert(closes_over_a_complex), argnums=1))(a, 1.0)
     np.testing.assert_allclose(grad, jax.grad(closes_over_a_complex, argnums=1)(a, 1.0), rtol=1e-6)
+
+
+def scaled_in_a_branch(x):
+    y = x * 1e30
+    if x < 0.5:
+        z = y * 1e10  # the branch not taken: its zero cotangent times 1e10 * 1e30, folded
+    else:
+        z = x
+    return z
+
+
+def overflowing_in_a_branch(x):
+    if x < 0.5:
+        z = x * 1e20 * 1e20
+    else:
+        z = x
+    return z
+
+
+@pytest.mark.parametrize("fn", [scaled_in_a_branch, overflowing_in_a_branch])
+def test_constant_factors_xla_folds_give_no_nan_gradient(fn):
+    grad = jax.jit(jax.grad(transpiler.convert(fn)))
+    assert float(grad(jnp.float32(1.0))) == 1.0
+    assert float(jax.grad(transpiler.convert(fn))(jnp.float32(1.0))) == 1.0

@@ -454,9 +454,20 @@ class _ControlFlow(Transformer):
             )
         else:
             replacements.update(state_tuple=templates.names_tuple(outputs))
+        # The item a `for` binds before its exit test (`v = item`): the test reads it, not the
+        # variable's value before the iteration.
+        item_names = {
+            node.id
+            for stmt in replacements.get("bind_item", ())
+            for node in structure.walk_nodes(stmt)
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store)
+        }
         for test, key in (("test", "test_prologue"), ("exit_test", "exit_prologue")):
             if key in template:
-                replacements[key], replacements[test] = _test_of_cells(prologue, replacements[test])
+                kept = item_names if key == "exit_prologue" else set()
+                replacements[key], replacements[test] = _test_of_cells(
+                    prologue, replacements[test], kept
+                )
         return templates.replace(
             template,
             state_args=params,
@@ -467,17 +478,24 @@ class _ControlFlow(Transformer):
         )
 
 
-def _test_of_cells(prologue: list[gast.stmt], test: gast.expr) -> tuple[list, gast.expr]:
+def _test_of_cells(
+    prologue: list[gast.stmt], test: gast.expr, kept: set[str]
+) -> tuple[list, gast.expr]:
     """(the part of `prologue` a loop test needs, the test): a test that calls nothing reads
     the parameters for the variables that live in cells (`i_1 < n`) and writes no cell; one
     that calls something (a closure that may read them) writes them all. The runtime refuses
-    a test that changes Python state, and a cell it wrote would hold a changed value."""
+    a test that changes Python state, and a cell it wrote would hold a changed value. `kept`:
+    the names the test function binds itself before the test (a `for` loop's item)."""
     nodes = list(structure.walk_nodes(test))
     if any(isinstance(n, gast.Call) for n in nodes) or any(
         isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load) for n in nodes
     ):
         return prologue, test
-    params = {assignment.targets[0].id: assignment.value.id for assignment in prologue[1::2]}
+    params = {
+        assignment.targets[0].id: assignment.value.id
+        for assignment in prologue[1::2]
+        if assignment.targets[0].id not in kept
+    }
     test = templates.clone(test)
     for node in structure.walk_nodes(test):
         if isinstance(node, gast.Name) and node.id in params:
