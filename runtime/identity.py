@@ -106,7 +106,11 @@ class _Detached:
 
 
 def _items(container):
-    return container.values() if type(container) is dict else container
+    """The items of a plain list, tuple or dict; none of any other object (a staged list of
+    traced length, iterated, would raise)."""
+    if type(container) is dict:
+        return container.values()
+    return container if type(container) in (list, tuple) else ()
 
 
 # Per converted call being traced, outermost first: what its staged statements detached. An

@@ -362,3 +362,30 @@ def appended_through_a_dict(x):
 def test_a_list_a_dict_holds_appended_in_a_staged_branch_is_refused_with_the_fix():
     with pytest.raises(StagingError, match=r"history\['loss'\] \(a list\) grows.*build a local"):
         transpiler.jit(appended_through_a_dict)(jnp.array([1.0, -2.0]))
+
+
+def history_with_an_early_return(x):
+    hist = []
+    y = x
+    for _ in range(10):
+        hist.append(y)
+        if y > 5.0:
+            break
+        y = y * 1.5
+        if y < -100.0:
+            return y, len(hist)
+    return y, len(hist)
+
+
+def loss_of_the_history(x):
+    return history_with_an_early_return(x)[0]
+
+
+def test_a_helper_whose_list_has_a_traced_length_returns_to_converted_code():
+    # The runtime's watch of containers a staged statement detached walked the helper's
+    # variables as it returned, and iterated the staged list (refused: "iterating of it").
+    # Found by an adversarial review; a regression of the watch (session 30).
+    expected = loss_of_the_history(jnp.float32(1.0))
+    assert float(jax.jit(transpiler.convert(loss_of_the_history))(1.0)) == float(expected)
+    grad = jax.jit(jax.grad(transpiler.convert(loss_of_the_history)))(1.0)
+    assert float(grad) == pytest.approx(float(jax.grad(loss_of_the_history)(1.0)))
