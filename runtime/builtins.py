@@ -295,6 +295,8 @@ def enumerate_(iterable, start=0):
     of traced length, one it can loop over staged."""
     if isinstance(iterable, lists.StagedList) and iterable.known_length() is None:
         return for_loops.EnumeratedList(iterable, start)
+    if isinstance(iterable, for_loops.TracedRange):
+        return for_loops.EnumeratedRange(iterable, start)
     base = sequences.as_sequence(iterable)
     if base is None:
         return builtins.enumerate(iterable, start)

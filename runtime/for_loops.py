@@ -107,10 +107,42 @@ class EnumeratedList:
     def __init__(self, items, start):
         self.items, self.start = items, start
 
+    def counted(self):
+        """(how many items, item j as a function of a traced j), as the loop starts."""
+        buffer, start = self.items.buffer, self.start
+        return self.items.length, lambda j: (start + j, buffer[j])
+
     def __iter__(self):
         raise TypeError(
             f"enumerate() of '{self.items.origin.name}', a list whose length is traced: only a "
             "for statement can loop over it (staged as a while loop); a comprehension or a "
+            "call such as list() cannot."
+        )
+
+
+class EnumeratedRange:
+    """`enumerate(range(...), start)` of a range with a traced bound: only a for statement can
+    loop over it (staged as a while loop over its trip count)."""
+
+    def __init__(self, items: TracedRange, start):
+        self.items, self.start = items, start
+
+    def counted(self):
+        """(how many items, item j as a function of a traced j)."""
+        return self.items.trip_count(), self._item
+
+    def _item(self, j):
+        r, start = self.items, self.start
+        if is_staged(r.start) or is_staged(r.step):
+            value = r.start + j * r.step
+        else:
+            value = sequences.counted(r.start, r.step, None, j)
+        return (start + j if is_staged(start) else sequences.counted(start, 1, None, j)), value
+
+    def __iter__(self):
+        raise TypeError(
+            f"enumerate({self.items!r}): a range with a traced bound has no length yet, so only "
+            "a for statement can loop over it (staged as a while loop); a comprehension or a "
             "call such as list() cannot."
         )
 
@@ -245,16 +277,16 @@ def for_stmt(
                 unfired,
             )
         )
-    counted = isinstance(iterable, EnumeratedList)
+    counted = isinstance(iterable, (EnumeratedList, EnumeratedRange))
     if counted or (isinstance(iterable, lists_.StagedList) and iterable.known_length() is None):
-        # A list of traced length (or `enumerate` of one): a while loop over its items,
-        # however many there are. (No other name may hold `iterable` past here: the reference
-        # count of a Python iterator tells below whether other code holds it.)
-        listed = iterable.items if counted else iterable
-        buffer = listed.buffer
-
-        def item(j):
-            return (iterable.start + j, buffer[j]) if counted else buffer[j]
+        # A list of traced length (or `enumerate` of one, or of a traced range): a while loop
+        # over its items, however many there are. (No other name may hold `iterable` past
+        # here: the reference count of a Python iterator tells below whether other code holds
+        # it.)
+        if counted:
+            count, item = iterable.counted()
+        else:
+            count, item = iterable.length, iterable.buffer.__getitem__
 
         def over_items(body, test, exit_, state, names):
             if exit_ is not None:
@@ -264,7 +296,7 @@ def for_stmt(
                     lambda j, *s: on_item.on_exit(item(j), *s),
                 )
             return _staged_range_while(
-                TracedRange(0, listed.length, 1),
+                TracedRange(0, count, 1),
                 lambda j, *s: body(item(j), *s),
                 state,
                 names,

@@ -618,3 +618,29 @@ def test_a_python_number_the_body_makes_wider_is_still_carried():
 
     assert float(jax.jit(transpiler.convert(widened))(1.0)) == 1.0
     assert float(jax.jit(transpiler.convert(widened))(300.0)) == 600.0
+
+
+def enumerate_a_traced_range(x, n):
+    total = 0.0
+    for i, t in enumerate(range(n, 0, -2)):
+        total = total + i * t * x
+    return total
+
+
+def enumerate_a_traced_range_from(x, n):
+    total = 0.0
+    for i, t in enumerate(range(1, n), start=5):
+        if t > 3:
+            break
+        total = total + i * t * x
+    return total
+
+
+@pytest.mark.parametrize("fn", [enumerate_a_traced_range, enumerate_a_traced_range_from])
+@pytest.mark.parametrize("n", [0, 1, 7, 9])
+def test_enumerate_of_a_range_with_a_traced_bound_is_a_while_loop(fn, n):
+    # Was a TypeError ("a range with a traced bound has no length yet"), where the plain `for`
+    # over the range is staged: found by an adversarial review.
+    expected = fn(1.5, n)
+    assert float(jax.jit(transpiler.convert(fn))(1.5, n)) == expected
+    assert float(transpiler.convert(fn)(1.5, n)) == expected
