@@ -36,7 +36,8 @@ def if_stmt(
         else:
             outputs = if_false(*state)
 
-    (`state` holds what the branches read; `symbol_names` name what they give back.) A traced
+    (`state` holds what the branches read; `symbol_names` name what they give back; an
+    `if_false` of None gives back the first of them as they are: an `if` with no `else`.) A traced
     `pred` lowers to `jax.lax.cond`: both branches are traced, and each output must come out of
     both with the same structure, shape and dtype (Python scalars are promoted the way JAX
     promotes weakly typed values). Python state the branches change (an attribute, a global) is
@@ -49,6 +50,8 @@ def if_stmt(
     (`record["best"] = params`), which a staged `if` refuses; `owned`, the variables that own
     their containers (no other name can see which object they hold).
     """
+    if if_false is None:  # no `else`: the state as it is
+        if_false = keeping_state(len(symbol_names))
     pred = staging.condition(pred)
     if is_staged(pred):
         site = Site("if statement")
@@ -233,7 +236,8 @@ def _cond_once(
     if "true" in fixes.raised:  # the branch that raises goes second: it gives what the other does
         dynamic = _cond_or_select(staging.negated(pred), false_branch, true_branch, logged and site)
     else:
-        dynamic = _cond_or_select(pred, true_branch, false_branch, logged and site)
+        keeps = getattr(if_false, "keeps_state", False)
+        dynamic = _cond_or_select(pred, true_branch, false_branch, logged and site, keeps)
     dynamic = iter(dynamic)
     for key, (_, _, finish) in probes.items():
         finish(appended["true"][key], appended["false"][key])
@@ -249,23 +253,46 @@ def _cond_once(
     return tuple(out)
 
 
-def _cond_or_select(pred, true_fn, false_fn, log_site=None) -> list:
+def keeping_state(n: int):
+    """The branch of an `if` with no `else` (and a loop exit's "did not stop"): it gives back
+    the first `n` values of the state as they are. Staged, it is not traced on its own: it
+    computes nothing (`_cond_or_select`)."""
+
+    def keep(*state):
+        return state[:n]
+
+    keep.keeps_state = True
+    return keep
+
+
+def _cond_or_select(pred, true_fn, false_fn, log_site=None, false_keeps=False) -> list:
     """`lax.cond(pred, true_fn, false_fn)`; a select of both branches where that computes the
     same values and derivatives at less cost (`runtime.selects`). Each branch is traced once.
-    `log_site`: where to log which it became."""
+    `log_site`: where to log which it became. `false_keeps`: `false_fn` gives back values it
+    was given (see `keeping_state`): it runs here, computing nothing, with no trace of its own
+    (a `jax.make_jaxpr` costs as much as a few operations)."""
     true_jaxpr, shapes = jax.make_jaxpr(true_fn, return_shape=True)()
-    false_jaxpr = jax.make_jaxpr(false_fn)()
     run_true = jax_core.jaxpr_as_fun(true_jaxpr)
-    run_false = jax_core.jaxpr_as_fun(false_jaxpr)
+    if false_keeps:
+        kept = jax.tree_util.tree_leaves(false_fn())
+        false_jaxpr, run_false = None, lambda: kept
+    else:
+        false_jaxpr = jax.make_jaxpr(false_fn)()
+        run_false = jax_core.jaxpr_as_fun(false_jaxpr)
     leaves, treedef = jax.tree_util.tree_flatten(shapes)
     kinds = None
     if all(selects.selects(leaf.dtype) for leaf in leaves):
-        kinds = selects.lowering((true_jaxpr, false_jaxpr))
+        if false_keeps:
+            kinds = selects.lowering((true_jaxpr,))
+            kinds = None if kinds is None else (*kinds, "select")
+        else:
+            kinds = selects.lowering((true_jaxpr, false_jaxpr))
     if kinds is not None:
         guarded = [kind == "guarded select" for kind in kinds]
         on_true = _run_masked(true_jaxpr, pred, True) if guarded[0] else run_true()
         on_false = _run_masked(false_jaxpr, pred, False) if guarded[1] else run_false()
-        on_true, on_false = _literals(true_jaxpr, on_true), _literals(false_jaxpr, on_false)
+        on_true = _literals(true_jaxpr, on_true)
+        on_false = on_false if false_keeps else _literals(false_jaxpr, on_false)
         outs = [_select(pred, a, b) for a, b in zip(on_true, on_false)]
         lowering = "lax.select (cheap branches" + (", inputs masked)" if any(guarded) else ")")
     else:

@@ -979,6 +979,9 @@ class Effects:
                 return result
             return (*out, *values)
 
+        # A branch that gives back the state as it is (`control_flow.keeping_state`) gives back
+        # the carried places' values as it is given them too.
+        wrapped.keeps_state = getattr(fn, "keeps_state", False)
         return wrapped
 
     def _state_name(self, change: Change) -> str | None:

@@ -89,7 +89,7 @@ class Exit:
         return control_flow.staged_cond(
             stopped,
             lambda *s: self.on_exit(item, *s),
-            lambda *s: s,
+            control_flow.keeping_state(len(state)),
             state,
             names,
             site,

@@ -75,7 +75,7 @@ def test_cheap_safe_branches_are_a_select():
     def converted(p, x, n):
         return rt.if_stmt(
             p > 0,
-            lambda x, n: (x * 2, n + 1),
+            lambda x, n: (x * 0.5, n + 1),
             lambda x, n: (x - 1, n),
             (x, n),
             symbol_names=("x", "n"),
@@ -83,8 +83,8 @@ def test_cheap_safe_branches_are_a_select():
 
     def reference(p, x, n):
         pred = p > 0
-        doubled, incremented, decremented = x * 2, n + 1, x - 1  # the true branch, then the false
-        return lax.select(pred, doubled, decremented), lax.select(pred, incremented, n)
+        halved, incremented, decremented = x * 0.5, n + 1, x - 1  # the true branch, the false
+        return lax.select(pred, halved, decremented), lax.select(pred, incremented, n)
 
     for p in (1.0, -1.0):
         args = (jnp.float32(p), jnp.arange(3.0), jnp.int32(4))

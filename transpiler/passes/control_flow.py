@@ -120,6 +120,16 @@ _IF = """
     state_out = rt__.if_stmt(test, if_true, if_false, state_in_tuple, symbol_names=names)
 """
 
+_IF_NO_ELSE = """
+    def if_true(state_args):
+        prologue
+        body
+        return state_out_tuple
+    state_out = rt__.if_stmt(test, if_true, None, state_in_tuple, symbol_names=names)
+"""
+"""An `if` with no `else` (and no cells to write): `None` for the false branch, which gives
+back what it is given; staged, the runtime traces nothing for it."""
+
 _WHILE = """
     def loop_test(state_args):
         test_prologue
@@ -234,11 +244,17 @@ class _ControlFlow(Transformer):
         if not convertible(node):
             return self.generic_visit(node)
         outputs, inputs, cells = self._state(node)
-        names = dict(if_true=self.namer.new("if_true"), if_false=self.namer.new("if_false"))
+        keeps = not node.orelse and not cells[1]  # no else, no cells its branch would write
+        names = dict(if_true=self.namer.new("if_true"))
+        if not keeps:
+            names["if_false"] = self.namer.new("if_false")
         stores = self._stores_option(node, node.body + node.orelse)
         self._visit_blocks(node)
+        template, blocks = _IF, dict(body=node.body, orelse=node.orelse)
+        if keeps:
+            template, blocks = _IF_NO_ELSE, dict(body=node.body)
         converted = self._assign_state(
-            _IF, outputs, inputs, cells, body=node.body, orelse=node.orelse, test=node.test, **names
+            template, outputs, inputs, cells, test=node.test, **blocks, **names
         )
         # The variables it gives a value whose lists or dicts the function may change in place
         # after the statement (or attributes: `self.hist`).
@@ -446,7 +462,7 @@ class _ControlFlow(Transformer):
         """`inputs`: names, and placeholder expressions for the inputs that are not read;
         `cells`: `_cells` of them."""
         params, prologue = cells
-        if template is _IF:
+        if template in (_IF, _IF_NO_ELSE):
             values = [templates.name(v) if isinstance(v, str) else v for v in inputs]
             replacements.update(
                 state_out_tuple=templates.names_tuple(outputs),

@@ -57,10 +57,7 @@ def test_undefined_placeholders_and_guarded_reads():
             def if_true(y):
                 y = 1
                 return (y,)
-
-            def if_false(y):
-                return (y,)
-            y, = rt__.if_stmt(x, if_true, if_false, (y,), symbol_names=('y',))
+            y, = rt__.if_stmt(x, if_true, None, (y,), symbol_names=('y',))
             return rt__.ld(y)
         """
     )
@@ -214,10 +211,7 @@ def test_generated_names_follow_source_order():
                     def if_true_1(x):
                         x = x + 3
                         return (x,)
-
-                    def if_false_1(x):
-                        return (x,)
-                    x, = rt__.if_stmt(x > 1, if_true_1, if_false_1, (x,), symbol_names=('x',))
+                    x, = rt__.if_stmt(x > 1, if_true_1, None, (x,), symbol_names=('x',))
                     return (x,)
 
                 def if_false(x):
