@@ -92,6 +92,8 @@ class Carry:
                 if isinstance(state[i], Undefined):
                     zeros = staging.zeros_like(shape)
                     earlier[i] = MaybeUnbound(zeros, jnp.asarray(False), self.names[i])
+            if all(a is b for a, b in zip(earlier, state)):
+                break  # nothing bound that was not: the same probe again would find the same
             again, probe_state = self._probe(earlier, unset, lists, probe, probe_args, {})
             if len(again) <= len(shapes):
                 break
