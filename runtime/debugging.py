@@ -14,8 +14,10 @@ message carries ours. Under `python -O` asserts do nothing, as in Python.
 from __future__ import annotations
 
 import builtins
+import functools
 import sys
 
+import jax
 import numpy as np
 
 from runtime import errors, staging, text
@@ -73,7 +75,18 @@ def effect(fn, /, *args, **kwargs):
     it runs (`jax.debug.print`, `jax.debug.callback`, `io_callback`, checkify): called as it is,
     and recorded for code that must not be run again (see `runtime.peeling`)."""
     staging.made_effect()
+    if staging.is_quiet() and _prints(fn):
+        return None  # a loop body as a derivative recomputes it: the program printed already
     return fn(*args, **kwargs)
+
+
+def _prints(fn) -> bool:
+    """Whether `fn` is `jax.debug.print` or `jax.debug.callback` (or a partial of one): an
+    effect with no value, which a quiet trace (`staging.quiet`) leaves out, as it leaves out
+    converted prints. (`io_callback` gives values the computation uses: it stays.)"""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return fn is jax.debug.print or fn is jax.debug.callback
 
 
 def assert_(test, msg=None):

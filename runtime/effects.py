@@ -1209,6 +1209,33 @@ class Watch:
         )
 
 
+class EffectSeen:
+    """A watch (see `staging.watching`) that records only whether the code made an effect of
+    the program (a print, a check, a `jax.debug` call) or called code that may make one unseen
+    (library code outside JAX, NumPy and the standard library): nothing of the Python state it
+    reaches. A loop's exit test is traced under one: with an effect, it is not the loop's
+    condition (`runtime.exits`)."""
+
+    def __init__(self):
+        self.effects = False  # set by staging.made_effect
+        self.snapshot = _Unwatched()
+
+
+class _Unwatched:
+    """The Python state an `EffectSeen` follows: none."""
+
+    opaque = ()
+
+    def add(self, label: str, value) -> None:
+        pass
+
+    def add_function(self, fn) -> None:
+        pass
+
+    def reaches(self, obj) -> bool:
+        return False
+
+
 class StateBehindCall(StagingError):
     """A callable that converted code calls as it is, with state of its own the runtime cannot
     record or put back (a `functools.lru_cache`), changed Python state while a staged block was

@@ -19,9 +19,6 @@ pass would have written it (`flagged`): with a flag in its state, set where the 
 
 from __future__ import annotations
 
-import jax
-from jax.extend import core as jax_core
-
 from runtime import control_flow, effects, logical, staging
 
 
@@ -71,16 +68,13 @@ class Exit:
     def condition(self, more, item, state, site):
         """`more and not test(item, *state)`, traced; the test is evaluated where `more` is false
         too (on an item clamped into range): `ExitMakesEffects` if it makes an effect."""
-
-        def stops():
-            return staging.scalar_predicate(self.test(item, *state), site, "exit test")
-
-        closed = jax.make_jaxpr(stops)()
-        if closed.effects:
+        seen = effects.EffectSeen()
+        with staging.watching(seen):
+            stop = staging.scalar_predicate(self.test(item, *state), site, "exit test")
+        if seen.effects:
             # In a loop's condition an effect is made for every element under `jax.vmap` and
             # again by the derivative's loops: the loop keeps the test in its body instead.
             raise ExitMakesEffects()
-        (stop,) = jax_core.jaxpr_as_fun(closed)()
         return staging.both(more, staging.negated(stop), tested=True)
 
     def after(self, stopped, item, state, names, site):

@@ -170,6 +170,11 @@ def quiet():
         _quiet.reset(token)
 
 
+def is_quiet() -> bool:
+    """Whether the code is traced without its effects (see `quiet`)."""
+    return _quiet.get()
+
+
 class HostEffects:
     """What a program being traced for export does with its host callbacks, which JAX cannot
     serialize: the kinds it drops ("print", "assert", "raise", "check"), and the callbacks met

@@ -153,6 +153,40 @@ def test_an_exit_test_that_prints_prints_once_per_item(capsys):
     assert capsys.readouterr().out.splitlines() == expected
 
 
+def too_big(v):
+    print("seen", v)  # a helper's print, in the exit test
+    return v > 2.0
+
+
+def exit_through_a_printing_helper(x):
+    s = 0.0
+    for v in x:
+        if too_big(v):
+            break
+        s = s + v
+    return s
+
+
+def exit_with_a_debug_print(x):
+    s = 0.0
+    for v in x:
+        if jax.debug.print("seen {}", v) or v > 2.0:
+            break
+        s = s + v
+    return s
+
+
+@pytest.mark.parametrize("fn", [exit_through_a_printing_helper, exit_with_a_debug_print])
+def test_an_exit_test_with_an_effect_out_of_sight_prints_once_per_item(fn, capsys):
+    # The exit test's effects are seen where they are made (a helper's print, jax.debug): the
+    # loop keeps the test in its body, and each item is printed once, as Python prints it.
+    x = jnp.array([1.0, 2.0, 3.0, 4.0])
+    assert float(jax.jit(transpiler.convert(fn))(x)) == 3.0
+    jax.jit(jax.grad(transpiler.convert(fn)))(x)  # in a loop's condition: printed again
+    jax.effects_barrier()
+    assert capsys.readouterr().out.splitlines() == ["seen 1.0", "seen 2.0", "seen 3.0"] * 2
+
+
 def test_an_exit_test_that_prints_under_vmap():
     batch = jnp.array([[1.0, 2.0, 3.0, 4.0], [5.0, 1.0, 1.0, 1.0]])
     out = jax.jit(jax.vmap(transpiler.convert(printing_exit)))(batch)
@@ -231,3 +265,19 @@ def test_an_exit_test_reads_the_item_of_a_captured_loop_variable(fn):
     expected = fn(x)
     assert_tree_close(jax.jit(transpiler.convert(fn))(jnp.asarray(x)), expected)
     assert_tree_close(transpiler.convert(fn)(x), expected)
+
+
+def doubling_with_a_debug_print(x):
+    while x < 10.0:
+        jax.debug.print("x {}", x)
+        x = x * 2.0
+    return x
+
+
+def test_a_debug_print_in_a_staged_while_prints_once_per_iteration_under_grad(capsys):
+    # The derivative recomputes the loop's states with its body traced quietly: a converted
+    # print was left out there, `jax.debug.print` was not (printed three more times).
+    grad = jax.jit(jax.grad(transpiler.convert(doubling_with_a_debug_print)))(3.0)
+    jax.effects_barrier()
+    assert float(grad) == 4.0
+    assert capsys.readouterr().out.splitlines() == ["x 3.0", "x 6.0"]
