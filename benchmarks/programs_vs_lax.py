@@ -18,6 +18,7 @@ The programs are the ones below plus every function in `samples/` that its `main
 (hand-written here or, for most samples, in `samples_lax.py`).
 
     python benchmarks/programs_vs_lax.py
+    python benchmarks/programs_vs_lax.py --phases --compile-repeats 7 [--only NAME]
 """
 
 from __future__ import annotations
@@ -555,6 +556,47 @@ def compile_seconds(path, pick, args, repeats: int) -> tuple[float, float, float
     return best_conv, best_convert, best_ref
 
 
+def phase_milliseconds(path, pick, args, repeats: int) -> tuple[list[float], list[float]]:
+    """Best of `repeats`, each phase on its own: [convert, trace, lower, compile] of the converted
+    program, [0, trace, lower, compile] of the hand-written one, milliseconds."""
+    here = pathlib.Path(__file__).resolve()
+    best = [[float("inf")] * 4, [float("inf")] * 4]
+    for _ in range(repeats):
+        fn, ref = pick(fresh_module(path), fresh_module(here))
+        for side, (f, convert) in enumerate(((fn, True), (ref, False))):
+            jax.clear_caches()
+            t0 = time.perf_counter()
+            g = transpiler.convert(f) if convert else f
+            t1 = time.perf_counter()
+            traced = jax.jit(g).trace(*args)
+            t2 = time.perf_counter()
+            lowered = traced.lower()
+            t3 = time.perf_counter()
+            lowered.compile()
+            t4 = time.perf_counter()
+            for i, seconds in enumerate((t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+                best[side][i] = min(best[side][i], seconds * 1e3)
+    return best[0], best[1]
+
+
+def print_phases(args) -> None:
+    """`--phases`: where the compile time goes, converted against hand-written."""
+    print(
+        f"jax {jax.__version__}, {jax.devices()[0].platform}; each phase best of "
+        f"{args.compile_repeats} fresh compiles, milliseconds (convert / trace / lower / compile)"
+    )
+    header = f"{'program':<36} | {'converted':>29} | {'hand-written':>22} | {'trace ratio':>11}"
+    print(header)
+    print("-" * len(header))
+    for name, path, pick, fn_args in cases():
+        if args.only not in name:
+            continue
+        conv, ref = phase_milliseconds(path, pick, fn_args, args.compile_repeats)
+        shown = " / ".join(f"{x:5.1f}" for x in conv)
+        shown_ref = " / ".join(f"{x:5.1f}" for x in ref[1:])
+        print(f"{name:<36} | {shown:>29} | {shown_ref:>22} | {conv[1] / ref[1]:11.2f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -562,8 +604,14 @@ def main() -> None:
     parser.add_argument("--target-ms", type=float, default=20.0)
     parser.add_argument("--compile-repeats", type=int, default=3)
     parser.add_argument("--only", default="", help="run only the programs whose name has this")
+    parser.add_argument(
+        "--phases", action="store_true", help="time convert, trace, lower, compile apart"
+    )
     args = parser.parse_args()
     transpiler.convert(cubic)  # the first conversion also builds the runtime namespace
+    if args.phases:
+        print_phases(args)
+        return
 
     print(
         f"jax {jax.__version__}, {jax.devices()[0].platform}; run time: best of {args.rounds} "
