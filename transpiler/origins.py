@@ -69,14 +69,18 @@ def fill_missing(node: gast.AST, origin: Location, seen: set[int] | None = None)
         todo.extend(structure.children(child))
 
 
-def line_map(tree: gast.AST, generated_source: str) -> dict[int, Location]:
-    """Maps each line of `generated_source` (the unparsed `tree`) to the user location it came from.
+def line_map(tree: gast.AST, generated_source: str | ast.Module) -> dict[int, Location]:
+    """Maps each line of `generated_source` (the unparsed `tree`, or its parse) to the user
+    location it came from.
 
     `ast.unparse` drops line numbers, so the printed source is parsed again and its statements are
     walked in step with the statements of the tree it was printed from (printing keeps statements).
     """
     mapping: dict[int, Location] = {}
-    printed = structure.walk_all(ast.parse(generated_source).body)  # `ast` nests as gast does
+    parsed = generated_source
+    if not isinstance(parsed, ast.Module):
+        parsed = ast.parse(generated_source)
+    printed = structure.walk_all(parsed.body)  # `ast` nests as gast does
     for gnode, pnode in zip(structure.walk_all(tree.body), printed):
         if anno.hasanno(gnode, anno.Static.ORIGIN):
             mapping.setdefault(pnode.lineno, anno.getanno(gnode, anno.Static.ORIGIN))
