@@ -341,7 +341,7 @@ class Carry:
             # A weakly typed value (a Python number) takes the body's dtype only where JAX's
             # promotion gives that dtype (`total = 0`, then a float32): a Python float the body
             # makes an int32, or an int it makes a bool, would be cut to it (0.5 -> 0).
-            narrowed = weak and jnp.result_type(staging.dtype_like(x), y.dtype) != y.dtype
+            narrowed = weak and not staging.takes_dtype(x, y.dtype)
             if x.dtype != y.dtype and (not weak or narrowed):
                 before = describe(x)
                 if narrowed:  # a Python number's type: staged, it would be cut to the other
@@ -456,7 +456,7 @@ def _adopt_weak_dtypes(value, prev):
             if y.dtype != x.dtype
             and jax.typeof(y).weak_type
             and y.shape == x.shape
-            and jnp.result_type(x.dtype, staging.dtype_like(y)) == x.dtype
+            and staging.takes_dtype(y, x.dtype)
             else y
         ),
         value,

@@ -81,7 +81,7 @@ def _promote_weak(init, body: Traced):
             aval.weak_type
             and aval.dtype != out.dtype
             and aval.shape == out.shape
-            and jnp.result_type(staging.dtype_like(jnp.asarray(leaf)), out.dtype) == out.dtype
+            and staging.takes_dtype(leaf, out.dtype)
         ):  # a widening only: a float the body makes an int is JAX's error, not cut to it
             leaf, changed = lax.convert_element_type(leaf, out.dtype), True
         promoted.append(leaf)

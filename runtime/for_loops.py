@@ -54,6 +54,12 @@ class TracedRange:
             span = (span + magnitude - 1) // magnitude
         return jnp.maximum(0, span)
 
+    def item(self, j):
+        """Item `j` (a traced index, counted from 0) of the range."""
+        if is_staged(self.start) or is_staged(self.step):
+            return self.start + j * self.step
+        return sequences.counted(self.start, self.step, None, j)
+
     def reversed(self) -> TracedRange:
         """`reversed(range(...))`: the same items, last first."""
         last = self.start + (self.trip_count() - 1) * self.step
@@ -132,12 +138,9 @@ class EnumeratedRange:
         return self.items.trip_count(), self._item
 
     def _item(self, j):
-        r, start = self.items, self.start
-        if is_staged(r.start) or is_staged(r.step):
-            value = r.start + j * r.step
-        else:
-            value = sequences.counted(r.start, r.step, None, j)
-        return (start + j if is_staged(start) else sequences.counted(start, 1, None, j)), value
+        start = self.start
+        index = start + j if is_staged(start) else sequences.counted(start, 1, None, j)
+        return index, self.items.item(j)
 
     def __iter__(self):
         raise TypeError(
@@ -619,13 +622,8 @@ def _staged_range_while(
     checkpoints=None,
     exit_=None,
 ):
-    def item_at(j):
-        if is_staged(r.start) or is_staged(r.step):
-            return r.start + j * r.step
-        return sequences.counted(r.start, r.step, None, j)
-
     return _indexed_while(
-        item_at,
+        r.item,
         r.trip_count(),
         body,
         state,

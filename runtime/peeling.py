@@ -186,9 +186,7 @@ def _promoted(before, after):
         if jnp.shape(b) != jnp.shape(a):
             return _NO
         weak_b, weak_a = jax.typeof(b).weak_type, jax.typeof(a).weak_type
-        if b.dtype != a.dtype and not (
-            weak_b and jnp.result_type(staging.dtype_like(b), a.dtype) == a.dtype
-        ):
+        if b.dtype != a.dtype and not (weak_b and staging.takes_dtype(b, a.dtype)):
             return _NO
         if b.dtype == a.dtype and weak_b == weak_a:
             out.append(b)

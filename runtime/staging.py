@@ -515,10 +515,18 @@ def _fits(value: np.ndarray, dtype: np.dtype) -> bool:
 
 
 def dtype_like(x):
-    """Something `jnp.result_type` promotes as it would promote `x`, weak type included."""
-    if not jax.typeof(x).weak_type:
-        return x.dtype
-    return _PYTHON_ZERO[np.dtype(x.dtype).kind]
+    """Something `jnp.result_type` promotes as it would promote `x` (an array or a Python
+    number), weak type included."""
+    aval = jax.typeof(x)
+    if not aval.weak_type:
+        return x.dtype  # (a Python number is weakly typed)
+    return _PYTHON_ZERO[np.dtype(aval.dtype).kind]
+
+
+def takes_dtype(x, dtype) -> bool:
+    """Whether JAX's promotion of `x` with `dtype` gives `dtype`: a weakly typed `x` (a Python
+    number's type) widened to it (`0` made a float32), not cut to it (`0.5` made an int32)."""
+    return jnp.result_type(dtype_like(x), dtype) == dtype
 
 
 class WeakDtype(typing.NamedTuple):
