@@ -54,6 +54,11 @@ class Static(enum.Enum):
     AS_WRITTEN = (
         "True on a nested function the passes leave as written (a generator: it runs as Python)"
     )
+    MODULE_READ = (
+        "True on a Name read that Python resolves in the module's namespace (a global, else a "
+        "builtin): not a local of its scope or of an enclosing function, nor a closure variable "
+        "of the converted function. Set before the passes run (`activity.mark_module_reads`)"
+    )
     SCOPE = (
         "an `activity.Scope` on a function node: its parameters, globals/nonlocals, closure reads"
     )

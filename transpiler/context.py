@@ -6,7 +6,7 @@ import dataclasses
 
 import gast
 
-from transpiler.analysis import callees
+from transpiler.analysis import activity, callees
 from transpiler.naming import Namer
 
 
@@ -47,6 +47,8 @@ class PassContext:
         cls, fn_node: gast.FunctionDef, globals_=None, freevars=(), recursive=True, closure=None
     ) -> PassContext:
         globals_ = globals_ if globals_ is not None else {}
+        # What `print`, `len`, `jnp` name in it, for every pass: marked on the tree as written.
+        activity.mark_module_reads(fn_node, freevars)
         return cls(
             Namer.for_tree(fn_node), globals_, tuple(freevars), dict(closure or {}), recursive
         )

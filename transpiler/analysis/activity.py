@@ -9,6 +9,7 @@ reads where the nested scope is defined.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 
 import gast
@@ -89,6 +90,84 @@ def local_names(fn_node: gast.FunctionDef | gast.Lambda) -> frozenset[str]:
         for name in node.names
     }
     return bound - declared
+
+
+def mark_module_reads(fn_node: gast.FunctionDef, freevars=()) -> None:
+    """Annotates (MODULE_READ) each `Name` read in `fn_node` (its nested functions, lambdas,
+    classes and comprehensions included) that Python resolves in the module's namespace: not a
+    name local to its scope or to an enclosing function (a parameter, `def print`, `import x as
+    len`, a comprehension's variable), nor one of `freevars` (the function's closure). The passes
+    tell a builtin (`print`, `len`, `range`) or a library function by this, never by the name
+    alone (`reads_builtin`, `reads_global`)."""
+    closure = frozenset(freevars)
+    # node, names local to the enclosing functions, names bound by the class body it is in
+    stack = [(fn_node, closure, frozenset())]
+    while stack:
+        node, hidden, in_class = stack.pop()
+        if isinstance(node, gast.Name):
+            if (
+                isinstance(node.ctx, gast.Load)
+                and node.id not in hidden
+                and node.id not in in_class
+            ):
+                anno.setanno(node, anno.Static.MODULE_READ, True)
+            continue
+        inner = _inner_scope(node)
+        if inner is None:
+            stack.extend((child, hidden, in_class) for child in structure.children(node))
+            continue
+        own, outer, body = inner
+        stack.extend((child, hidden, in_class) for child in outer)
+        if isinstance(node, gast.ClassDef):  # its names are not seen from its methods
+            stack.extend((child, hidden, in_class | own) for child in body)
+        else:
+            stack.extend((child, hidden | own, frozenset()) for child in body)
+
+
+def reads_builtin(node: gast.AST, globals_: dict, names=None) -> bool:
+    """Whether `node` is a `Name` that reads a builtin (one of `names`, if given): marked by
+    `mark_module_reads`, and not a global of the module (`globals_`)."""
+    return (
+        isinstance(node, gast.Name)
+        and (names is None or node.id in names)
+        and node.id not in globals_
+        and anno.hasanno(node, anno.Static.MODULE_READ)
+        and hasattr(builtins, node.id)
+    )
+
+
+def reads_global(node: gast.AST, globals_: dict) -> bool:
+    """Whether `node` is a `Name` that reads a global of the module (`globals_`)."""
+    return (
+        isinstance(node, gast.Name)
+        and node.id in globals_
+        and anno.hasanno(node, anno.Static.MODULE_READ)
+    )
+
+
+def _inner_scope(node: gast.AST):
+    """For a function, lambda, class or comprehension: (the names its own scope binds, the
+    nodes evaluated in the enclosing scope (defaults, decorators, bases, the first iterable),
+    the nodes inside its own scope). None for any other node."""
+    if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+        body_ids = {id(stmt) for stmt in node.body}
+        outer = [child for child in structure.children(node) if id(child) not in body_ids]
+        if isinstance(node, gast.ClassDef):
+            return of_block(node.body).bound, outer, node.body
+        return local_names(node), outer, node.body
+    if isinstance(node, gast.Lambda):
+        return params_of(node.args), [node.args], [node.body]
+    if isinstance(node, (gast.ListComp, gast.SetComp, gast.GeneratorExp, gast.DictComp)):
+        first, *rest = node.generators
+        targets = frozenset(
+            n.id
+            for g in node.generators
+            for n in structure.walk_nodes(g.target)
+            if isinstance(n, gast.Name)
+        )
+        elements = [node.key, node.value] if isinstance(node, gast.DictComp) else [node.elt]
+        return targets, [first.iter], [first.target, *first.ifs, *rest, *elements]
+    return None
 
 
 def params_of(args: gast.arguments) -> frozenset[str]:

@@ -19,12 +19,12 @@ once it is false, and a staged loop tests it.
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable
 
 import gast
 
 from transpiler import anno, libraries, structure, templates
+from transpiler.analysis import activity
 from transpiler.context import PassContext
 from transpiler.naming import Namer
 from transpiler.passes import guards, truth_tests
@@ -163,12 +163,7 @@ def _is_exit_guard(stmt: gast.stmt) -> bool:
 
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
-    bound = {
-        n.id
-        for n in structure.walk_nodes(fn_node)
-        if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)
-    }
-    return _BreakStatements(ctx.namer, lambda test: _pure(test, ctx.globals, bound)).visit(fn_node)
+    return _BreakStatements(ctx.namer, lambda test: _pure(test, ctx.globals)).visit(fn_node)
 
 
 # Builtins that compute a value from their arguments and do nothing else.
@@ -178,10 +173,10 @@ _PURE_BUILTINS = frozenset(
 )
 
 
-def _pure(test: gast.expr, globals_: dict, bound: set[str]) -> bool:
+def _pure(test: gast.expr, globals_: dict) -> bool:
     """Whether evaluating `test` can make no effect: it calls only pure builtins and library
     functions that make none and take no function (JAX's, NumPy's: `jnp.abs(x)`), named
-    through globals the function does not rebind; no `:=`."""
+    through globals (`activity.reads_global`: not a local of the same name); no `:=`."""
     for node in structure.walk_nodes(test):
         if isinstance(node, gast.NamedExpr):
             return False
@@ -191,12 +186,12 @@ def _pure(test: gast.expr, globals_: dict, bound: set[str]) -> bool:
         while isinstance(func, gast.Attribute):
             path.append(func.attr)
             func = func.value
-        if not isinstance(func, gast.Name) or func.id in bound:
-            return False  # a method of a value (`x.sum()`), a local function
-        if func.id not in globals_:
-            if path or func.id not in _PURE_BUILTINS or not hasattr(builtins, func.id):
+        if activity.reads_builtin(func, globals_, _PURE_BUILTINS):
+            if path:
                 return False
             continue
+        if not activity.reads_global(func, globals_):
+            return False  # a method of a value (`x.sum()`), a local function
         value = globals_[func.id]
         for attr in reversed(path):
             if not libraries.is_library(value) or not hasattr(value, attr):

@@ -83,14 +83,13 @@ class _CallTrees(Transformer):
         self.globals = globals_
         self.freevars = freevars
         self.convert_calls = convert_calls
-        self.local_names: list[frozenset[str]] = []
         self.function_names: list[frozenset[str]] = []  # locals bound to a def or a lambda
         self.unknown_names: list[frozenset[str]] = []  # parameters: any value at all
         self.self_name: str | None = None  # the method's first parameter, for `super()`
         self.hands_functions = False  # a library call given a function (`jax.vmap(f)`)
 
     def visit_FunctionDef(self, node):
-        if not self.local_names and "__class__" in self.freevars and node.args.args:
+        if not self.function_names and "__class__" in self.freevars and node.args.args:
             self.self_name = node.args.args[0].id
         self._enter(node, _function_names(node.body), activity.params_of(node.args))
         node.body = [self.visit(stmt) for stmt in node.body]
@@ -105,13 +104,10 @@ class _CallTrees(Transformer):
         return node
 
     def _enter(self, node, function_names: frozenset[str], params: frozenset[str]) -> None:
-        local = params if isinstance(node, gast.Lambda) else activity.local_names(node)
-        self.local_names.append(local)
         self.function_names.append(function_names)
         self.unknown_names.append(params if self.unknown_names else params | self.freevars)
 
     def _leave(self) -> None:
-        self.local_names.pop()
         self.function_names.pop()
         self.unknown_names.pop()
 
@@ -126,7 +122,7 @@ class _CallTrees(Transformer):
                 return node
             if func.id in _NEVER_WRAPPED or func.id.startswith(RUNTIME):
                 return node
-            if self._is_builtin(func.id):
+            if activity.reads_builtin(func, self.globals):
                 if func.id in STAGED_BUILTINS:
                     node.func = templates.replace_as_expression(f"{RUNTIME}.{func.id}_")
                     if func.id in ("all", "any") and _lazy_generator(node):
@@ -158,12 +154,6 @@ class _CallTrees(Transformer):
         call.keywords = node.keywords
         return call
 
-    def _is_local(self, name: str) -> bool:
-        return name in self.freevars or any(name in scope for scope in self.local_names)
-
-    def _is_builtin(self, name: str) -> bool:
-        return not self._is_local(name) and name not in self.globals and hasattr(builtins, name)
-
     def _library_value(self, func: gast.expr):
         """The library code that `func` names (a global, or an attribute path from one), or
         _UNKNOWN when it is not library code or cannot be resolved now."""
@@ -176,10 +166,8 @@ class _CallTrees(Transformer):
         while isinstance(node, gast.Attribute):
             path.append(node.attr)
             node = node.value
-        if not isinstance(node, gast.Name) or self._is_local(node.id):
-            return _UNKNOWN
-        if node.id not in self.globals:
-            return _UNKNOWN
+        if not activity.reads_global(node, self.globals):
+            return _UNKNOWN  # a local, a closure variable, a builtin
         value = self.globals[node.id]
         # Follow module attributes (`jax.numpy.sum`): a module's contents are fixed enough.
         for attr in reversed(path):

@@ -113,7 +113,9 @@ def private_lists(
         for generator in node.generators
     }
     if any(
-        isinstance(node, gast.Call) and _builtin(node.func, _FRAME_READERS, globals_)
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Name)
+        and node.func.id in _FRAME_READERS  # a local of the name too: it may be the builtin
         for node in nodes
     ):
         return frozenset()  # `locals()["out"]`: every name may be reached
@@ -265,8 +267,8 @@ def _new_list(value: gast.expr, globals_: dict) -> bool:
 
 
 def _builtin(func: gast.expr, names, globals_: dict) -> bool:
-    """Whether `func` names one of the builtins `names` (not shadowed by a global)."""
-    return isinstance(func, gast.Name) and func.id in names and func.id not in globals_
+    """Whether `func` names one of the builtins `names` (not a local or global of that name)."""
+    return activity.reads_builtin(func, globals_, names)
 
 
 def _reading_call_args(call: gast.Call, globals_: dict) -> list[gast.expr]:

@@ -14,8 +14,6 @@ the same `str`. Text used anywhere else stays Python's.
 
 from __future__ import annotations
 
-import builtins
-
 import gast
 
 from transpiler import naming, structure, templates
@@ -38,33 +36,28 @@ ADDS = (gast.Call,)
 
 
 class _PrintStatements(Transformer):
-    def __init__(self, globals_: dict, shadowed: frozenset[str]):
-        self.builtins = frozenset(
-            name
-            for name in ("print", "str", "repr")
-            if name not in globals_ and name not in shadowed and hasattr(builtins, name)
-        )
+    def __init__(self, globals_: dict):
+        self.globals = globals_
 
     def visit_Call(self, node):
         node = self.generic_visit(node)
-        func = node.func
-        if isinstance(func, gast.Name) and func.id == "print" and "print" in self.builtins:
+        if activity.reads_builtin(node.func, self.globals, ("print",)):
             node.func = templates.replace_as_expression(f"{RUNTIME}.print_")
-            node.args = [_Text(self.builtins).visit(arg) for arg in node.args]
+            node.args = [_Text(self.globals).visit(arg) for arg in node.args]
         return node
 
     def visit_Assert(self, node):
         # A traced assert fails when the program runs: its message is made then.
         node = self.generic_visit(node)
         if node.msg is not None:
-            node.msg = _Text(self.builtins).visit(node.msg)
+            node.msg = _Text(self.globals).visit(node.msg)
         return node
 
     def visit_Raise(self, node):
         # Raised under a traced condition, the message is made when the program raises it.
         node = self.generic_visit(node)
         if node.exc is not None:
-            node.exc = _Text(self.builtins).visit(node.exc)
+            node.exc = _Text(self.globals).visit(node.exc)
         return node
 
 
@@ -77,8 +70,8 @@ class _Text(gast.NodeTransformer):
     str(x), repr(x)    ->  rt__.str_(x), rt__.repr_(x)
     """
 
-    def __init__(self, builtin_names: frozenset[str], everywhere: bool = False):
-        self.builtins = builtin_names
+    def __init__(self, globals_: dict, everywhere: bool = False):
+        self.globals = globals_
         # Text outside what is printed, raised or asserted: `%` stays Python's (its numeric
         # formats raise for a tracer, which says more than a placeholder text would), and so
         # does `str()` of more than one argument.
@@ -88,11 +81,8 @@ class _Text(gast.NodeTransformer):
         node = self.generic_visit(node)
         func = node.func
         one_argument = len(node.args) == 1 and not node.keywords
-        if (
-            isinstance(func, gast.Name)
-            and func.id in ("str", "repr")
-            and func.id in self.builtins
-            and (one_argument or not self.everywhere)
+        if activity.reads_builtin(func, self.globals, ("str", "repr")) and (
+            one_argument or not self.everywhere
         ):
             node.func = templates.replace_as_expression(f"{RUNTIME}.{func.id}_")
         elif (
@@ -143,19 +133,14 @@ class _Text(gast.NodeTransformer):
 
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
-    shadowed = set(ctx.freevars) | activity.params_of(fn_node.args)
-    for node in structure.walk_nodes(fn_node):
-        if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
-            shadowed.add(node.id)
-    statements = _PrintStatements(ctx.globals, frozenset(shadowed))
-    fn_node = statements.visit(fn_node)
-    text = _Text(statements.builtins, everywhere=True)
-    for assignment in _printed_text_assignments(fn_node, statements.builtins):
+    fn_node = _PrintStatements(ctx.globals).visit(fn_node)
+    text = _Text(ctx.globals, everywhere=True)
+    for assignment in _printed_text_assignments(fn_node, ctx.globals):
         assignment.value = text.visit(assignment.value)
     return fn_node
 
 
-def _printed_text_assignments(fn_node: gast.FunctionDef, builtin_names) -> list[gast.stmt]:
+def _printed_text_assignments(fn_node: gast.FunctionDef, globals_: dict) -> list[gast.stmt]:
     """The assignments `name = <text>` (`name += <text>`) of the names whose every read is in
     what is printed, raised or asserted, or in such an assignment (`msg = f"loss {loss}"; print(
     msg)`): their text is made as a print's is. Text read anywhere else (appended to a list,
@@ -165,7 +150,7 @@ def _printed_text_assignments(fn_node: gast.FunctionDef, builtin_names) -> list[
     shown: set[int] = set()  # the nodes of what is printed, raised or asserted
     for node in structure.walk_nodes(fn_node):
         assigns = isinstance(node, (gast.Assign, gast.AugAssign))
-        if assigns and _text_assignment(node, builtin_names):
+        if assigns and _text_assignment(node, globals_):
             target = node.targets[0] if isinstance(node, gast.Assign) else node.target
             assignments.setdefault(target.id, []).append(node)
         shown_here = []
@@ -198,7 +183,7 @@ def _printed_text_assignments(fn_node: gast.FunctionDef, builtin_names) -> list[
         names -= other
 
 
-def _text_assignment(node, builtin_names) -> bool:
+def _text_assignment(node, globals_: dict) -> bool:
     """`name = <value>` or `name += <value>` whose value makes text (an f-string, `.format` of a
     constant, `str()`/`repr()` of one argument)."""
     if isinstance(node, gast.Assign):
@@ -211,8 +196,8 @@ def _text_assignment(node, builtin_names) -> bool:
             return True
         if isinstance(n, gast.Call):
             func = n.func
-            if isinstance(func, gast.Name) and func.id in ("str", "repr"):
-                if func.id in builtin_names and len(n.args) == 1 and not n.keywords:
+            if activity.reads_builtin(func, globals_, ("str", "repr")):
+                if len(n.args) == 1 and not n.keywords:
                     return True
             if (
                 isinstance(func, gast.Attribute)

@@ -1,3 +1,5 @@
+import gast
+
 from tests.transpiler.analysis.dump import dump, parse
 from transpiler import analysis, anno
 from transpiler.analysis import activity
@@ -70,3 +72,44 @@ def test_scope_records_params_declarations_and_closure_reads():
     assert scope.params == {"a", "args", "b", "kw"}
     assert scope.declared == {"g", "n"}
     assert scope.closure_reads == {"a", "c"}
+
+
+def test_module_reads_follow_pythons_scopes():
+    # Which reads of builtin-looking names Python resolves in the module (global or builtin):
+    # not those a scope binds (def, import, parameter, comprehension variable, class body).
+    fn = parse(
+        """
+        def f(x, len):
+            print(1)
+            str(2)
+            def g():
+                print(3)
+                def print(): pass
+                repr(4)
+            [print(5) for print in x]
+            [repr(6) for y in repr(7)]
+            class K:
+                str = 1
+                str(8)
+                def m(self): str(9)
+            lambda repr: repr(10)
+            len(11)
+            abs(12)
+            from pprint import pprint as sorted
+            sorted(13)
+            jnp(14)
+        """
+    )
+    activity.mark_module_reads(fn, freevars=("jnp",))
+    marked = {
+        node.args[0].value
+        for node in gast.walk(fn)
+        if isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Name)
+        and anno.hasanno(node.func, anno.Static.MODULE_READ)
+    }
+    assert marked == {1, 2, 4, 6, 7, 9, 12}
+    abs_call = [n for n in gast.walk(fn) if isinstance(n, gast.Name) and n.id == "abs"][0]
+    assert activity.reads_builtin(abs_call, {}, ("abs",))
+    assert not activity.reads_builtin(abs_call, {"abs": abs}, ("abs",))  # a global of the name
+    assert activity.reads_global(abs_call, {"abs": abs})
