@@ -98,30 +98,129 @@ def mark_module_reads(fn_node: gast.FunctionDef, freevars=()) -> None:
     name local to its scope or to an enclosing function (a parameter, `def print`, `import x as
     len`, a comprehension's variable), nor one of `freevars` (the function's closure). The passes
     tell a builtin (`print`, `len`, `range`) or a library function by this, never by the name
-    alone (`reads_builtin`, `reads_global`)."""
+    alone (`reads_builtin`, `reads_global`).
+
+    One walk records each scope's bindings and each read with the scopes around it; the reads
+    are resolved after it, as Python does: the innermost scope that binds the name (and does
+    not declare it global or nonlocal) holds it; a class body's names are seen only by the
+    reads directly in it, not by its methods or comprehensions."""
+    reads: list[tuple[gast.Name, tuple]] = []
+    # Scope by scope: (the nodes to walk, the scopes they are in, innermost last).
+    pending: list[tuple[list, tuple]] = [([fn_node], (_Bindings(),))]
+    while pending:
+        stack, scopes = pending.pop()
+        here = scopes[-1]
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind is gast.Name:
+                if type(node.ctx) is gast.Load:
+                    reads.append((node, scopes))
+                else:
+                    here.bound.add(node.id)
+                continue
+            inner = _scope_parts(node)
+            if inner is None:
+                if kind in _BINDERS:
+                    _note_binding(node, scopes)
+                for field in node._fields:
+                    value = getattr(node, field, None)
+                    if type(value) is list:
+                        stack.extend(v for v in value if isinstance(v, gast.AST))
+                    elif isinstance(value, gast.AST) and not isinstance(value, gast.expr_context):
+                        stack.append(value)
+                continue
+            scope, outer, params, body = inner
+            if kind in _BINDS_ITS_NAME:
+                here.bound.add(node.name)
+            stack.extend(outer)
+            scope.bound.update(params)
+            pending.append((list(body), (*scopes, scope)))
     closure = frozenset(freevars)
-    # node, names local to the enclosing functions, names bound by the class body it is in
-    stack = [(fn_node, closure, frozenset())]
-    while stack:
-        node, hidden, in_class = stack.pop()
-        if isinstance(node, gast.Name):
-            if (
-                isinstance(node.ctx, gast.Load)
-                and node.id not in hidden
-                and node.id not in in_class
-            ):
-                anno.setanno(node, anno.Static.MODULE_READ, True)
-            continue
-        inner = _inner_scope(node)
-        if inner is None:
-            stack.extend((child, hidden, in_class) for child in structure.children(node))
-            continue
-        own, outer, body = inner
-        stack.extend((child, hidden, in_class) for child in outer)
-        if isinstance(node, gast.ClassDef):  # its names are not seen from its methods
-            stack.extend((child, hidden, in_class | own) for child in body)
+    for node, scopes in reads:
+        name = node.id
+        for depth, scope in enumerate(reversed(scopes[1:])):  # the first: the module's
+            if scope.is_class and depth > 0:
+                continue  # a class body's names are not seen from inside its functions
+            if name in scope.bound and name not in scope.declared:
+                break
         else:
-            stack.extend((child, hidden | own, frozenset()) for child in body)
+            if name not in closure:
+                anno.setanno(node, anno.Static.MODULE_READ, True)
+
+
+class _Bindings:
+    """The names a scope binds and those it declares global or nonlocal (mark_module_reads)."""
+
+    __slots__ = ("bound", "declared", "is_class", "is_comprehension")
+
+    def __init__(self, is_class: bool = False, is_comprehension: bool = False):
+        self.bound: set[str] = set()
+        self.declared: set[str] = set()
+        self.is_class, self.is_comprehension = is_class, is_comprehension
+
+
+_BINDS_ITS_NAME = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
+_COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.GeneratorExp, gast.DictComp)
+# Nodes that bind or declare a name without a `Name` store (`_note_binding`).
+_BINDERS = frozenset(
+    {gast.Import, gast.ImportFrom, gast.Global, gast.Nonlocal, gast.NamedExpr}
+    | {gast.MatchAs, gast.MatchStar, gast.MatchMapping}
+)
+
+
+def _scope_parts(node: gast.AST):
+    """For a function, lambda, class or comprehension: (its `_Bindings`, the nodes evaluated in
+    the enclosing scope (defaults, decorators, bases, the first iterable), its parameters' names,
+    the nodes inside its own scope). None for any other node."""
+    kind = type(node)
+    if kind in _BINDS_ITS_NAME:
+        body_ids = {id(stmt) for stmt in node.body}
+        outer = [c for c in structure.children(node) if id(c) not in body_ids]
+        if kind is gast.ClassDef:
+            return _Bindings(is_class=True), outer, (), node.body
+        outer = [c for c in outer if c is not node.args] + _defaults(node.args)
+        return _Bindings(), outer, params_of(node.args), node.body
+    if kind is gast.Lambda:
+        return _Bindings(), _defaults(node.args), params_of(node.args), [node.body]
+    if kind in _COMPREHENSIONS:
+        first, *rest = node.generators
+        elements = [node.key, node.value] if kind is gast.DictComp else [node.elt]
+        inside = [first.target, *first.ifs, *rest, *elements]
+        return _Bindings(is_comprehension=True), [first.iter], (), inside
+    return None
+
+
+def _defaults(args: gast.arguments) -> list[gast.AST]:
+    """What a function's signature evaluates where it is defined: defaults and annotations."""
+    found = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+    params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    found += [p.annotation for p in params if p is not None and p.annotation is not None]
+    return found
+
+
+def _note_binding(node: gast.AST, scopes: tuple) -> None:
+    """Records what a statement binds or declares without a `Name` store: imports, `global`
+    and `nonlocal`, match captures; a `:=` in a comprehension binds in the function around it."""
+    kind = type(node)
+    if kind is gast.Import or kind is gast.ImportFrom:
+        scopes[-1].bound.update(
+            a.asname or a.name.split(".")[0] for a in node.names if a.name != "*"
+        )
+    elif kind is gast.Global or kind is gast.Nonlocal:
+        scopes[-1].declared.update(node.names)
+    elif kind is gast.MatchAs or kind is gast.MatchStar:
+        if node.name is not None:
+            scopes[-1].bound.add(node.name)
+    elif kind is gast.MatchMapping:
+        if node.rest is not None:
+            scopes[-1].bound.add(node.rest)
+    elif kind is gast.NamedExpr and isinstance(node.target, gast.Name):
+        # In a comprehension, it binds in the function around it (the `Name` binds it here).
+        for scope in reversed(scopes):
+            if not scope.is_comprehension:
+                scope.bound.add(node.target.id)
+                break
 
 
 def reads_builtin(node: gast.AST, globals_: dict, names=None) -> bool:
@@ -143,31 +242,6 @@ def reads_global(node: gast.AST, globals_: dict) -> bool:
         and node.id in globals_
         and anno.hasanno(node, anno.Static.MODULE_READ)
     )
-
-
-def _inner_scope(node: gast.AST):
-    """For a function, lambda, class or comprehension: (the names its own scope binds, the
-    nodes evaluated in the enclosing scope (defaults, decorators, bases, the first iterable),
-    the nodes inside its own scope). None for any other node."""
-    if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
-        body_ids = {id(stmt) for stmt in node.body}
-        outer = [child for child in structure.children(node) if id(child) not in body_ids]
-        if isinstance(node, gast.ClassDef):
-            return of_block(node.body).bound, outer, node.body
-        return local_names(node), outer, node.body
-    if isinstance(node, gast.Lambda):
-        return params_of(node.args), [node.args], [node.body]
-    if isinstance(node, (gast.ListComp, gast.SetComp, gast.GeneratorExp, gast.DictComp)):
-        first, *rest = node.generators
-        targets = frozenset(
-            n.id
-            for g in node.generators
-            for n in structure.walk_nodes(g.target)
-            if isinstance(n, gast.Name)
-        )
-        elements = [node.key, node.value] if isinstance(node, gast.DictComp) else [node.elt]
-        return targets, [first.iter], [first.target, *first.ifs, *rest, *elements]
-    return None
 
 
 def params_of(args: gast.arguments) -> frozenset[str]:

@@ -113,3 +113,39 @@ def test_module_reads_follow_pythons_scopes():
     assert activity.reads_builtin(abs_call, {}, ("abs",))
     assert not activity.reads_builtin(abs_call, {"abs": abs}, ("abs",))  # a global of the name
     assert activity.reads_global(abs_call, {"abs": abs})
+
+
+def test_module_reads_of_declarations_defaults_walrus_and_match():
+    fn = parse(
+        """
+        def f(x, d=len(1)):
+            global abs
+            abs = max
+            abs(2)
+            def g(y=print(3), *, z: int = min(4)):
+                nonlocal x
+                return sum(5)
+            [(sum := 0) for _ in x]
+            sum(6)
+            class K:
+                round = 1
+                values = [round(7) for _ in x]
+            match x:
+                case [len]:
+                    len(8)
+                case {"k": 1, **any}:
+                    any(9)
+            return lambda all=all(10): all(11)
+        """
+    )
+    activity.mark_module_reads(fn)
+    marked = {
+        node.args[0].value
+        for node in gast.walk(fn)
+        if isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Name)
+        and anno.hasanno(node.func, anno.Static.MODULE_READ)
+    }
+    # `abs` is declared global; defaults are read where the function is defined; a walrus in a
+    # comprehension binds in the function; a class's names are not seen from comprehensions.
+    assert marked == {1, 2, 3, 4, 7, 10}  # `sum` in g: the walrus binds it in f
