@@ -107,7 +107,10 @@ def caller(
         return fn
 
     def resolve_function(value):
-        """`value` converted if it is a user function (not a callable object), else itself."""
+        """`value` converted if it is a user function (not a callable object), its staged
+        version if it is a builtin that has one (`map(print, xs)`), else itself."""
+        if _staged_builtin(value):
+            return builtins_.STAGED[value]
         if isinstance(value, types.MethodType):
             if not isinstance(value.__func__, types.FunctionType):
                 return value

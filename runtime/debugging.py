@@ -20,7 +20,7 @@ import sys
 import jax
 import numpy as np
 
-from runtime import errors, staging, text
+from runtime import effects, errors, staging, text
 from runtime.errors import Site
 
 
@@ -89,6 +89,25 @@ def _prints(fn) -> bool:
     return fn is jax.debug.print or fn is jax.debug.callback
 
 
+def _message(msg, where: str | None):
+    """`msg()`, the message of an assert whose test is traced: made now, while the program is
+    traced, where Python makes it only if the assertion fails. So it must do nothing else:
+    change no Python state, print nothing (`log.append(...) or "bad x"` is refused)."""
+    watch = effects.Watch((msg,), ())
+    with staging.watching(watch):
+        message = msg()
+    # (A container too large to copy is not watched: a message that reads one is not refused.)
+    if watch.effects or watch.snapshot.changes():
+        raise errors.StagingError(
+            "the message of an assert whose test is traced changes Python state or prints "
+            f"({where or 'assert'}); Python makes the message only when the assertion fails, "
+            "but the staged assert makes it while the program is traced, whatever the test "
+            "gives. Make the message a plain text (an f-string of values), and do the rest "
+            "outside the assert."
+        )
+    return message
+
+
 def assert_(test, msg=None):
     """Functional form of `assert test, msg()`; a traced test is checked when the program runs
     (in a staged branch, when the branch is taken)."""
@@ -101,7 +120,7 @@ def assert_(test, msg=None):
             )
         return
     where = Site("assert").location()
-    shown = text.str_(msg()) if msg is not None else "assertion failed"
+    shown = text.str_(_message(msg, where)) if msg is not None else "assertion failed"
     values = shown.values if isinstance(shown, text.DeferredText) else []
 
     def error(_, *concrete):

@@ -49,9 +49,16 @@ class _Generated:
     # where they are a module's (holding them would hold the module, whose functions hold the
     # code the entry dies with), else the dict itself.
     globals_owner: Callable[[], dict | None]
+    # The builtins the code was converted for (`len` staged as the builtin's staged version):
+    # converted code must not run once the module defines one of them.
+    builtins_read: frozenset[str] = frozenset()
 
     def is_for(self, namespace: dict) -> bool:
-        return self.globals_owner() is namespace
+        """Whether the code was generated for `namespace`, as it is now: it defines none of the
+        names the conversion took for builtins."""
+        return self.globals_owner() is namespace and not any(
+            name in namespace for name in self.builtins_read
+        )
 
 
 def _owner_of(namespace: dict) -> Callable[[], dict | None]:
@@ -86,8 +93,15 @@ class _Conversions:
         self.by_options: dict[Options, weakref.ref] = {}
 
     def get(self, options: Options) -> Callable | None:
+        """The function converted with `options`, unless its module has defined since a name
+        the conversion took for a builtin (see `_runtime_bridge.wrap`)."""
         ref = self.by_options.get(options)
-        return ref() if ref is not None else None
+        found = ref() if ref is not None else None
+        owner = self.owner()
+        builtins_read = getattr(found, "__transpiler_builtins__", ())
+        if owner is not None and any(name in owner.__globals__ for name in builtins_read):
+            return None
+        return found
 
     def put(self, options: Options, converted: Callable) -> Callable:
         """`converted`, or the one another thread put first."""
@@ -253,10 +267,16 @@ def convert(
         # None: nothing to convert, it runs as written (see `straight_line`).
         code = fn.__code__ if generated.code is None else generated.code
         new = loading.instantiate(code, fn, _runtime(), skip=(_CACHE_ATTRIBUTE,))
-        converted = _runtime_bridge.wrap(new, fn, python_path=not generated.runs_converted)
+        converted = _runtime_bridge.wrap(
+            new,
+            fn,
+            python_path=not generated.runs_converted,
+            builtins_read=generated.builtins_read,
+        )
         converted.__dict__.pop(_CACHE_ATTRIBUTE, None)
         setattr(converted, _CONVERTED_FLAG, True)
         converted.__transpiler_source__ = generated.source
+        converted.__transpiler_builtins__ = generated.builtins_read
         converted = conversions.put(options, converted)
     return converted
 
@@ -316,7 +336,7 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
             recursive=options.recursive,
             closure=callees.closure_of(fn),
         )
-        runs_converted = converted.runs_converted
+        runs_converted, builtins_read = converted.runs_converted, converted.builtins_read
         return_values = {
             name: (info.function, info.returns) for name, info in converted.return_values.items()
         }
@@ -328,7 +348,7 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
             suffix=_runtime_bridge.GENERATED_SUFFIX,
             footer=lambda line_map: _runtime_bridge.source_map_footer(line_map, return_values),
         )
-    generated = _Generated(code, source, runs_converted, _owner_of(fn.__globals__))
+    generated = _Generated(code, source, runs_converted, _owner_of(fn.__globals__), builtins_read)
     _generated.put(fn, options, generated)
     _log_conversion(fn, started, generated)
     return generated

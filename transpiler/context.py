@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 
 import gast
@@ -28,6 +29,8 @@ class PassContext:
       hands_functions: set by the call-trees pass: the function hands a function to library
         code (`jax.vmap(helper)`, `lax.scan(step, ...)`), which JAX traces unconverted if the
         original runs.
+      module_reads: the names the function reads from its module (globals and builtins: see
+        `activity.mark_module_reads`).
       analyzed: the tree whose analyses are current, where a pass that analysed it left it
         unchanged (the next pass need not analyse it again); None once a pass changes it.
     """
@@ -41,6 +44,7 @@ class PassContext:
     bounds_loops: bool = False
     hands_functions: bool = False
     analyzed: gast.AST | None = None
+    module_reads: frozenset[str] = frozenset()
 
     @classmethod
     def for_function(
@@ -48,9 +52,23 @@ class PassContext:
     ) -> PassContext:
         globals_ = globals_ if globals_ is not None else {}
         # What `print`, `len`, `jnp` name in it, for every pass: marked on the tree as written.
-        activity.mark_module_reads(fn_node, freevars)
+        module_reads = activity.mark_module_reads(fn_node, freevars)
         return cls(
-            Namer.for_tree(fn_node), globals_, tuple(freevars), dict(closure or {}), recursive
+            Namer.for_tree(fn_node),
+            globals_,
+            tuple(freevars),
+            dict(closure or {}),
+            recursive,
+            module_reads=module_reads,
+        )
+
+    def builtins_read(self) -> frozenset[str]:
+        """The builtins the function reads (`len`, `print`): names its module did not define
+        when it was converted. Converted code is right only while it still does not."""
+        return frozenset(
+            name
+            for name in self.module_reads
+            if name not in self.globals and hasattr(builtins, name)
         )
 
     def callees(self, fn_node: gast.FunctionDef) -> callees.Callees:

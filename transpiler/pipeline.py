@@ -89,6 +89,8 @@ class Converted:
     # function to library code (`jax.vmap(helper)`), which JAX traces: converted, its staged
     # ifs and loops work
     runs_converted: bool = False
+    # the builtins it was converted for (`ctx.builtins_read`): the module must not define them
+    builtins_read: frozenset[str] = frozenset()
 
 
 def run(
@@ -118,4 +120,9 @@ def run(
             continue  # nothing in the tree for it to rewrite
         fn_node = pass_.transform(fn_node, ctx)
         found.update(getattr(pass_, "ADDS", ()))
-    return Converted(fn_node, ctx.return_values, ctx.bounds_loops or ctx.hands_functions)
+    return Converted(
+        fn_node,
+        ctx.return_values,
+        ctx.bounds_loops or ctx.hands_functions,
+        ctx.builtins_read(),
+    )

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import pytest
 
 import transpiler
+from runtime import StagingError
 
 
 def local_print_collects(x):
@@ -87,3 +88,126 @@ def test_names_like_builtins_keep_their_binding(fn, capsys):
     jax.effects_barrier()
     assert float(traced) == float(expected)
     assert capsys.readouterr().out == printed
+
+
+def print_given_as_a_parameter(x, print=print):
+    if x > 0:
+        print("pos", x)
+    else:
+        print("neg", x)
+    return x
+
+
+def print_mapped_over_values(x):
+    list(map(print, [x, x + 1]))
+    return x
+
+
+@pytest.mark.parametrize(
+    "fn", [print_given_as_a_parameter, print_mapped_over_values], ids=lambda fn: fn.__name__
+)
+def test_print_as_a_value_is_the_staged_print(fn, capsys):
+    fn(1.5)
+    printed = capsys.readouterr().out
+    jax.jit(transpiler.convert(fn))(jnp.float32(1.5))
+    jax.effects_barrier()
+    assert capsys.readouterr().out == printed  # once, the branch taken, values not tracers
+
+
+def test_a_module_level_function_named_print_is_called_converted(capsys):
+    from tests.end_to_end import shadowing_module as m
+
+    jax.jit(transpiler.convert(m.uses_module_print))(jnp.float32(1.5))
+    jax.effects_barrier()
+    assert capsys.readouterr().out == "[log] positive 1.5\n"
+
+
+def test_a_builtin_the_module_defines_after_conversion_is_refused():
+    from tests.end_to_end import shadowing_module as m
+
+    assert m.uses_len_defined_below(1.0) == 102.0  # Python calls the module's `len`
+    with pytest.raises(transpiler.ConversionError, match="`len` named Python's builtin"):
+        jax.jit(m.converted_before_len)(jnp.float32(1.0))
+    # Converted again, with the module's `len` in place: the module's.
+    assert float(jax.jit(transpiler.convert(m.uses_len_defined_below))(jnp.float32(1.0))) == 102.0
+
+
+def test_a_name_the_function_makes_a_global_is_resolved_when_it_runs():
+    from tests.end_to_end import shadowing_module as m
+
+    traced = jax.jit(transpiler.convert(m.assigns_a_global_builtin_name))(jnp.float32(1.0))
+    assert float(traced) == m.assigns_a_global_builtin_name(1.0) == 1.0
+
+
+class _Recorder:
+    def __init__(self):
+        self.kept = []
+
+    def stack(self, values):
+        self.kept.append(values)
+        return 0
+
+
+def local_named_like_a_module(x):
+    jnp = _Recorder()  # not jax.numpy: its `stack` keeps the list
+    out = []
+    jnp.stack(out)
+    if x > 0:
+        out.append(x)
+    return len(jnp.kept[0])
+
+
+def test_a_local_named_like_a_module_is_not_the_module():
+    assert local_named_like_a_module(1.0) == 1
+    # The list escapes into the object: appending to it in a staged if cannot be staged.
+    with pytest.raises(StagingError, match="out"):
+        jax.jit(transpiler.convert(local_named_like_a_module))(jnp.float32(1.0))
+
+
+class _Base:
+    def __init__(self, v):
+        self.v = v
+
+    def val(self):
+        return self.v
+
+
+class _Derived(_Base):
+    def val(self):
+        return self.v * 2
+
+    def from_others(self, others, x):
+        if x > 0:
+            x = x + 1
+        nested = list(map(lambda o: super(_Derived, o).val(), others))  # noqa: UP008
+        first = list(map(lambda o: super().val(), others))[0]
+        return x + first + nested[0]
+
+
+def test_zero_argument_super_in_a_lambda_uses_the_lambdas_argument():
+    me, other = _Derived(jnp.float32(1.5)), _Derived(jnp.float32(3.0))
+    expected = me.from_others([other], jnp.float32(1.0))
+    converted = transpiler.convert(me.from_others)
+    assert float(jax.jit(lambda x: converted([other], x))(jnp.float32(1.0))) == float(expected)
+    assert float(expected) == 8.0  # 2 + the other's value, twice
+
+
+def assert_with_a_changing_message(x):
+    log = []
+    assert x > 0, log.append("failed") or "x must be positive"
+    return x + len(log)
+
+
+def assert_with_a_plain_message(x):
+    assert x > 0, f"x must be positive, got {x}"
+    return x
+
+
+def test_an_assert_message_that_changes_state_is_refused_when_the_test_is_traced():
+    assert assert_with_a_changing_message(1.5) == 1.5
+    with pytest.raises(StagingError, match="message of an assert"):
+        jax.jit(transpiler.convert(assert_with_a_changing_message))(jnp.float32(1.5))
+    converted = jax.jit(transpiler.convert(assert_with_a_plain_message))
+    assert float(converted(jnp.float32(1.5))) == 1.5
+    with pytest.raises(Exception, match="x must be positive, got -1.5"):
+        converted(jnp.float32(-1.5)).block_until_ready()

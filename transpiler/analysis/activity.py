@@ -92,13 +92,13 @@ def local_names(fn_node: gast.FunctionDef | gast.Lambda) -> frozenset[str]:
     return bound - declared
 
 
-def mark_module_reads(fn_node: gast.FunctionDef, freevars=()) -> None:
+def mark_module_reads(fn_node: gast.FunctionDef, freevars=()) -> frozenset[str]:
     """Annotates (MODULE_READ) each `Name` read in `fn_node` (its nested functions, lambdas,
     classes and comprehensions included) that Python resolves in the module's namespace: not a
     name local to its scope or to an enclosing function (a parameter, `def print`, `import x as
     len`, a comprehension's variable), nor one of `freevars` (the function's closure). The passes
     tell a builtin (`print`, `len`, `range`) or a library function by this, never by the name
-    alone (`reads_builtin`, `reads_global`).
+    alone (`reads_builtin`, `reads_global`). Returns the names marked.
 
     One walk records each scope's bindings and each read with the scopes around it; the reads
     are resolved after it, as Python does: the innermost scope that binds the name (and does
@@ -106,7 +106,8 @@ def mark_module_reads(fn_node: gast.FunctionDef, freevars=()) -> None:
     reads directly in it, not by its methods or comprehensions."""
     reads: list[tuple[gast.Name, tuple]] = []
     # Scope by scope: (the nodes to walk, the scopes they are in, innermost last).
-    pending: list[tuple[list, tuple]] = [([fn_node], (_Bindings(),))]
+    module = _Bindings()  # what the module binds: the function's name; `global` declarations
+    pending: list[tuple[list, tuple]] = [([fn_node], (module,))]
     while pending:
         stack, scopes = pending.pop()
         here = scopes[-1]
@@ -136,7 +137,10 @@ def mark_module_reads(fn_node: gast.FunctionDef, freevars=()) -> None:
             stack.extend(outer)
             scope.bound.update(params)
             pending.append((list(body), (*scopes, scope)))
-    closure = frozenset(freevars)
+    # A name the function assigns as a global (`global len; len = ...`) may be a global or
+    # a builtin when a read runs: neither is assumed (the call is resolved when it runs).
+    unsettled = frozenset(freevars) | module.declared
+    marked = set()
     for node, scopes in reads:
         name = node.id
         for depth, scope in enumerate(reversed(scopes[1:])):  # the first: the module's
@@ -145,8 +149,10 @@ def mark_module_reads(fn_node: gast.FunctionDef, freevars=()) -> None:
             if name in scope.bound and name not in scope.declared:
                 break
         else:
-            if name not in closure:
+            if name not in unsettled:
                 anno.setanno(node, anno.Static.MODULE_READ, True)
+                marked.add(name)
+    return frozenset(marked)
 
 
 class _Bindings:
@@ -209,6 +215,8 @@ def _note_binding(node: gast.AST, scopes: tuple) -> None:
         )
     elif kind is gast.Global or kind is gast.Nonlocal:
         scopes[-1].declared.update(node.names)
+        if kind is gast.Global:
+            scopes[0].declared.update(node.names)  # the module's: names made globals
     elif kind is gast.MatchAs or kind is gast.MatchStar:
         if node.name is not None:
             scopes[-1].bound.add(node.name)

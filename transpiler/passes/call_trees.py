@@ -85,12 +85,11 @@ class _CallTrees(Transformer):
         self.convert_calls = convert_calls
         self.function_names: list[frozenset[str]] = []  # locals bound to a def or a lambda
         self.unknown_names: list[frozenset[str]] = []  # parameters: any value at all
-        self.self_name: str | None = None  # the method's first parameter, for `super()`
+        # The first parameter of each function being visited, innermost last, for `super()`.
+        self.first_params: list[str | None] = []
         self.hands_functions = False  # a library call given a function (`jax.vmap(f)`)
 
     def visit_FunctionDef(self, node):
-        if not self.function_names and "__class__" in self.freevars and node.args.args:
-            self.self_name = node.args.args[0].id
         self._enter(node, _function_names(node.body), activity.params_of(node.args))
         node.body = [self.visit(stmt) for stmt in node.body]
         self._leave()
@@ -104,10 +103,13 @@ class _CallTrees(Transformer):
         return node
 
     def _enter(self, node, function_names: frozenset[str], params: frozenset[str]) -> None:
+        positional = [*node.args.posonlyargs, *node.args.args]
+        self.first_params.append(positional[0].id if positional else None)
         self.function_names.append(function_names)
         self.unknown_names.append(params if self.unknown_names else params | self.freevars)
 
     def _leave(self) -> None:
+        self.first_params.pop()
         self.function_names.pop()
         self.unknown_names.pop()
 
@@ -115,12 +117,17 @@ class _CallTrees(Transformer):
         node = self.generic_visit(node)
         func = node.func
         if isinstance(func, gast.Name):
-            if func.id == "super" and not node.args and self.self_name is not None:
-                # Zero-argument super() finds its class and instance in its own frame; generated
-                # functions nested in the method (a branch, a loop body) have neither.
-                node.args = [templates.name("__class__"), templates.name(self.self_name)]
+            if activity.reads_builtin(func, self.globals, ("super",)) and not node.args:
+                # Zero-argument super() finds its class and the first argument of the function
+                # it is written in (a method, or a function nested in one) in its own frame;
+                # the functions generated around its code (a branch, a loop body) have neither.
+                first = self.first_params[-1] if self.first_params else None
+                if "__class__" in self.freevars and first is not None:
+                    node.args = [templates.name("__class__"), templates.name(first)]
                 return node
-            if func.id in _NEVER_WRAPPED or func.id.startswith(RUNTIME):
+            if func.id.startswith(RUNTIME):
+                return node
+            if activity.reads_builtin(func, self.globals, _NEVER_WRAPPED):
                 return node
             if activity.reads_builtin(func, self.globals):
                 if func.id in STAGED_BUILTINS:
@@ -191,7 +198,7 @@ class _CallTrees(Transformer):
             node = node.value
         return (
             isinstance(node, gast.Name)
-            and node.id != self.self_name
+            and not (node.id == self.first_params[0] and "__class__" in self.freevars)
             and any(node.id in scope for scope in self.unknown_names)
         )
 
@@ -206,6 +213,8 @@ class _CallTrees(Transformer):
             return any(self._may_be_function(item) for item in node.values)
         if isinstance(node, gast.Name) and any(node.id in s for s in self.function_names):
             return True
+        if activity.reads_builtin(node, self.globals, ("print", *STAGED_BUILTINS)):
+            return True  # `map(print, xs)`: the staged version is given
         value = self._global_value(node)
         return value is not _UNKNOWN and libraries.is_user_function(value)
 

@@ -284,7 +284,11 @@ def _reading_call_args(call: gast.Call, globals_: dict) -> list[gast.expr]:
         return call.args[:1] if first_only else []
     path = activity.dotted_path(call.func)
     parts = path.split(".") if path else [None]
-    value = globals_.get(parts[0], None)
+    root = call.func
+    while isinstance(root, gast.Attribute):
+        root = root.value
+    # The module a global names (`jnp`), not a local of the same name.
+    value = globals_.get(parts[0], None) if activity.reads_global(root, globals_) else None
     for part in parts[1:-1]:  # `jax.numpy.stack`: the module that holds the function
         value = getattr(value, part, None) if isinstance(value, types.ModuleType) else None
     if isinstance(value, types.ModuleType):
