@@ -18,7 +18,7 @@ import builtins
 
 import gast
 
-from transpiler import naming, structure
+from transpiler import anno, naming, structure
 from transpiler.naming import RUNTIME
 
 # Runtime operators that treat a traced int as Python would (casts, min/max, print).
@@ -151,7 +151,9 @@ def _range_call(node: gast.expr) -> bool:
     if not isinstance(node, gast.Call):
         return False
     return naming.runtime_operator(node.func) == "range_" or (
-        isinstance(node.func, gast.Name) and node.func.id == "range"
+        isinstance(node.func, gast.Name)
+        and node.func.id == "range"
+        and anno.hasanno(node.func, anno.Static.MODULE_READ)  # not a `range` of the user's
     )
 
 

@@ -3,12 +3,12 @@ import textwrap
 import gast
 import pytest
 
-from transpiler.analysis import item_uses
+from transpiler.analysis import activity, item_uses
 
 
 def loop(body: str) -> gast.For:
     source = "for i in range(4):\n" + textwrap.indent(textwrap.dedent(body), "    ")
-    return gast.parse(source).body[0]
+    return _marked(gast.parse(source).body[0])  # as the pass context marks a function's reads
 
 
 @pytest.mark.parametrize(
@@ -66,11 +66,15 @@ def test_python_uses(body):
 
 def test_a_negative_range_index_is_no_exponent():
     body = "x = x ** i\n"
-    negative = gast.parse("for i in range(-3, 3):\n    " + body).body[0]
+    negative = _marked(gast.parse("for i in range(-3, 3):\n    " + body).body[0])
     assert item_uses.uses_items_as_python(negative)
-    assert not item_uses.uses_items_as_python(
-        gast.parse("for i in range(1, 9, 2):\n    " + body).body[0]
-    )
+    positive = _marked(gast.parse("for i in range(1, 9, 2):\n    " + body).body[0])
+    assert not item_uses.uses_items_as_python(positive)
+
+
+def _marked(node: gast.For) -> gast.For:
+    activity.mark_module_reads(node)
+    return node
 
 
 def test_an_index_read_after_the_loop_keeps_it_python():

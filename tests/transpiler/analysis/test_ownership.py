@@ -5,11 +5,14 @@ import textwrap
 import gast
 import pytest
 
-from transpiler.analysis import ownership
+from transpiler.analysis import activity, ownership
 
 
 def _function(source: str) -> gast.FunctionDef:
-    return gast.parse(textwrap.dedent(source)).body[0]
+    """The function, with the reads of builtins marked as the pass context marks them."""
+    fn = gast.parse(textwrap.dedent(source)).body[0]
+    activity.mark_module_reads(fn)
+    return fn
 
 
 OWNERSHIP = """
