@@ -270,6 +270,16 @@ class Site:
                 return f"{_display(found[0])}:{found[1]}"
         return None
 
+    def source_line(self) -> str | None:
+        """The user's line of the construct, as written (stripped), if it is in converted code
+        and its file can be read."""
+        for filename, lineno in self._generated:
+            found = user_location(filename, lineno)
+            if found is not None:
+                line = linecache.getline(found[0], found[1]).strip()
+                return line or None
+        return None
+
     def __str__(self) -> str:
         location = self.location()
         return f"{location}, {self.construct}" if location else self.construct

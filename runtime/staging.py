@@ -803,9 +803,11 @@ def scalar_predicate(pred, site: Site, role: str):
     """A staged predicate as a boolean scalar, as Python's truth test would read it."""
     pred = jnp.asarray(condition(pred))
     if pred.size != 1:
+        line = site.source_line()
         raise StagingError(
-            f"the {role} is {describe(pred)} ({site}); a condition must be a single value, "
-            "as in Python. Reduce it first, e.g. with jnp.any(...) or jnp.all(...)."
+            f"the {role} is {describe(pred)} ({site}{f': `{line}`' if line else ''}); a "
+            "condition must be a single value, as in Python. Reduce it first, e.g. with "
+            "jnp.any(...) or jnp.all(...)."
         )
     if pred.shape:
         pred = pred.reshape(())

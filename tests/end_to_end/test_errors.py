@@ -185,7 +185,8 @@ def test_non_scalar_condition():
     with pytest.raises(StagingError) as e:
         jax.jit(transpiler.convert(vector_condition))(jnp.ones(3))
     assert str(e.value) == (
-        f"the condition is bool[3] ({HERE}:{line}, if statement); a condition must be a single value, as in Python. "
+        f"the condition is bool[3] ({HERE}:{line}, if statement: `if x > 0:`); a condition "
+        "must be a single value, as in Python. "
         "Reduce it first, e.g. with jnp.any(...) or jnp.all(...)."
     )
 
