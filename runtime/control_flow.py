@@ -296,11 +296,34 @@ def _cond_or_select(pred, true_fn, false_fn, log_site=None, false_keeps=False) -
         outs = [_select(pred, a, b) for a, b in zip(on_true, on_false)]
         lowering = "lax.select (cheap branches" + (", inputs masked)" if any(guarded) else ")")
     else:
+        false_avals = [jax.typeof(v) for v in kept] if false_keeps else false_jaxpr.out_avals
+        strong = [
+            t.dtype == f.dtype and t.weak_type != f.weak_type
+            for t, f in zip(true_jaxpr.out_avals, false_avals)
+        ]
+        if any(strong):  # as a select (or Python) gives it: the strongly typed branch's type
+            run_true, run_false = _strong(run_true, strong), _strong(run_false, strong)
         outs = lax.cond(pred, run_true, run_false)
         lowering = "lax.cond"
     if log_site:
         log.staged(log_site, lowering)
     return jax.tree_util.tree_unflatten(treedef, outs)
+
+
+def _strong(run, which: list[bool]):
+    """`run` (a branch: no arguments, a list of outputs) with the outputs `which` strongly
+    typed: where one branch gives a weakly typed value (a Python number it kept) and the other a
+    strongly typed one of the same dtype, `lax.cond` would make the output weakly typed, and
+    arithmetic after the `if` would promote differently than Python's (a float16 times it)."""
+
+    def strong():
+        outs = run()
+        return [
+            lax.convert_element_type(v, jnp.result_type(v)) if s else v
+            for v, s in zip(outs, which)
+        ]
+
+    return strong
 
 
 def _run_masked(closed, pred, taken_when: bool) -> list:
