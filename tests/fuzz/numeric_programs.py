@@ -173,9 +173,11 @@ class _Generator:
         if r == 16:
             return f"(({self.simple_cond(ctx, d + 1)}) * {self.pick(FACTORS)})"
         if r == 17:
-            # and/or as values: an operand, selected
-            c = self.simple_cond(ctx, d + 1)
-            return self.pick([f"({c} and {a()} or {a()})", f"({a()} or {self.pick(DYADIC)})"])
+            # and/or as values: an operand, selected (a bool operand and a float one, `c and v
+            # or w`, is refused staged: their dtypes differ; rarer)
+            if self.chance(0.2):
+                return f"({self.simple_cond(ctx, d + 1)} and {a()} or {a()})"
+            return self.pick([f"({a()} or {self.pick(DYADIC)})", f"({a()} and {a()})"])
         if r == 18:
             return f"jnp.clip({a()}, -2.0, {self.pick(['1.5', '3.0', '10.0'])})"
         if r == 19:
@@ -222,7 +224,9 @@ class _Generator:
         if r == 7:
             return f"int({self.simple_cond(ctx, d + 1)})"
         if r == 8:
-            return self.pick([f"({b()} or 1)", f"({self.simple_cond(ctx, d + 1)} and {b()} or 3)"])
+            if self.chance(0.2):
+                return f"({self.simple_cond(ctx, d + 1)} and {b()} or 3)"
+            return self.pick([f"({b()} or 1)", f"({b()} and {b()})"])
         return f"({b()} % 4)"
 
     def simple_cond(self, ctx: _Ctx, d: int) -> str:
