@@ -1,5 +1,9 @@
 """Differential checks of generated programs: plain Python vs converted (Python path, jit, vmap).
 
+Each generator has a `Spec` (`SPECS`): its inputs, modes and check. The integer generators
+(`programs`, `model`) are checked as described below; the float generator (`numeric`) by
+`_check_numeric`, against eager JAX, with a grad mode too (see "float programs" below).
+
 For a program (module source defining `f(x, y)`, optionally `reset()` and `snapshot()`) and each
 input pair, `check_program` runs:
 
