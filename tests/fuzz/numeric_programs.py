@@ -96,6 +96,8 @@ class _Generator:
             atoms.append(f"({self.pick(ctx.names)} * {self.pick(FACTORS)})")
         if self.chance(0.15):
             atoms.append(f"({self.pick(INTS)} * {self.pick(FACTORS)})")
+        if self.chance(0.1):
+            atoms.append(self.pick([f"(n * {self.pick(FACTORS)})", f"(c * {self.pick(FACTORS)})"]))
         return self.pick(atoms)
 
     def fexpr(self, ctx: _Ctx, d: int = 0) -> str:
@@ -154,12 +156,16 @@ class _Generator:
         if r == 13:
             return f"({a()} if {self.cond(ctx, d + 1)} else {a()})"
         if r == 14:
+            # float16 / bfloat16 of inputs and literals only: a computed float32 value may
+            # differ from eager in its last bit (XLA fuses), which the cast would make a
+            # difference of a float16 / bfloat16 ulp
             dt = self.pick(["jnp.float16", "jnp.bfloat16"])
+            lo = lambda: self.pick(["x", "y", self.pick(DYADIC)])  # noqa: E731
             return self.pick(
                 [
-                    f"(jnp.asarray({a()}, {dt}) * {self.pick(FACTORS)} + 0.5).astype(jnp.float32)",
-                    f"jnp.sin(jnp.asarray({a()}, {dt})).astype(jnp.float32)",
-                    f"(jnp.asarray({a()}, {dt}) * 2.0 - jnp.asarray({a()}, {dt})).astype(jnp.float32)",
+                    f"(jnp.asarray({lo()}, {dt}) * {self.pick(FACTORS)} + 0.5).astype(jnp.float32)",
+                    f"jnp.sin(jnp.asarray({lo()}, {dt})).astype(jnp.float32)",
+                    f"(jnp.asarray({lo()}, {dt}) * 2.0 - jnp.asarray({lo()}, {dt})).astype(jnp.float32)",
                 ]
             )
         if r == 15:
@@ -192,7 +198,7 @@ class _Generator:
         return f"jnp.sin({a()}) * {self.pick(['3.0', '10.0', '0.5'])}"
 
     def iatom(self, ctx: _Ctx) -> str:
-        atoms = ["acc", "best", "acc", str(self.rng.randint(0, 9)), "len(vals)"]
+        atoms = ["acc", "best", "acc", str(self.rng.randint(0, 9)), "len(vals)", "(n % 7)"]
         atoms += list(ctx.names) * 2
         return self.pick(atoms)
 
@@ -242,6 +248,8 @@ class _Generator:
             return f"{self.iexpr(ctx, d + 1)} {cmp} {self.rng.randint(-1, 5)}"
         if r == 7 and self.has_w:
             return self.pick(["jnp.isfinite(w)", "w > -1.0", "w < 0.5"])
+        if r == 7:
+            return self.pick(["c", "not c", f"(c or {self.fexpr(ctx, d + 1)} > 0.5)"])
         return f"-1.0 < {self.fexpr(ctx, d + 1)} < 2.5"
 
     def cond(self, ctx: _Ctx, d: int = 0) -> str:
@@ -288,7 +296,10 @@ class _Generator:
                 ),
             )
         elif r == 8:
-            self.emit(indent, f"{v} = {e} if {self.cond(ctx)} else {v}")
+            if self.chance(0.3):
+                self.emit(indent, self.pick([f"c = {self.simple_cond(ctx, 1)}", "c = not c"]))
+            else:
+                self.emit(indent, f"{v} = {e} if {self.cond(ctx)} else {v}")
         else:
             self.emit(indent, f"{v} += {self.fexpr(ctx, 1)} * 0.5")
 
@@ -307,6 +318,9 @@ class _Generator:
                 ("x > 0.0", f"{v} = {v} + jnp.sqrt(x)"),
                 ("y >= 1.0", f"{v} = {v} + jnp.sqrt(y - 1.0)"),
                 ("x < 80.0", f"{v} = {v} + jnp.exp(x * 2.0) * 1e-30"),
+                ("abs(x) > 1000.0", f"{v} = {v} + x * 1e30 * 1e10"),
+                ("abs(y) > 1000.0", f"{v} = {v} * 1e20 * 1e20 + y"),
+                ("x * 1e30 * 1e10 < 0.0", f"{v} = {v} - 1.5"),
             ]
         )
         if self.chance(0.3):
@@ -358,6 +372,27 @@ class _Generator:
                 indent + 1,
                 ctx.nest(loop=True, bounded=ctx.bounded and static, names=ctx.names + (i,)),
             )
+        elif r < 0.78 and self.chance(0.5):
+            # a loop Python starts (its test reads Python state only) that its first iteration
+            # stages (the body mixes in the inputs): the staged loop may restart from before it
+            k = self.fresh("k")
+            v = self.pick(FLOATS[:2])
+            self.emit(indent, f"{k} = 0")
+            test = self.pick([f"{v} < {self.pick(['3.0', '10.0', '50.0'])}", "acc < 5", "not c"])
+            self.emit(indent, f"while {test} and {k} < {self.rng.randint(1, 4)}:")
+            self.emit(indent + 1, f"{k} += 1")
+            self.emit(
+                indent + 1,
+                self.pick(
+                    [
+                        f"{v} = {v} + {self.pick(['x', 'y', 'jnp.abs(x)', 'u'])} * {self.pick(FACTORS)}",
+                        f"{v} = {v} * 0.5 + {self.fexpr(ctx, 1)}",
+                        f"acc = (acc + int({self.bounded_fexpr(ctx, 1)})) % 97",
+                        f"c = {self.simple_cond(ctx, 1)}",
+                    ]
+                ),
+            )
+            self.block(indent + 1, ctx.nest(loop=True, bounded=False))
         elif r < 0.83:
             k = self.fresh("k")
             self.emit(indent, f"{k} = 0")
@@ -377,7 +412,7 @@ class _Generator:
             self.emit(indent + 1, self.ret())
 
     def program(self) -> str:
-        self.return_items = ["t", "z", "u", "acc", "best", "len(vals)", "sum(vals)"]
+        self.return_items = ["t", "z", "u", "acc", "best", "len(vals)", "sum(vals)", "c"]
         if self.has_max:
             self.return_items.append("max(vals) if vals else -1.0")
         if self.has_w:
@@ -395,6 +430,8 @@ class _Generator:
             f"    acc = {self.pick(['0', '1'])}",
             "    best = -1",
             "    vals = []",
+            f"    c = {self.pick(['False', 'True', 'x > y'])}",
+            "    n = jnp.asarray(x).astype(jnp.int32)",
         ]
         if self.has_w:
             self.emit(1, "w = jnp.log(jnp.abs(x))")
