@@ -1,5 +1,9 @@
 """Differential checks of generated programs: plain Python vs converted (Python path, jit, vmap).
 
+Each generator has a `Spec` (`SPECS`): its inputs, modes and check. The integer generators
+(`programs`, `model`) are checked as described below; the float generator (`numeric`) by
+`_check_numeric`, against eager JAX, with a grad mode too (see "float programs" below).
+
 For a program (module source defining `f(x, y)`, optionally `reset()` and `snapshot()`) and each
 input pair, `check_program` runs:
 
@@ -67,15 +71,16 @@ import numpy as np
 
 import transpiler
 from runtime import StagingError
-from tests.fuzz import model_programs, programs
+from tests.fuzz import model_programs, numeric_programs, programs
 from transpiler import _runtime_bridge
 
 GENERATORS: dict[str, Callable[[int], str]] = {
     "programs": programs.program,
     "model": model_programs.program,
+    "numeric": numeric_programs.program,
 }
 INPUTS = [(0, 0), (3, 7), (50, 2), (-4, 11), (96, 96)]
-MODES = ("python", "jit", "vmap")
+MODES = ("python", "jit", "vmap", "grad")
 REFUSALS = (StagingError, transpiler.ConversionError)
 RANK = {"pass": 0, "skip": 0, "refusal": 1, "failure": 2}
 
@@ -224,17 +229,28 @@ def run(module, fn, args, *, state: bool, timeout: float) -> Run:
 # -- comparing ------------------------------------------------------------------------------
 
 
+def _nan_marked(v):
+    """`v` (a float or a nested list of them) with each NaN replaced by the text 'nan', so that
+    NaN equals NaN in a comparison of canonical forms."""
+    if isinstance(v, float) and v != v:
+        return "nan"
+    if isinstance(v, list):
+        return [_nan_marked(i) for i in v]
+    return v
+
+
 def exact(v):
-    """A canonical form that keeps Python types: what the Python path must reproduce."""
+    """A canonical form that keeps Python types: what the Python path must reproduce (NaN
+    equal to NaN)."""
     if isinstance(v, bool | int | float | str) or v is None:
-        return (type(v).__name__, v)
+        return (type(v).__name__, _nan_marked(v))
     if isinstance(v, tuple | list):
         return (type(v).__name__, tuple(exact(i) for i in v))
     if isinstance(v, dict):
         return ("dict", tuple((k, exact(i)) for k, i in v.items()))
     if isinstance(v, np.ndarray | np.generic | jax.Array):
         a = np.asarray(v)
-        return ("array", str(a.dtype), a.shape, a.tolist())
+        return ("array", str(a.dtype), a.shape, _nan_marked(a.tolist()))
     return ("object", type(v).__name__)
 
 
@@ -492,17 +508,23 @@ class Checked:
 def check_program(
     source: str,
     tag: str = "program",
-    modes=MODES,
-    inputs=INPUTS,
+    modes=None,
+    inputs=None,
     timeout: float = 20.0,
+    spec: Spec | None = None,
 ) -> Checked:
-    """Runs `source`'s f in plain Python and in each of `modes`; one Outcome per mode."""
+    """Runs `source`'s f in plain Python and in each of `modes` (default: all of the spec's,
+    modes the spec does not know are left out); one Outcome per mode. `spec`: how the
+    generator's programs are run and judged (default: the integer generators')."""
+    spec = spec or INT_SPEC
+    modes = spec.modes if modes is None else tuple(m for m in modes if m in spec.modes)
+    inputs = spec.inputs if inputs is None else inputs
     try:
         module = load(source, tag)
     except Exception as e:  # noqa: BLE001
         return Checked([Outcome("python", "failure", f"generator: {exception_kind(e)}")], False)
     try:
-        return _check(module, source, modes, inputs, timeout)
+        return spec.check(module, source, modes, inputs, timeout)
     finally:
         unload(module)
 
@@ -616,9 +638,283 @@ def _check(module, source, modes, inputs, timeout) -> Checked:
     return Checked(results, reference_ok)
 
 
-def check_seed(generator: str, seed: int, modes=MODES) -> tuple[str, Checked]:
+# -- float programs ---------------------------------------------------------------------------
+#
+# The `numeric` generator's programs compute over floats and mixed dtypes, where "what Python
+# gives" needs a reference per mode and a comparison that knows JAX's types:
+#
+# - python: the converted code (forced to run, as for the integer generators) on three
+#   variants of each input, each against the original on the same arguments, exactly
+#   (`compare`, strict: types and values, NaN equal to NaN): Python floats, NumPy float32
+#   scalars, and concrete `jnp.float32` arrays (the path `jax.grad` without `jax.jit` takes).
+# - jit: `jax.jit(convert(f))(jnp.float32(x), jnp.float32(y))` against the ORIGINAL run eagerly
+#   on the same `jnp.float32` inputs (eager JAX follows Python control flow on concrete values).
+#   An input on which the eager original raises (`int()` of a NaN, a ConcretizationTypeError)
+#   is skipped. Leaves are compared by `compare_numeric` (below).
+# - vmap: `jax.jit(jax.vmap(convert(f)))` over all inputs at once, row by row against the eager
+#   original per input (rows whose eager run raised are skipped).
+# - grad: where the eager first output is a float, `jax.jit(jax.grad(first, (0, 1)))` of the
+#   converted function against `jax.grad(first, (0, 1))` of the original run eagerly.
+#
+# `compare_numeric`, leaf by leaf (tuples must have the same length):
+# - dtype: a leaf's dtype is `jnp.asarray(v).dtype` (a Python float is float32, an int int32,
+#   a bool bool). Where the eager leaf is strongly typed (an array that is not weak), the
+#   converted one must have the same dtype and be strong too. Where it is weakly typed (a
+#   Python number, or a weak array), the converted one may be of a wider kind (bool < int <
+#   float) and strong: docs/semantics.md ("Branches agree", "Loops keep types") — a staged
+#   `if` or loop joins a Python number with the array of the other path, or promotes a weak
+#   start value to what the body makes of it, so `acc = 0` left untouched by the path Python
+#   took is an int there and a float32 staged. A narrower kind (a float that came back an
+#   int) is a failure.
+# - value: ints and bools exactly; floats with NaN equal to NaN, an inf equal to the same inf,
+#   otherwise |e - g| <= ATOL + RTOL * |e| with RTOL = ATOL = 1e-6 for float32 (XLA fuses and
+#   reorders arithmetic, and a Python float is a float64 where the staged value is a float32:
+#   a few ulps), and 4 ulps of the narrower dtype for float16 / bfloat16.
+
+NUMERIC_INPUTS = [(0.0, 0.0), (1.5, -2.25), (3.0, 7.5), (-0.5, 11.0), (96.0, 0.1)]
+RTOL = ATOL = 1e-6
+_KIND = {"b": 0, "i": 1, "u": 1, "f": 2, "V": 2}  # bfloat16's kind is 'V' in NumPy
+
+
+def _python_variants(xy) -> dict[str, tuple]:
+    """The arguments the python mode runs the original and the converted function on."""
+    x, y = xy
+    return {
+        "float": (float(x), float(y)),
+        "np.float32": (np.float32(x), np.float32(y)),
+        "jnp.float32": (jnp.float32(x), jnp.float32(y)),
+    }
+
+
+def _staged_args(xy):
+    return (jnp.float32(xy[0]), jnp.float32(xy[1]))
+
+
+def _leaf_type(v):
+    """(dtype, weak) of a leaf as JAX sees it, or None for what is no number."""
+    if isinstance(v, bool | int | float):
+        return jnp.asarray(v).dtype, True
+    if isinstance(v, jax.Array):
+        return v.dtype, bool(getattr(v, "weak_type", False))
+    if isinstance(v, np.ndarray | np.generic):
+        return v.dtype, False
+    return None
+
+
+def _tolerance(*dtypes):
+    eps = max(float(jnp.finfo(d).eps) if jnp.issubdtype(d, jnp.floating) else 0.0 for d in dtypes)
+    if eps <= float(jnp.finfo(jnp.float32).eps):
+        return RTOL, ATOL
+    return 4 * eps, 4 * eps
+
+
+def _leaf_problem(e, g) -> tuple[str, str] | None:
+    """(kind, text) if converted leaf `g` does not match eager leaf `e`, else None."""
+    te, tg = _leaf_type(e), _leaf_type(g)
+    if te is None or tg is None:
+        return ("wrong return type", f"{e!r} vs {g!r}")
+    (de, we), (dg, wg) = te, tg
+    if np.shape(e) != np.shape(g):
+        return ("wrong shape", f"{np.shape(e)} vs {np.shape(g)}")
+    if not we:
+        if de != dg or wg:
+            return ("wrong dtype", f"{de}{'' if not we else ' weak'} vs {dg}{' weak' if wg else ''}")
+    elif _KIND[dg.kind] < _KIND[de.kind]:
+        return ("wrong dtype", f"{de} weak vs {dg}{' weak' if wg else ''}")
+    a = np.asarray(e, dtype=np.float64) if de.kind != "V" else np.asarray(e).astype(np.float64)
+    b = np.asarray(g).astype(np.float64)
+    if de.kind in "biu" and dg.kind in "biu":
+        ok = np.array_equal(a, b)
+    else:
+        rtol, atol = _tolerance(de, dg)
+        both_nan = np.isnan(a) & np.isnan(b)
+        with np.errstate(invalid="ignore"):
+            close = (a == b) | (np.abs(a - b) <= atol + rtol * np.abs(a))
+        ok = bool(np.all(both_nan | close))
+    if not ok:
+        return ("wrong value", f"{a.tolist()} vs {b.tolist()}")
+    return None
+
+
+def compare_numeric(mode, ref: Run, got: Run, xy, labels) -> Outcome:
+    """One input's outcome in a staged mode: `ref` is the original run eagerly."""
+    where = f"input {xy}"
+    if got.exc is not None and isinstance(got.exc, Timeout):
+        return Outcome(mode, "failure", "timeout", where, (xy,))
+    if ref.exc is not None:
+        return Outcome(mode, "skip", "eager original raised", where, (xy,))
+    if got.exc is not None:
+        status = "refusal" if is_refusal(got.exc) else "failure"
+        return Outcome(
+            mode,
+            status,
+            exception_kind(got.exc),
+            f"{where}: eager returned {ref.value!r}; {mode} raised {_exc_text(got.exc)}",
+            (xy,),
+        )
+    e, g = ref.value, got.value
+    if isinstance(e, tuple | list) != isinstance(g, tuple | list) or (
+        isinstance(e, tuple | list) and len(e) != len(g)
+    ):
+        return Outcome(mode, "failure", "wrong return structure", f"{where}: {e!r} vs {g!r}", (xy,))
+    pairs = list(zip(e, g)) if isinstance(e, tuple | list) else [(e, g)]
+    for i, (le, lg) in enumerate(pairs):
+        problem = _leaf_problem(le, lg)
+        if problem is not None:
+            name = labels[i] if isinstance(e, tuple | list) and i < len(labels) else str(i)
+            if mode == "grad":
+                name = ("d/dx", "d/dy")[i] if i < 2 else str(i)
+            kind, text = problem
+            return Outcome(
+                mode,
+                "failure",
+                f"{kind} ({name})",
+                f"{where}: eager {text} {mode} [eager {e!r}; {mode} {g!r}]",
+                (xy,),
+            )
+    return Outcome(mode, "pass")
+
+
+def _worst_numeric(outcomes: list[Outcome], mode: str) -> Outcome:
+    """The worst outcome; `skip` only where every input was skipped."""
+    if outcomes and all(o.status == "skip" for o in outcomes):
+        return outcomes[0]
+    return _worst([o for o in outcomes if o.status != "skip"], mode)
+
+
+def _first_output(fn):
+    def first(x, y):
+        return fn(x, y)[0]
+
+    return first
+
+
+def _is_float_leaf(v) -> bool:
+    t = _leaf_type(v)
+    return t is not None and _KIND[t[0].kind] == 2
+
+
+def _check_numeric(module, source, modes, inputs, timeout) -> Checked:
+    labels = return_labels(source)
+    f = module.f
+    path = os.path.abspath(module.__file__)
+
+    def site(o, exc):
+        if exc is not None and o.status in ("failure", "refusal"):
+            o.site, where = _site(exc, path, source)
+            if where:
+                o.detail += f" [at {where}]"
+        return o
+
+    # plain Python on Python floats decides whether the program is well formed (reference_ok)
+    python_refs = {}
+    for xy in inputs:
+        for variant, args in _python_variants(xy).items():
+            try:
+                python_refs[(xy, variant)] = (
+                    args,
+                    run(module, f, args, state=False, timeout=timeout),
+                )
+            except Timeout:
+                return Checked(
+                    [Outcome("python", "failure", "generator: plain Python timed out")], False
+                )
+    reference_ok = all(python_refs[(xy, "float")][1].exc is None for xy in inputs)
+    eager = {xy: python_refs[(xy, "jnp.float32")][1] for xy in inputs}
+    try:
+        converted = transpiler.convert(f)
+        conversion_error = None
+    except Exception as e:  # noqa: BLE001
+        converted, conversion_error = None, e
+
+    def converted_run(fn, args):
+        if conversion_error is not None:
+            return Run(exc=conversion_error, stdout=None)
+        try:
+            return run(module, fn, args, state=False, timeout=timeout)
+        except Timeout as e:
+            return Run(exc=e)
+
+    results = []
+    if "python" in modes:
+        outs = []
+        with _runtime_bridge.converted_code_on_python_values():
+            for (xy, _), (args, ref) in python_refs.items():
+                got = converted_run(converted, args)
+                o = compare("python", ref, got, args, labels, strict=True)
+                outs.append(site(o, got.exc))
+        results.append(_worst(outs, "python"))
+
+    if "jit" in modes:
+        jitted = jax.jit(converted) if converted is not None else None
+        outs = []
+        for xy in inputs:
+            got = converted_run(jitted, _staged_args(xy))
+            outs.append(site(compare_numeric("jit", eager[xy], got, xy, labels), got.exc))
+        results.append(_worst_numeric(outs, "jit"))
+
+    if "vmap" in modes:
+        xs = jnp.array([xy[0] for xy in inputs], dtype=jnp.float32)
+        ys = jnp.array([xy[1] for xy in inputs], dtype=jnp.float32)
+        got = converted_run(
+            jax.jit(jax.vmap(converted)) if converted is not None else None, (xs, ys)
+        )
+        outs = []
+        for i, xy in enumerate(inputs):
+            row = Run(exc=got.exc, stdout=None)
+            if got.exc is None:
+                try:
+                    row.value = jax.tree_util.tree_map(lambda leaf, i=i: leaf[i], got.value)
+                except Exception as e:  # noqa: BLE001
+                    row.exc = e
+            o = site(compare_numeric("vmap", eager[xy], row, xy, labels), got.exc)
+            o.inputs = (xy,)
+            outs.append(o)
+        results.append(_worst_numeric(outs, "vmap"))
+
+    if "grad" in modes:
+        grad_of_converted = (
+            jax.jit(jax.grad(_first_output(converted), (0, 1))) if converted is not None else None
+        )
+        outs = []
+        for xy in inputs:
+            ref = eager[xy]
+            value = ref.value
+            if ref.exc is not None or not (
+                isinstance(value, tuple) and value and _is_float_leaf(value[0])
+            ):
+                outs.append(Outcome("grad", "skip", "first output is no float", f"input {xy}"))
+                continue
+            ref_grad = run(
+                module, jax.grad(_first_output(f), (0, 1)), _staged_args(xy), state=False,
+                timeout=timeout,
+            )
+            got = converted_run(grad_of_converted, _staged_args(xy))
+            outs.append(site(compare_numeric("grad", ref_grad, got, xy, labels), got.exc))
+        results.append(_worst_numeric(outs, "grad"))
+    return Checked(results, reference_ok)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """How one generator's programs are run and judged: the inputs `f` is called on, the modes
+    it is checked in, and the check (`_check`: integer programs, where plain Python on ints is
+    the reference of every mode; `_check_numeric`: float programs, see above)."""
+
+    inputs: list
+    modes: tuple
+    check: Callable
+
+
+INT_SPEC = Spec(INPUTS, ("python", "jit", "vmap"), _check)
+NUMERIC_SPEC = Spec(NUMERIC_INPUTS, ("python", "jit", "vmap", "grad"), _check_numeric)
+SPECS: dict[str, Spec] = {"programs": INT_SPEC, "model": INT_SPEC, "numeric": NUMERIC_SPEC}
+
+
+def check_seed(generator: str, seed: int, modes=None) -> tuple[str, Checked]:
     source = GENERATORS[generator](seed)
-    return source, check_program(source, f"{generator}_{seed}", modes)
+    spec = SPECS[generator]
+    return source, check_program(source, f"{generator}_{seed}", modes, spec=spec)
 
 
 def check_pep765() -> list[tuple[str, str]]:
@@ -781,17 +1077,20 @@ def _reads_undefined(tree) -> bool:
     return any(name not in bound for name in loads)
 
 
-def minimise(source: str, target: Outcome, budget_s: float = 90.0) -> tuple[str, Outcome]:
+def minimise(
+    source: str, target: Outcome, budget_s: float = 90.0, spec: Spec | None = None
+) -> tuple[str, Outcome]:
     """Greedy AST reduction of `source` keeping `target`'s (mode, status, kind).
 
     A candidate must still be a program that reads no name nothing binds, on which plain
     Python behaves as on the original (returns normally on all inputs if it did), and fail in
     the same mode with the same kind at the same kind of site.
     """
-    inputs = list(target.inputs) or INPUTS
+    spec = spec or INT_SPEC
+    inputs = list(target.inputs) or spec.inputs
     deadline = time.monotonic() + budget_s
-    reference_ok = check_program(source, "min", (), inputs).reference_ok
-    everywhere_ok = check_program(source, "min", (), INPUTS).reference_ok
+    reference_ok = check_program(source, "min", (), inputs, spec=spec).reference_ok
+    everywhere_ok = check_program(source, "min", (), spec.inputs, spec=spec).reference_ok
 
     def same(candidate: str):
         try:
@@ -801,9 +1100,12 @@ def minimise(source: str, target: Outcome, budget_s: float = 90.0) -> tuple[str,
             return None
         if _reads_undefined(tree):
             return None
-        if everywhere_ok and not check_program(candidate, "min", (), INPUTS).reference_ok:
+        if (
+            everywhere_ok
+            and not check_program(candidate, "min", (), spec.inputs, spec=spec).reference_ok
+        ):
             return None
-        checked = check_program(candidate, "min", (target.mode,), inputs, timeout=5.0)
+        checked = check_program(candidate, "min", (target.mode,), inputs, timeout=5.0, spec=spec)
         if checked.reference_ok != reference_ok:
             return None
         for o in checked.outcomes:

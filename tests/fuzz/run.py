@@ -1,7 +1,12 @@
 """Command line for the differential fuzzer.
 
     python -m tests.fuzz.run --seeds N [--start S] [--generator NAME] [--jobs J]
-                             [--show K] [--minimise-budget SECONDS] [--modes python,jit,vmap]
+                             [--show K] [--minimise-budget SECONDS]
+                             [--modes python,jit,vmap,grad]
+
+Generators: `programs`, `model` (Python ints; modes python, jit, vmap) and `numeric` (floats
+and mixed dtypes against eager JAX; modes python, jit, vmap, grad). A mode a generator's spec
+does not have is left out for it.
 
 Prints, per generator, a table of outcomes per mode (pass / refusal / failure), the failure
 kinds and refusal kinds with counts and example seeds, the construct classes of the programs
@@ -33,10 +38,10 @@ def _check(job):
 
 
 def _minimise(job):
-    source, target, budget = job
+    generator, source, target, budget = job
     from tests.fuzz import harness
 
-    return harness.minimise(source, target, budget)
+    return harness.minimise(source, target, budget, spec=harness.SPECS[generator])
 
 
 def _pool(jobs):
@@ -127,7 +132,8 @@ def main(argv=None) -> int:
             ((k, v) for k, v in kinds.items() if k[0] == status),
             key=lambda kv: -len({(r[0], r[1]) for r in kv[1]}),
         )
-        print(f"\n{status.upper()} KINDS ({len(rows)}): programs, per mode (python/jit/vmap)")
+        mode_names = "/".join(harness.MODES)
+        print(f"\n{status.upper()} KINDS ({len(rows)}): programs, per mode ({mode_names})")
         for (_, kind), v in rows:
             programs = sorted({(g, s) for g, s, *_ in v})
             per_mode = collections.Counter(r[4].mode for r in v)
@@ -186,7 +192,11 @@ def main(argv=None) -> int:
         print(f"\nFAILING PROGRAMS, ONE PER KIND AND SITE ({len(todo)})")
         if args.minimise_budget > 0:
             minimised = list(
-                _map(pool, _minimise, [(src, o, args.minimise_budget) for _, _, src, o in todo])
+                _map(
+                    pool,
+                    _minimise,
+                    [(g, src, o, args.minimise_budget) for g, _, src, o in todo],
+                )
             )
         else:
             minimised = [(src, o) for _, _, src, o in todo]

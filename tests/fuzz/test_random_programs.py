@@ -3,18 +3,23 @@
 Two generators (`programs`: nested control flow over ints; `model_programs`: objects, globals,
 containers, prints, match, try/finally, walrus, ...), checked by `harness.check_program`:
 return values, stdout and module state must match; under jit/vmap a StagingError or
-ConversionError is a refusal (allowed), anything else different is a failure.
-`FUZZ_SEEDS` scales the number of seeds of each (default 15); `python -m tests.fuzz.run` runs
-many more and reports/minimises the failures.
+ConversionError is a refusal (allowed), anything else different is a failure. A third,
+`numeric_programs` (floats and mixed dtypes), is checked against eager JAX under jit, vmap and
+jax.grad, with dtype and tolerance rules (`harness.compare_numeric`).
+`FUZZ_SEEDS` scales the number of seeds of each (default 15; a third of that for the slower
+numeric programs); `python -m tests.fuzz.run` runs many more and reports/minimises the
+failures.
 """
 
 import os
 
+import jax.numpy as jnp
 import pytest
 
-from tests.fuzz import harness, model_programs
+from tests.fuzz import harness, model_programs, numeric_programs
 
 SEEDS = range(int(os.environ.get("FUZZ_SEEDS", 15)))
+NUMERIC_SEEDS = range(int(os.environ.get("FUZZ_SEEDS", 15)) // 3)
 
 
 def _check(generator, seed):
@@ -33,6 +38,52 @@ def test_random_program(seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_model_program(seed):
     _check("model", seed)
+
+
+@pytest.mark.parametrize("seed", NUMERIC_SEEDS)
+def test_random_numeric_program(seed):
+    _check("numeric", seed)
+
+
+def test_numeric_generator_is_deterministic_and_runs_in_plain_python():
+    for seed in range(40):
+        source = numeric_programs.program(seed)
+        assert source == numeric_programs.program(seed)  # deterministic
+        module = harness.load(source, f"plain_numeric_{seed}")
+        try:
+            for xy in harness.NUMERIC_INPUTS:
+                ran = harness.run(module, module.f, xy, state=False, timeout=10)
+                assert ran.exc is None, (xy, ran.exc, source)
+                assert isinstance(ran.value, tuple), (xy, ran.value, source)
+        finally:
+            harness.unload(module)
+
+
+def test_numeric_comparison_rules():
+    ok = harness.Run(value=(1.5, 2, jnp.float32(0.5), float("nan")))
+    same = harness.Run(
+        value=(
+            jnp.asarray(1.5),  # a Python float and a weak float32: compatible
+            jnp.float32(2),  # a Python int that a staged join made a float32: documented
+            jnp.float32(0.5 + 1e-7),  # within the tolerance
+            jnp.float32(float("nan")),  # NaN matches NaN
+        )
+    )
+    assert harness.compare_numeric("jit", ok, same, (0.0, 0.0), []).status == "pass"
+    strong = harness.Run(value=(jnp.float32(1.0),))
+    for wrong in (
+        (jnp.asarray(1.0),),  # a weak float32 where eager is strong
+        (jnp.float16(1.0),),  # another dtype
+        (jnp.float32(1.001),),  # a different value
+        (jnp.float32(float("nan")),),  # NaN where eager is a number
+    ):
+        got = harness.Run(value=wrong)
+        assert harness.compare_numeric("jit", strong, got, (0.0, 0.0), []).status == "failure"
+    narrowed = harness.Run(value=(jnp.int32(2),))
+    weak_float = harness.Run(value=(2.0,))
+    assert harness.compare_numeric("jit", weak_float, narrowed, (0.0, 0.0), []).status == (
+        "failure"
+    )
 
 
 def test_return_break_continue_leaving_finally_are_refused():
