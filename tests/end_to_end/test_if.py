@@ -170,3 +170,31 @@ def test_branch_temporaries_are_not_state():
     assert "symbol_names=('x',)" in source
     for x in (3.0, -3.0):
         check_jit(branch_local_temporaries, jnp.float32(x))
+
+
+def kept_python_number_or_long_branch(x, y):
+    t = 0.0  # a Python float: weakly typed, kept by the branch not taken
+    if x < 10.0:  # a branch too long for a select: a lax.cond
+        t = min(max(y / 4, -1000.0), 1000.0)
+        t = min(max(x + 2.0, -1000.0), 1000.0)
+    return t * jnp.float16(0.1)  # float32 where t is the float32 array, as in Python
+
+
+def kept_python_number_or_short_branch(x, y):
+    t = 0.0
+    if x < 10.0:  # a select
+        t = x + 2.0
+    return t * jnp.float16(0.1)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [kept_python_number_or_long_branch, kept_python_number_or_short_branch],
+    ids=lambda fn: fn.__name__,
+)
+def test_a_strongly_typed_branch_output_stays_strong_against_a_kept_python_number(fn):
+    args = (jnp.float32(0.0), jnp.float32(0.0))
+    expected = fn(*args)  # float32: the branch ran, t is x + 2.0 (float32) times a float16
+    converted = jax.jit(transpiler.convert(fn))(*args)
+    assert converted.dtype == expected.dtype == jnp.float32
+    assert float(converted) == float(expected)

@@ -718,7 +718,10 @@ def _leaf_problem(e, g) -> tuple[str, str] | None:
         return ("wrong shape", f"{np.shape(e)} vs {np.shape(g)}")
     if not we:
         if de != dg or wg:
-            return ("wrong dtype", f"{de}{'' if not we else ' weak'} vs {dg}{' weak' if wg else ''}")
+            return (
+                "wrong dtype",
+                f"{de}{'' if not we else ' weak'} vs {dg}{' weak' if wg else ''}",
+            )
     elif _KIND[dg.kind] < _KIND[de.kind]:
         return ("wrong dtype", f"{de} weak vs {dg}{' weak' if wg else ''}")
     a = np.asarray(e, dtype=np.float64) if de.kind != "V" else np.asarray(e).astype(np.float64)
@@ -839,7 +842,7 @@ def _check_numeric(module, source, modes, inputs, timeout) -> Checked:
     if "python" in modes:
         outs = []
         with _runtime_bridge.converted_code_on_python_values():
-            for (xy, _), (args, ref) in python_refs.items():
+            for (_xy, _), (args, ref) in python_refs.items():
                 got = converted_run(converted, args)
                 o = compare("python", ref, got, args, labels, strict=True)
                 outs.append(site(o, got.exc))
@@ -886,7 +889,10 @@ def _check_numeric(module, source, modes, inputs, timeout) -> Checked:
                 outs.append(Outcome("grad", "skip", "first output is no float", f"input {xy}"))
                 continue
             ref_grad = run(
-                module, jax.grad(_first_output(f), (0, 1)), _staged_args(xy), state=False,
+                module,
+                jax.grad(_first_output(f), (0, 1)),
+                _staged_args(xy),
+                state=False,
                 timeout=timeout,
             )
             got = converted_run(grad_of_converted, _staged_args(xy))

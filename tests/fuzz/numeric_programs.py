@@ -278,7 +278,9 @@ class _Generator:
         elif r == 3:
             self.emit(indent, f"{v} = {self.fexpr(ctx, 1)}")
         elif r == 4:
-            self.emit(indent, f"{v} = min(max({v} * {self.pick(FACTORS)} + {e}, -{CLAMP}), {CLAMP})")
+            self.emit(
+                indent, f"{v} = min(max({v} * {self.pick(FACTORS)} + {e}, -{CLAMP}), {CLAMP})"
+            )
         elif r == 5:
             self.emit(indent, f"acc = (acc + {self.iexpr(ctx)}) % 97")
         elif r == 6:
