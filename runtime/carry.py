@@ -446,22 +446,22 @@ def _promote(state, promotions):
 
 def _adopt_weak_dtypes(value, prev):
     """`value` with each weakly typed leaf (a Python number assigned in the loop, `total = 0`)
-    cast to the dtype the loop carries there, where JAX's promotion would give that dtype
-    (a Python int into a float32 variable; not a float result into an int variable)."""
+    cast to the type the loop carries there, where JAX's promotion would give that dtype (a
+    Python int into a float32 variable; not a float result into an int variable), and made
+    strongly typed where the loop carries a strongly typed array (`u = y` before the loop,
+    `u = -0.25` in it: after no iteration Python's `u` is `y`, a strong float32; `lax.while_loop`
+    would give the body's weak type)."""
     if jax.tree_util.tree_structure(value) != jax.tree_util.tree_structure(prev):
         return value  # reported by the structure check
-    return jax.tree_util.tree_map(
-        lambda y, x: (
-            lax.convert_element_type(y, x.dtype)
-            if y.dtype != x.dtype
-            and jax.typeof(y).weak_type
-            and y.shape == x.shape
-            and staging.takes_dtype(y, x.dtype)
-            else y
-        ),
-        value,
-        prev,
-    )
+
+    def adopt(y, x):
+        if not jax.typeof(y).weak_type or y.shape != x.shape:
+            return y
+        if y.dtype != x.dtype:
+            return lax.convert_element_type(y, x.dtype) if staging.takes_dtype(y, x.dtype) else y
+        return y if jax.typeof(x).weak_type else lax.convert_element_type(y, x.dtype)
+
+    return jax.tree_util.tree_map(adopt, value, prev)
 
 
 def _growable(value) -> bool:

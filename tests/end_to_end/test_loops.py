@@ -644,3 +644,18 @@ def test_enumerate_of_a_range_with_a_traced_bound_is_a_while_loop(fn, n):
     expected = fn(1.5, n)
     assert float(jax.jit(transpiler.convert(fn))(1.5, n)) == expected
     assert float(transpiler.convert(fn)(1.5, n)) == expected
+
+
+def python_number_assigned_to_a_strong_array_in_a_loop(x, n):
+    u = x  # a strongly typed float32 array...
+    for _ in range(n):  # ...that a traced number of iterations may leave as it is
+        u = -0.25  # a Python float: weakly typed
+    return u * jnp.float16(0.5)  # float32 in Python after no iteration, and staged
+
+
+def test_a_loop_keeps_a_strongly_typed_variable_strong():
+    args = (jnp.float32(3.0), jnp.int32(0))
+    expected = python_number_assigned_to_a_strong_array_in_a_loop(*args)
+    got = jax.jit(transpiler.convert(python_number_assigned_to_a_strong_array_in_a_loop))(*args)
+    assert got.dtype == expected.dtype == jnp.float32
+    assert float(got) == float(expected) == 1.5
