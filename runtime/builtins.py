@@ -13,6 +13,7 @@ import types
 
 import jax
 import jax.numpy as jnp
+from jax import lax
 
 from runtime import control_flow, debugging, effects, errors, for_loops, lists, sequences, staging
 from runtime.errors import Site, StagingError
@@ -174,6 +175,11 @@ def _best_by_key(items, keys, beats, site):
             )
     best, best_key = items[0], keys[0]
     for value, value_key in zip(items[1:], keys[1:]):
+        if not (is_staged(value_key) or is_staged(best_key)):
+            # Two Python keys (`max(1e5, 2e5, x)`): Python decides, as it would.
+            if (value_key > best_key) if beats is jnp.greater else (value_key < best_key):
+                best, best_key = value, value_key
+            continue
         for v, b in zip(jax.tree_util.tree_leaves(value), jax.tree_util.tree_leaves(best)):
             staging.check_same_dtypes(b, v, "the items compared", site)
             if jnp.shape(v) != jnp.shape(b):  # Python gives one of them, with its own shape
@@ -184,9 +190,23 @@ def _best_by_key(items, keys, beats, site):
                     "reshape one of them."
                 )
         wins = beats(value_key, best_key)
-        best = jax.tree_util.tree_map(lambda v, b, wins=wins: jnp.where(wins, v, b), value, best)
-        best_key = jnp.where(wins, value_key, best_key)
+        best = jax.tree_util.tree_map(lambda v, b, wins=wins: _chosen(wins, v, b), value, best)
+        best_key = _chosen(wins, value_key, best_key)
     return best
+
+
+def _chosen(wins, v, b):
+    """`jnp.where(wins, v, b)`, strongly typed unless both are weakly typed (Python numbers),
+    as a staged `if` joins them: `min(h, 2)` of a bool array `h` is a strong int32, which a
+    later comparison with a float32 refuses, where a weak one would silently promote."""
+    chosen = jnp.where(wins, v, b)
+    if jax.typeof(chosen).weak_type and not (_weak(v) and _weak(b)):
+        chosen = lax.convert_element_type(chosen, chosen.dtype)
+    return chosen
+
+
+def _weak(value) -> bool:
+    return jax.typeof(value).weak_type
 
 
 def _never_best(dtype, beats):
@@ -234,7 +254,17 @@ def sum_(iterable, /, start=0):
     """`sum(iterable, start)`; of a list of traced length, the sum of its items (the padding
     masked out)."""
     if isinstance(iterable, lists.StagedList) and iterable.known_length() is None:
-        return start + jnp.sum(iterable.masked(0), axis=0)
+        # Python adds the items to `start` one by one, in their own type (`0 + int8` is an
+        # int8, which wraps): the total in the type of `start + item`, which jnp.sum's own
+        # accumulator (int32 for small ints and bools) is not.
+        masked = iterable.masked(0)
+        typed = jax.eval_shape(lambda s, v: s + v, start, masked[0])
+        if typed.weak_type:  # `0 + True`: a weakly typed int, which jnp.sum cannot give
+            zero = staging.zeros_like(typed)
+            total = lax.fori_loop(0, len(masked), lambda i, acc: acc + masked[i], zero)
+        else:
+            total = jnp.sum(masked, axis=0, dtype=typed.dtype)
+        return start + total
     return errors.python_call(builtins.sum, iterable, start)
 
 

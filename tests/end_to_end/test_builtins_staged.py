@@ -285,3 +285,48 @@ def test_in_an_array_raises_as_jax_does_for_shapes_it_refuses(c, xs):
     with pytest.raises(ValueError, match="Array.__contains__") as staged:
         transpiler.jit(found_in)(c, xs)
     assert str(staged.value).split(",")[0] == str(python.value).split(",")[0]
+
+
+def largest_of_two_numbers_and_an_array(x):
+    return max(1e5, 2e5, x)  # Python compares the numbers first: 2e5, then against x
+
+
+def sum_of_a_list_of_traced_length(x, h):
+    out = []
+    for i in range(3):
+        if x > i:
+            out.append(h)
+    return sum(out)  # Python adds in the items' own type: int8 wraps
+
+
+def test_min_and_max_of_python_numbers_among_arrays_compare_them_as_python():
+    # float16 cannot hold 2e5: refused, not inf (the two numbers were once chosen in the graph,
+    # a weakly typed array that passed as a number).
+    with pytest.raises(StagingError, match="200000.0 would be made a float16"):
+        jax.jit(transpiler.convert(largest_of_two_numbers_and_an_array))(jnp.float16(1))
+    got = jax.jit(transpiler.convert(largest_of_two_numbers_and_an_array))(jnp.float32(3e5))
+    assert got.dtype == jnp.float32 and float(got) == 3e5
+
+
+@pytest.mark.parametrize(
+    "item", [jnp.int8(100), jnp.uint8(200), jnp.bool_(True), jnp.float32(0.5)], ids=str
+)
+def test_sum_of_a_list_of_traced_length_adds_in_the_items_type(item):
+    expected = sum_of_a_list_of_traced_length(jnp.float32(5.0), item)
+    got = jax.jit(transpiler.convert(sum_of_a_list_of_traced_length))(jnp.float32(5.0), item)
+    assert got.dtype == expected.dtype
+    assert jax.typeof(got).weak_type == jax.typeof(expected).weak_type
+    assert got == expected
+
+
+def smallest_of_a_bool_an_int_and_a_float(x, h):
+    return min(h, 2, x)
+
+
+def test_a_bool_array_chosen_against_a_python_int_is_a_strong_int():
+    # Python gives the bool array (a float16 times it is float16); staged, min(h, 2) joins
+    # them as an int32, which then meets a float32: refused, not silently a float32.
+    with pytest.raises(StagingError, match="int32"):
+        jax.jit(transpiler.convert(smallest_of_a_bool_an_int_and_a_float))(
+            jnp.float32(1.5), jnp.bool_(True)
+        )
