@@ -25,7 +25,6 @@ import functools
 import inspect
 import sys
 import types
-import warnings
 import weakref
 from collections.abc import Callable
 
@@ -74,7 +73,7 @@ def caller(
             unconvertible.add(fn)
             if fn.__code__ not in warned:
                 warned.add(fn.__code__)
-                warnings.warn(
+                errors.warn_at_user_line(
                     f"{fn.__qualname__} is called unconverted: {str(e).splitlines()[0]}",
                     stacklevel=4,
                 )

@@ -19,6 +19,7 @@ import re
 import sys
 import traceback
 import types
+import warnings
 from typing import NoReturn
 
 
@@ -219,13 +220,30 @@ def user_location(filename: str, lineno: int) -> tuple[str, int] | None:
 def calling_line() -> str | None:
     """`file:line` of the innermost line of converted code running now (the user's line behind
     it), for a message raised from the runtime; None outside converted code."""
+    found = calling_location()
+    return None if found is None else f"{_display(found[0])}:{found[1]}"
+
+
+def calling_location() -> tuple[str, int] | None:
+    """(file, line) of the user's line behind the innermost converted code running now; None
+    outside converted code."""
     frame = sys._getframe(1)
     while frame is not None:
         found = user_location(frame.f_code.co_filename, frame.f_lineno)
         if found is not None:
-            return f"{_display(found[0])}:{found[1]}"
+            return found
         frame = frame.f_back
     return None
+
+
+def warn_at_user_line(message: str, stacklevel: int) -> None:
+    """A UserWarning attributed to the user's line behind the converted code running now (not
+    to the generated file); where there is none, to the caller `stacklevel` frames up."""
+    found = calling_location()
+    if found is None:
+        warnings.warn(message, stacklevel=stacklevel + 1)
+    else:
+        warnings.warn_explicit(message, UserWarning, found[0], found[1])
 
 
 def _display(filename: str) -> str:

@@ -13,7 +13,6 @@ import functools
 import itertools
 import logging
 import sys
-import warnings
 
 import jax
 import jax.numpy as jnp
@@ -503,7 +502,9 @@ def _log_unrolled(site, error, count) -> None:
     )
     logger.info(message)
     if count > UNROLL_WARNING_THRESHOLD:
-        warnings.warn(message + ", so compile time grows with the trip count.", stacklevel=4)
+        errors.warn_at_user_line(
+            message + ", so compile time grows with the trip count.", stacklevel=4
+        )
 
 
 def _staged_scan(seq, k, n, body, state, names, site, extra_test, stop_early=True, exit_=None):

@@ -133,6 +133,9 @@ def test_function_without_source_runs_unconverted_with_one_warning():
         assert converted(3.0) == 12.0  # eagerly, f runs as Python: nothing is converted
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1 and messages[0].startswith("no_source is called unconverted")
+    # Attributed to the user's calling line, not to the generated file.
+    assert caught[0].filename == __file__
+    assert caught[0].lineno == f.__code__.co_firstlineno + 1
 
 
 # -- classes and closures ------------------------------------------------------------------------
