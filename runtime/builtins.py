@@ -254,18 +254,26 @@ def sum_(iterable, /, start=0):
     """`sum(iterable, start)`; of a list of traced length, the sum of its items (the padding
     masked out)."""
     if isinstance(iterable, lists.StagedList) and iterable.known_length() is None:
-        # Python adds the items to `start` one by one, in their own type (`0 + int8` is an
-        # int8, which wraps): the total in the type of `start + item`, which jnp.sum's own
-        # accumulator (int32 for small ints and bools) is not.
-        masked = iterable.masked(0)
-        typed = jax.eval_shape(lambda s, v: s + v, start, masked[0])
-        if typed.weak_type:  # `0 + True`: a weakly typed int, which jnp.sum cannot give
-            zero = staging.zeros_like(typed)
-            total = lax.fori_loop(0, len(masked), lambda i, acc: acc + masked[i], zero)
-        else:
-            total = jnp.sum(masked, axis=0, dtype=typed.dtype)
-        return start + total
+        return _sum_in_order(iterable, start)
     return errors.python_call(builtins.sum, iterable, start)
+
+
+def _sum_in_order(items: lists.StagedList, start):
+    """`sum(items, start)` of a list of traced length as Python adds it: to `start`, one item
+    after the other, each sum in the type of `start + item` (`0 + int8` is an int8, which wraps;
+    `0 + True` a weakly typed int). `jnp.sum` adds in its own order and accumulator (pairwise,
+    int32 for small ints, float32 for float16): another result where rounding or wrapping
+    differs (`sum([4.0, 4.0], 1e8)` is 1e8 in Python, 100000008 totalled first)."""
+    buffer, length = items.buffer, items.length
+    typed = jax.eval_shape(lambda s, v: s + v, start, buffer[0])
+    first = jnp.broadcast_to(jnp.asarray(start), typed.shape)
+    dtype = staging.WeakDtype(typed.dtype) if typed.weak_type else typed.dtype
+    acc = staging.cast(first, dtype)
+
+    def add(i, acc):
+        return jnp.where(i < length, acc + buffer[i], acc)  # the padding is not added
+
+    return lax.fori_loop(0, items.capacity, add, acc)
 
 
 def all_(iterable, /, *, lazy=False):

@@ -811,7 +811,26 @@ def scalar_predicate(pred, site: Site, role: str):
         )
     if pred.shape:
         pred = pred.reshape(())
-    return pred if pred.dtype == jnp.bool_ else pred != 0
+    if pred.dtype == jnp.bool_:
+        return pred
+    return _nonzero(pred)
+
+
+# The unsigned integer of each floating-point width, for `_nonzero`.
+_BITS = types.MappingProxyType({2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64})
+
+
+def _nonzero(x):
+    """`x != 0`, as Python's truth test reads a number. A real float is compared by its bits
+    (all but the sign): XLA on a CPU flushes a subnormal to zero in a comparison (`1e-40 != 0`
+    is false there), where Python's `bool(1e-40)` is true. NaN is true, -0.0 false."""
+    dtype = np.dtype(x.dtype)
+    if not (jnp.issubdtype(dtype, jnp.floating) and dtype.itemsize in _BITS):
+        return x != 0
+    unsigned = _BITS[dtype.itemsize]
+    magnitude = np.iinfo(unsigned).max >> 1  # every bit but the sign
+    bits = lax.bitcast_convert_type(x, unsigned)
+    return lax.bitwise_and(bits, jnp.asarray(magnitude, unsigned)) != 0
 
 
 def both(a, b, *, tested: bool = False):

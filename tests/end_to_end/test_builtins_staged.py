@@ -330,3 +330,35 @@ def test_a_bool_array_chosen_against_a_python_int_is_a_strong_int():
         jax.jit(transpiler.convert(smallest_of_a_bool_an_int_and_a_float))(
             jnp.float32(1.5), jnp.bool_(True)
         )
+
+
+def sum_of_kept_losses(losses, running):
+    kept = []
+    for loss in losses:
+        if loss > 0:
+            kept.append(loss)
+    return sum(kept, running)
+
+
+def test_sum_of_a_list_of_traced_length_adds_one_item_after_another():
+    # Python: ((1e8 + 4) + 4) rounds to 1e8 at each step in float32; a total of the items
+    # first (8) added to 1e8 once would give 100000008.
+    args = (jnp.array([4.0, 4.0]), jnp.float32(1e8))
+    expected = sum_of_kept_losses(*args)
+    got = jax.jit(transpiler.convert(sum_of_kept_losses))(*args)
+    assert float(got) == float(expected) == 1e8
+    half = (jnp.ones(2, jnp.float16), jnp.float16(2048))  # float16 rounding at each step too
+    assert float(jax.jit(transpiler.convert(sum_of_kept_losses))(*half)) == 2048
+
+
+def truth_of(g):
+    if g:
+        return 1
+    return 0
+
+
+@pytest.mark.parametrize("value", [1e-40, -1e-40, -0.0, float("nan"), 0.0])
+def test_the_truth_of_a_float_is_pythons_for_subnormals_zeros_and_nan(value):
+    # XLA on a CPU flushes a float32 subnormal to zero in `x != 0`; Python's truth does not.
+    x = jnp.float32(value)
+    assert int(jax.jit(transpiler.convert(truth_of))(x)) == truth_of(x) == bool(value)
