@@ -196,11 +196,15 @@ def _best_by_key(items, keys, beats, site):
 
 
 def _chosen(wins, v, b):
-    """`jnp.where(wins, v, b)`, strongly typed unless both are weakly typed (Python numbers),
-    as a staged `if` joins them: `min(h, 2)` of a bool array `h` is a strong int32, which a
-    later comparison with a float32 refuses, where a weak one would silently promote."""
+    """`jnp.where(wins, v, b)`, strongly typed where one of them is a strongly typed array of
+    the dtype chosen (`max(x, 0.5)` of a float32 `x` is a float32, as a staged `if` joins
+    them; weakly typed, a float16 times it would be a float16 on `x`'s path too). A Python
+    int against a bool array stays a weakly typed int: on either path it then computes as
+    Python's (`max(h, 2) * u8` is a uint8)."""
     chosen = jnp.where(wins, v, b)
-    if jax.typeof(chosen).weak_type and not (_weak(v) and _weak(b)):
+    if jax.typeof(chosen).weak_type and any(
+        not _weak(x) and jnp.result_type(x) == chosen.dtype for x in (v, b)
+    ):
         chosen = lax.convert_element_type(chosen, chosen.dtype)
     return chosen
 

@@ -21,7 +21,7 @@ import jax
 import numpy as np
 
 from runtime import effects, errors, staging, text
-from runtime.errors import Site
+from runtime.errors import Site, StagingError
 
 
 def print_(*args, sep=" ", end="\n", file=None, flush=False):
@@ -92,12 +92,20 @@ def _prints(fn) -> bool:
 def _message(msg, where: str | None):
     """`msg()`, the message of an assert whose test is traced: made now, while the program is
     traced, where Python makes it only if the assertion fails. So it must do nothing else:
-    change no Python state, print nothing (`log.append(...) or "bad x"` is refused)."""
+    change no Python state, print nothing (`log.append(...) or "bad x"` is refused). Library
+    code it calls (`eqx.tree_pformat(...)`) is taken to make text only. A message that raises
+    (`d['missing']`) raises only if the assertion fails, as in Python (as the text of the
+    AssertionError then)."""
     watch = effects.Watch((msg,), ())
-    with staging.watching(watch):
-        message = msg()
+    try:
+        with staging.watching(watch):
+            message = msg()
+    except (StagingError, staging.Retrace):
+        raise
+    except Exception as e:  # noqa: BLE001 - made the message of the failure, as Python would raise
+        message = f"(making the assert's message raised {type(e).__name__}: {e})"
     # (A container too large to copy is not watched: a message that reads one is not refused.)
-    if watch.effects or watch.snapshot.changes():
+    if watch.made_effect or watch.snapshot.changes():
         raise errors.StagingError(
             "the message of an assert whose test is traced changes Python state or prints "
             f"({where or 'assert'}); Python makes the message only when the assertion fails, "

@@ -1194,6 +1194,7 @@ class Watch:
     def __init__(self, functions, roots):
         self.snapshot = Snapshot(limit=_WATCH_LIMIT)
         self.effects = False  # set by staging.made_effect
+        self.made_effect = False  # one seen (a print, a check), not library code's maybe
         for function in functions:
             if isinstance(function, types.FunctionType):
                 self.snapshot.add_function(function)
@@ -1218,6 +1219,7 @@ class EffectSeen:
 
     def __init__(self):
         self.effects = False  # set by staging.made_effect
+        self.made_effect = False
         self.snapshot = _Unwatched()
 
 
@@ -1279,7 +1281,7 @@ def called_as_is(known: bool, makes_effects: bool) -> None:
     an installed package's, a user function left unconverted), makes the watched code unfit to
     run again (see `Watch`)."""
     if makes_effects or not known:
-        staging.made_effect()
+        staging.made_effect(unseen=not makes_effects)
 
 
 def check_consumed(iterator, what: str) -> None:

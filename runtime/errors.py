@@ -227,23 +227,33 @@ def calling_line() -> str | None:
 def calling_location() -> tuple[str, int] | None:
     """(file, line) of the user's line behind the innermost converted code running now; None
     outside converted code."""
-    frame = sys._getframe(1)
+    found = _calling_frame()
+    return None if found is None else found[1]
+
+
+def _calling_frame():
+    """(the frame of converted code running now, innermost, and its user's (file, line))."""
+    frame = sys._getframe(2)
     while frame is not None:
         found = user_location(frame.f_code.co_filename, frame.f_lineno)
         if found is not None:
-            return found
+            return frame, found
         frame = frame.f_back
     return None
 
 
 def warn_at_user_line(message: str, stacklevel: int) -> None:
     """A UserWarning attributed to the user's line behind the converted code running now (not
-    to the generated file); where there is none, to the caller `stacklevel` frames up."""
-    found = calling_location()
+    to the generated file), shown once per line as `warnings.warn` would (the registry of the
+    code's module); where there is none, to the caller `stacklevel` frames up."""
+    found = _calling_frame()
     if found is None:
         warnings.warn(message, stacklevel=stacklevel + 1)
-    else:
-        warnings.warn_explicit(message, UserWarning, found[0], found[1])
+        return
+    frame, (filename, lineno) = found
+    registry = frame.f_globals.setdefault("__warningregistry__", {})
+    module = frame.f_globals.get("__name__", "")
+    warnings.warn_explicit(message, UserWarning, filename, lineno, module, registry)
 
 
 def _display(filename: str) -> str:

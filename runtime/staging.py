@@ -336,11 +336,13 @@ def watches() -> tuple:
     return _watches.get()
 
 
-def made_effect() -> None:
+def made_effect(unseen: bool = False) -> None:
     """Records, in every watch of the code running now, that it made an effect of the program
-    (a host callback: a print, a check) or may have made one unseen (library code)."""
+    (a host callback: a print, a check) or, `unseen`, may have made one (library code)."""
     for watch in _watches.get():
         watch.effects = True
+        if not unseen:
+            watch.made_effect = True
 
 
 def condition(value):

@@ -25,7 +25,6 @@ from runtime import errors as runtime_errors
 from runtime import lists as runtime_lists
 from runtime import staging as runtime_staging
 from transpiler import libraries
-from transpiler.errors import ConversionError
 
 GENERATED_SUFFIX = runtime_errors.GENERATED_SUFFIX
 source_map_footer = runtime_errors.source_map_footer
@@ -192,6 +191,7 @@ def wrap(
     *,
     python_path: bool = True,
     builtins_read: frozenset[str] = frozenset(),
+    reconvert: Callable[[], Callable] | None = None,
 ) -> types.FunctionType:
     """The callable users get: runs `generated`; exceptions read as the user's code ran.
 
@@ -199,9 +199,9 @@ def wrap(
     value is concrete, and converted code would let Python decide every condition) it runs
     `original` instead, which computes exactly that, at Python's speed.
 
-    `builtins_read`: the builtins `generated` was converted for; it refuses to run once the
-    module defines one of them (a `def len` below the decorated function), which Python would
-    call instead.
+    `builtins_read`: the builtins `generated` was converted for. Once the module defines one of
+    them (a `def format` below the decorated function, which Python calls instead), the call
+    goes to `reconvert()`: the function converted again, for the module as it is now.
 
     The result has `original`'s parameters, defaults and `functools.wraps` attributes.
     """
@@ -209,8 +209,8 @@ def wrap(
     def converted(args: tuple, kwargs: dict):
         if python_path and runtime_staging.eager() and _PYTHON_PATH.get():
             return original(*args, **kwargs)
-        if builtins_read:
-            _check_builtins(original, builtins_read)
+        if builtins_read and shadowed(original.__globals__, builtins_read) and reconvert:
+            return reconvert()(*args, **kwargs)  # converted anew, for the module as it is now
         try:
             # A list built in staged code is returned as the Python list it stands for.
             result = runtime_staging.call_staging(generated, args, kwargs)
@@ -234,22 +234,13 @@ def wrap(
     return functools.wraps(original)(wrapper)
 
 
-def _check_builtins(original: types.FunctionType, builtins_read: frozenset[str]) -> None:
-    """Raises ConversionError if the module of `original` now defines one of the builtins its
-    converted code was made for."""
-    module = original.__globals__
-    defined = sorted(name for name in builtins_read if name in module)
-    if defined:
-        names = ", ".join(f"`{name}`" for name in defined)
-        raise ConversionError(
-            f"{original.__qualname__} was converted when {names} named Python's builtin "
-            f"({original.__code__.co_filename}:{original.__code__.co_firstlineno}); its module "
-            f"defines {names} now, which Python would call instead",
-            hint=(
-                "Convert the function again now (transpiler.convert gives a new conversion), "
-                "or define it before the function is converted, or give it another name."
-            ),
-        )
+def shadowed(module: dict, builtins_read) -> bool:
+    """Whether `module` (a function's globals) now binds one of `builtins_read` (names the
+    function's converted code took for builtins) to something other than that builtin."""
+    return any(
+        name in module and module[name] is not getattr(builtins, name, None)
+        for name in builtins_read
+    )
 
 
 def _add_user_location(e: BaseException) -> None:

@@ -56,9 +56,11 @@ class _Generated:
     def is_for(self, namespace: dict) -> bool:
         """Whether the code was generated for `namespace`, as it is now: it defines none of the
         names the conversion took for builtins."""
-        return self.globals_owner() is namespace and not any(
-            name in namespace for name in self.builtins_read
-        )
+        from transpiler import _runtime_bridge
+
+        if self.globals_owner() is not namespace:
+            return False
+        return not _runtime_bridge.shadowed(namespace, self.builtins_read)
 
 
 def _owner_of(namespace: dict) -> Callable[[], dict | None]:
@@ -97,9 +99,11 @@ class _Conversions:
         the conversion took for a builtin (see `_runtime_bridge.wrap`)."""
         ref = self.by_options.get(options)
         found = ref() if ref is not None else None
+        from transpiler import _runtime_bridge
+
         owner = self.owner()
         builtins_read = getattr(found, "__transpiler_builtins__", ())
-        if owner is not None and any(name in owner.__globals__ for name in builtins_read):
+        if owner is not None and _runtime_bridge.shadowed(owner.__globals__, builtins_read):
             return None
         return found
 
@@ -272,6 +276,7 @@ def convert(
             fn,
             python_path=not generated.runs_converted,
             builtins_read=generated.builtins_read,
+            reconvert=functools.partial(convert, fn, recursive=recursive),
         )
         converted.__dict__.pop(_CACHE_ATTRIBUTE, None)
         setattr(converted, _CONVERTED_FLAG, True)

@@ -29,6 +29,17 @@ def len(values):  # noqa: A001 - defined after the function above was converted
     return 100
 
 
+def uses_max_bound_again_below(x):
+    if x > 0:
+        x = x + 1
+    return x + max(1.0, 3.0)
+
+
+converted_before_builtin_import = transpiler.convert(uses_max_bound_again_below)
+
+from builtins import max  # noqa: E402, UP029 - the builtin itself, bound in the module after
+
+
 def assigns_a_global_builtin_name(x):
     global sum
     sum = lambda values: -1.0  # noqa: E731

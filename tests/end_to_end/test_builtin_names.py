@@ -122,14 +122,19 @@ def test_a_module_level_function_named_print_is_called_converted(capsys):
     assert capsys.readouterr().out == "[log] positive 1.5\n"
 
 
-def test_a_builtin_the_module_defines_after_conversion_is_refused():
+def test_a_builtin_the_module_defines_after_conversion_is_the_modules():
     from tests.end_to_end import shadowing_module as m
 
     assert m.uses_len_defined_below(1.0) == 102.0  # Python calls the module's `len`
-    with pytest.raises(transpiler.ConversionError, match="`len` named Python's builtin"):
-        jax.jit(m.converted_before_len)(jnp.float32(1.0))
-    # Converted again, with the module's `len` in place: the module's.
+    # Converted (by the decorator) before the module defined `len`: converted again now.
+    assert float(jax.jit(m.converted_before_len)(jnp.float32(1.0))) == 102.0
     assert float(jax.jit(transpiler.convert(m.uses_len_defined_below))(jnp.float32(1.0))) == 102.0
+
+
+def test_the_builtin_itself_bound_in_the_module_is_still_the_builtin():
+    from tests.end_to_end import shadowing_module as m
+
+    assert float(jax.jit(m.converted_before_builtin_import)(jnp.float32(1.0))) == 5.0
 
 
 def test_a_name_the_function_makes_a_global_is_resolved_when_it_runs():
@@ -211,3 +216,25 @@ def test_an_assert_message_that_changes_state_is_refused_when_the_test_is_traced
     assert float(converted(jnp.float32(1.5))) == 1.5
     with pytest.raises(Exception, match="x must be positive, got -1.5"):
         converted(jnp.float32(-1.5)).block_until_ready()
+
+
+def assert_with_a_message_that_raises(x):
+    settings = {}
+    assert x > 0, f"bad x for {settings['name']}"  # Python makes it only if x <= 0
+    return x
+
+
+def assert_with_a_library_formatted_message(x):
+    import equinox as eqx
+
+    assert x > 0, eqx.tree_pformat({"a": 1}) + f" {x}"
+    return x
+
+
+def test_an_assert_message_is_only_a_message_while_the_assertion_holds():
+    converted = jax.jit(transpiler.convert(assert_with_a_message_that_raises))
+    assert float(converted(jnp.float32(2.0))) == 2.0  # Python never made the message
+    with pytest.raises(Exception, match="KeyError"):
+        converted(jnp.float32(-2.0)).block_until_ready()
+    library = jax.jit(transpiler.convert(assert_with_a_library_formatted_message))
+    assert float(library(jnp.float32(2.0))) == 2.0  # library code makes text: not refused

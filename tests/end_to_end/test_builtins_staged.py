@@ -319,17 +319,29 @@ def test_sum_of_a_list_of_traced_length_adds_in_the_items_type(item):
     assert got == expected
 
 
-def smallest_of_a_bool_an_int_and_a_float(x, h):
-    return min(h, 2, x)
+def largest_of_a_bool_and_an_int(h, w):
+    return max(h, 2) * w
 
 
-def test_a_bool_array_chosen_against_a_python_int_is_a_strong_int():
-    # Python gives the bool array (a float16 times it is float16); staged, min(h, 2) joins
-    # them as an int32, which then meets a float32: refused, not silently a float32.
-    with pytest.raises(StagingError, match="int32"):
-        jax.jit(transpiler.convert(smallest_of_a_bool_an_int_and_a_float))(
-            jnp.float32(1.5), jnp.bool_(True)
-        )
+def largest_of_a_float_and_a_number(x, w):
+    return max(x, 0.5) * w
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (largest_of_a_bool_and_an_int, (jnp.bool_(True), jnp.uint8(200))),  # 2 * 200 wraps
+        (largest_of_a_float_and_a_number, (jnp.float32(3.0), jnp.float16(1.5))),  # float32
+    ],
+    ids=["bool-int", "float-chosen"],
+)
+def test_a_choice_against_a_python_number_has_the_type_python_arithmetic_gives(fn, args):
+    # (Where Python's choice is the number and the other a float32, the staged choice is the
+    # float32 array: the documented join, semantics.md.)
+    expected = fn(*args)
+    got = jax.jit(transpiler.convert(fn))(*args)
+    assert got.dtype == expected.dtype
+    assert float(got) == float(expected)
 
 
 def sum_of_kept_losses(losses, running):
