@@ -101,13 +101,7 @@ def test_module_reads_follow_pythons_scopes():
         """
     )
     activity.mark_module_reads(fn, freevars=("jnp",))
-    marked = {
-        node.args[0].value
-        for node in gast.walk(fn)
-        if isinstance(node, gast.Call)
-        and isinstance(node.func, gast.Name)
-        and anno.hasanno(node.func, anno.Static.MODULE_READ)
-    }
+    marked = _marked_calls(fn)
     assert marked == {1, 2, 4, 6, 7, 9, 12}
     abs_call = [n for n in gast.walk(fn) if isinstance(n, gast.Name) and n.id == "abs"][0]
     assert activity.reads_builtin(abs_call, {}, ("abs",))
@@ -139,15 +133,20 @@ def test_module_reads_of_declarations_defaults_walrus_and_match():
         """
     )
     activity.mark_module_reads(fn)
-    marked = {
+    marked = _marked_calls(fn)
+    # Defaults are read where the function is defined; a walrus in a comprehension binds in
+    # the function; a class's names are not seen from its comprehensions.
+    # `abs`, which f makes a global, is neither a builtin nor a global for sure: unmarked (its
+    # calls are resolved when they run); `sum` in g: the walrus binds it in f.
+    assert marked == {1, 3, 4, 7, 10}
+
+
+def _marked_calls(fn: gast.FunctionDef) -> set:
+    """The arguments (numbers) of the calls whose function name is marked MODULE_READ."""
+    return {
         node.args[0].value
         for node in gast.walk(fn)
         if isinstance(node, gast.Call)
         and isinstance(node.func, gast.Name)
         and anno.hasanno(node.func, anno.Static.MODULE_READ)
     }
-    # Defaults are read where the function is defined; a walrus in a comprehension binds in
-    # the function; a class's names are not seen from its comprehensions.
-    # `abs`, which f makes a global, is neither a builtin nor a global for sure: unmarked (its
-    # calls are resolved when they run); `sum` in g: the walrus binds it in f.
-    assert marked == {1, 3, 4, 7, 10}
