@@ -198,3 +198,19 @@ def test_a_strongly_typed_branch_output_stays_strong_against_a_kept_python_numbe
     converted = jax.jit(transpiler.convert(fn))(*args)
     assert converted.dtype == expected.dtype == jnp.float32
     assert float(converted) == float(expected)
+
+
+def bool_or_python_int(c, h, w):
+    y = h  # a bool array
+    if c > 0:
+        y = 2  # a Python int: Python's y * w is then a uint8, as it is for the bool
+    return y * w
+
+
+@pytest.mark.parametrize("c", [1.0, -1.0])
+def test_a_bool_array_joined_with_a_python_int_computes_as_either_does(c):
+    args = (jnp.float32(c), jnp.bool_(True), jnp.uint8(200))
+    expected = bool_or_python_int(*args)  # 2 * 200 wraps to 144; True * 200 is 200
+    got = jax.jit(transpiler.convert(bool_or_python_int))(*args)
+    assert got.dtype == expected.dtype == jnp.uint8
+    assert int(got) == int(expected)
