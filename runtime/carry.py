@@ -356,11 +356,6 @@ class Carry:
             if x.dtype != y.dtype and jnp.result_type(x, y) == y.dtype:
                 weak = jax.typeof(y).weak_type
                 promoted[j] = staging.WeakDtype(y.dtype) if weak else y.dtype
-            elif x.dtype == y.dtype and jax.typeof(x).weak_type and not jax.typeof(y).weak_type:
-                # A Python number the body makes a strongly typed array (`u = 0.0`, then
-                # `u = z` with z a float32): the loop carries the array's type, as a staged if
-                # joins them (`lax.while_loop` would give the start's weak type after it).
-                promoted[j] = y.dtype
         return promoted
 
 

@@ -659,20 +659,3 @@ def test_a_loop_keeps_a_strongly_typed_variable_strong():
     got = jax.jit(transpiler.convert(python_number_assigned_to_a_strong_array_in_a_loop))(*args)
     assert got.dtype == expected.dtype == jnp.float32
     assert float(got) == float(expected) == 1.5
-
-
-def python_number_a_loop_makes_a_strong_array(x, y):
-    z = -0.25
-    u = 0.0  # a Python float...
-    for _ in range(x):
-        u = z  # ...which, from the second iteration, is the float32 array z
-        z = jnp.minimum(3.0, y)
-    return u * jnp.float16(1)  # float32 in Python after two iterations, and staged
-
-
-def test_a_python_number_the_loop_makes_strongly_typed_is_carried_strong():
-    args = (jnp.int32(3), jnp.float32(7.5))
-    expected = python_number_a_loop_makes_a_strong_array(*args)
-    got = jax.jit(transpiler.convert(python_number_a_loop_makes_a_strong_array))(*args)
-    assert got.dtype == expected.dtype == jnp.float32
-    assert float(got) == float(expected) == 3.0
