@@ -196,21 +196,15 @@ def _best_by_key(items, keys, beats, site):
 
 
 def _chosen(wins, v, b):
-    """`jnp.where(wins, v, b)`, strongly typed where one of them is a strongly typed array of
-    the dtype chosen (`max(x, 0.5)` of a float32 `x` is a float32, as a staged `if` joins
-    them; weakly typed, a float16 times it would be a float16 on `x`'s path too). A Python
-    int against a bool array stays a weakly typed int: on either path it then computes as
-    Python's (`max(h, 2) * u8` is a uint8)."""
+    """`jnp.where(wins, v, b)`, typed as a staged `if` joins them (`staging.joins_strongly`):
+    `max(x, 0.5)` of a float32 `x` is a float32 (weakly typed, a float16 times it would be a
+    float16 on `x`'s path too); `max(h, 2)` of a bool `h` a weakly typed int."""
     chosen = jnp.where(wins, v, b)
-    if jax.typeof(chosen).weak_type and any(
-        not _weak(x) and jnp.result_type(x) == chosen.dtype for x in (v, b)
+    if jax.typeof(chosen).weak_type and staging.joins_strongly(
+        (jax.typeof(v), jax.typeof(b)), chosen.dtype
     ):
         chosen = lax.convert_element_type(chosen, chosen.dtype)
     return chosen
-
-
-def _weak(value) -> bool:
-    return jax.typeof(value).weak_type
 
 
 def _never_best(dtype, beats):

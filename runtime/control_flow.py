@@ -871,12 +871,11 @@ def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:
             and any(weak)
             and all(w or staging.keeps_dtype(v.dtype, dtype) for v, w in zip((x, y), weak))
         ):
-            # Two Python numbers (`1` and `2.5`) give one that is still weakly typed: it
-            # promotes as either would (`bf16_array * y` stays bfloat16). So does a bool
-            # array joined with a Python int: on either path it then computes as Python's
-            # (`y * u8` a uint8); an array of the joined dtype keeps its strong type.
-            kept = any(not w and v.dtype == dtype for v, w in zip((x, y), weak))
-            casts[j] = dtype if kept else staging.WeakDtype(dtype)
+            # Two Python numbers (`1` and `2.5`), or a bool array and a Python int, give one
+            # that is still weakly typed: it promotes as either would (`bf16_array * y` stays
+            # bfloat16); an array of the joined dtype keeps its strong type.
+            strong = staging.joins_strongly((jax.typeof(x), jax.typeof(y)), dtype)
+            casts[j] = dtype if strong else staging.WeakDtype(dtype)
             continue
         mismatch = "shape and dtype" if x.shape != y.shape else "dtype"
         fix = (

@@ -220,15 +220,11 @@ def user_location(filename: str, lineno: int) -> tuple[str, int] | None:
 def calling_line() -> str | None:
     """`file:line` of the innermost line of converted code running now (the user's line behind
     it), for a message raised from the runtime; None outside converted code."""
-    found = calling_location()
-    return None if found is None else f"{_display(found[0])}:{found[1]}"
-
-
-def calling_location() -> tuple[str, int] | None:
-    """(file, line) of the user's line behind the innermost converted code running now; None
-    outside converted code."""
     found = _calling_frame()
-    return None if found is None else found[1]
+    if found is None:
+        return None
+    _, (filename, lineno) = found
+    return f"{_display(filename)}:{lineno}"
 
 
 def _calling_frame():

@@ -525,6 +525,15 @@ def dtype_like(x):
     return _PYTHON_ZERO[np.dtype(aval.dtype).kind]
 
 
+def joins_strongly(types, dtype) -> bool:
+    """Whether a staged choice between values of `types` (their avals) that gives `dtype` is
+    strongly typed: one of them is a strongly typed array of that dtype, which keeps its type
+    (a Python number joined with a float32 is a float32). Otherwise the choice is weakly typed
+    and computes afterwards as either value would: two Python numbers, or a bool array and a
+    Python int (`y * u8` is a uint8 whichever was chosen, as in Python)."""
+    return any(not t.weak_type and t.dtype == dtype for t in types)
+
+
 def takes_dtype(x, dtype) -> bool:
     """Whether JAX's promotion of `x` with `dtype` gives `dtype`: a weakly typed `x` (a Python
     number's type) widened to it (`0` made a float32), not cut to it (`0.5` made an int32)."""
