@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import dataclasses
 
 import gast
@@ -66,9 +65,7 @@ class PassContext:
         """The builtins the function reads (`len`, `print`): names its module did not define
         when it was converted. Converted code is right only while it still does not."""
         return frozenset(
-            name
-            for name in self.module_reads
-            if name not in self.globals and hasattr(builtins, name)
+            name for name in self.module_reads if activity.is_builtin_name(name, self.globals)
         )
 
     def callees(self, fn_node: gast.FunctionDef) -> callees.Callees:

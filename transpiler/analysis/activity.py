@@ -231,25 +231,31 @@ def _note_binding(node: gast.AST, scopes: tuple) -> None:
                 break
 
 
+def reads_module(node: gast.AST) -> bool:
+    """Whether `node` is a read that Python resolves in the module's namespace (a global or a
+    builtin), as `mark_module_reads` marked it: not a local or closure variable of the name."""
+    return anno.hasanno(node, anno.Static.MODULE_READ)
+
+
+def is_builtin_name(name: str, globals_: dict) -> bool:
+    """Whether `name`, read from a module whose globals are `globals_`, is a builtin's."""
+    return name not in globals_ and hasattr(builtins, name)
+
+
 def reads_builtin(node: gast.AST, globals_: dict, names=None) -> bool:
     """Whether `node` is a `Name` that reads a builtin (one of `names`, if given): marked by
     `mark_module_reads`, and not a global of the module (`globals_`)."""
     return (
         isinstance(node, gast.Name)
         and (names is None or node.id in names)
-        and node.id not in globals_
-        and anno.hasanno(node, anno.Static.MODULE_READ)
-        and hasattr(builtins, node.id)
+        and reads_module(node)
+        and is_builtin_name(node.id, globals_)
     )
 
 
 def reads_global(node: gast.AST, globals_: dict) -> bool:
     """Whether `node` is a `Name` that reads a global of the module (`globals_`)."""
-    return (
-        isinstance(node, gast.Name)
-        and node.id in globals_
-        and anno.hasanno(node, anno.Static.MODULE_READ)
-    )
+    return isinstance(node, gast.Name) and node.id in globals_ and reads_module(node)
 
 
 def params_of(args: gast.arguments) -> frozenset[str]:

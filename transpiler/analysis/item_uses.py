@@ -18,7 +18,8 @@ import builtins
 
 import gast
 
-from transpiler import anno, naming, structure
+from transpiler import naming, structure
+from transpiler.analysis import activity
 from transpiler.naming import RUNTIME
 
 # Runtime operators that treat a traced int as Python would (casts, min/max, print).
@@ -153,7 +154,7 @@ def _range_call(node: gast.expr) -> bool:
     return naming.runtime_operator(node.func) == "range_" or (
         isinstance(node.func, gast.Name)
         and node.func.id == "range"
-        and anno.hasanno(node.func, anno.Static.MODULE_READ)  # not a `range` of the user's
+        and activity.reads_module(node.func)  # not a `range` of the user's
     )
 
 

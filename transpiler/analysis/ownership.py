@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import gast
 
-from transpiler import anno, structure
+from transpiler import structure
 from transpiler.analysis import activity
 from transpiler.naming import RUNTIME
 
@@ -262,7 +262,7 @@ class _Uses(gast.NodeVisitor):
 
 def _reads_only(func) -> bool:
     if isinstance(func, gast.Name):
-        return func.id in _READERS and _module_read(func)
+        return func.id in _READERS and activity.reads_module(func)
     if is_runtime(func):
         return func.attr in _RUNTIME_READERS
     return isinstance(func, gast.Attribute) and structure.root_name(func) in _READING_MODULES
@@ -278,20 +278,17 @@ def _makes_or_keeps(value, name: str) -> bool:
         return value.id == name  # `best += ...` (recorded as its own target)
     if isinstance(value, gast.Call):
         func = value.func
-        if isinstance(func, gast.Name) and func.id in {"list", "dict", "set", "sorted"}:
-            return _module_read(func)
+        if isinstance(func, gast.Name) and func.id in _NEW_CONTAINERS:
+            return activity.reads_module(func)  # a `def sorted` of the user's may be no copy
         if is_runtime(func) and value.args and isinstance(value.args[0], gast.Name):
             if func.attr == "call":  # `rt__.call(dict, cfg)`: the call pass's `dict(cfg)`
                 first = value.args[0]
-                return first.id in {"list", "dict", "set", "sorted"} and _module_read(first)
+                return first.id in _NEW_CONTAINERS and activity.reads_module(first)
             return value.args[0].id == name  # `best = rt__.list_append(best, v)`
     return False
 
 
-def _module_read(name: gast.Name) -> bool:
-    """Whether a builtin's name reads the builtin, not a local of the name (a `def sorted` of
-    the user's that gives back what it is given is no copy)."""
-    return anno.hasanno(name, anno.Static.MODULE_READ)
+_NEW_CONTAINERS = frozenset({"list", "dict", "set", "sorted"})  # builtins that make a new one
 
 
 def is_runtime(func) -> bool:
@@ -836,7 +833,7 @@ def _shallow_copy_of(call: gast.Call) -> str | None:
         len(args) == 1
         and not call.keywords
         and (
-            (isinstance(func, gast.Name) and func.id in _COPIERS and _module_read(func))
+            (isinstance(func, gast.Name) and func.id in _COPIERS and activity.reads_module(func))
             or (isinstance(func, gast.Attribute) and func.attr == "copy")
         )
     ):
