@@ -529,6 +529,26 @@ def check_program(
         unload(module)
 
 
+def _converting(module, f, timeout: float):
+    """(`f` converted, or None; what converting it raised, or None; a function that runs a
+    converted function of `module` on arguments as `run` does, `state` False by default: where
+    converting failed, a Run whose exception is that error; past `timeout`, a Timeout)."""
+    try:
+        converted, conversion_error = transpiler.convert(f), None
+    except Exception as e:  # noqa: BLE001
+        converted, conversion_error = None, e
+
+    def converted_run(fn, args, *, state=False):
+        if conversion_error is not None:
+            return Run(exc=conversion_error, stdout=None)
+        try:
+            return run(module, fn, args, state=state, timeout=timeout)
+        except Timeout as e:
+            return Run(exc=e)
+
+    return converted, conversion_error, converted_run
+
+
 def _check(module, source, modes, inputs, timeout) -> Checked:
     labels = return_labels(source)
     f = module.f
@@ -542,19 +562,7 @@ def _check(module, source, modes, inputs, timeout) -> Checked:
             )
     reference_ok = all(r.exc is None for r in refs)
     results = []
-    try:
-        converted = transpiler.convert(f)
-        conversion_error = None
-    except Exception as e:  # noqa: BLE001
-        converted, conversion_error = None, e
-
-    def converted_run(fn, xy, *, state):
-        if conversion_error is not None:
-            return Run(exc=conversion_error, stdout=None)
-        try:
-            return run(module, fn, xy, state=state, timeout=timeout)
-        except Timeout as e:
-            return Run(exc=e)
+    converted, conversion_error, converted_run = _converting(module, f, timeout)
 
     path = os.path.abspath(module.__file__)
 
@@ -824,19 +832,7 @@ def _check_numeric(module, source, modes, inputs, timeout) -> Checked:
                 )
     reference_ok = all(python_refs[(xy, "float")][1].exc is None for xy in inputs)
     eager = {xy: python_refs[(xy, "jnp.float32")][1] for xy in inputs}
-    try:
-        converted = transpiler.convert(f)
-        conversion_error = None
-    except Exception as e:  # noqa: BLE001
-        converted, conversion_error = None, e
-
-    def converted_run(fn, args):
-        if conversion_error is not None:
-            return Run(exc=conversion_error, stdout=None)
-        try:
-            return run(module, fn, args, state=False, timeout=timeout)
-        except Timeout as e:
-            return Run(exc=e)
+    converted, _, converted_run = _converting(module, f, timeout)
 
     results = []
     if "python" in modes:

@@ -22,8 +22,9 @@ random inside nested blocks.
 
 from __future__ import annotations
 
-import random
 from typing import NamedTuple
+
+from tests.fuzz.writer import ProgramWriter
 
 CLASS_NAMES = {
     1: "temporaries bound in both branches / del + rebind",
@@ -58,11 +59,9 @@ class _Ctx(NamedTuple):
         return self._replace(depth=self.depth + 1, **kw)
 
 
-class _Generator:
+class _Generator(ProgramWriter):
     def __init__(self, seed: int):
-        self.rng = random.Random(seed)
-        self.n = 0  # fresh-name counter
-        self.lines: list[str] = []
+        super().__init__(seed)
         classes = [c for c in CLASS_NAMES if self.rng.random() < 0.5]
         while len(classes) < 3:
             c = self.rng.choice(list(CLASS_NAMES))
@@ -74,18 +73,8 @@ class _Generator:
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def fresh(self, prefix: str) -> str:
-        self.n += 1
-        return f"{prefix}{self.n}"
-
-    def emit(self, indent: int, text: str) -> None:
-        self.lines.append("    " * indent + text)
-
     def on(self, c: int) -> bool:
         return c in self.enabled
-
-    def chance(self, p: float) -> bool:
-        return self.rng.random() < p
 
     def atom(self, ctx: _Ctx) -> str:
         atoms = ["a", "b", "a", "b", "x", "y", str(self.rng.randint(0, 9))]

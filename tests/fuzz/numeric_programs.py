@@ -43,8 +43,9 @@ converted function differs there (so a difference would be no bug):
 
 from __future__ import annotations
 
-import random
 from typing import NamedTuple
+
+from tests.fuzz.writer import ProgramWriter
 
 DYADIC = ["0.5", "1.5", "-2.25", "0.25", "3.0", "-0.75", "2.0", "10.0", "-1.0", "0.125"]
 FACTORS = ["0.5", "0.25", "-0.75", "1.5", "-1.0", "0.125"]  # |factor| <= 1.5
@@ -65,28 +66,16 @@ class _Ctx(NamedTuple):
         return self._replace(depth=self.depth + 1, **kw)
 
 
-class _Generator:
+class _Generator(ProgramWriter):
     def __init__(self, seed: int):
-        self.rng = random.Random(seed)
-        self.lines: list[str] = []
-        self.n = 0
+        super().__init__(seed)
         self.has_w = self.rng.random() < 0.3
         self.has_max = self.rng.random() < 0.5
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def chance(self, p: float) -> bool:
-        return self.rng.random() < p
-
     def pick(self, items):
         return self.rng.choice(items)
-
-    def fresh(self, prefix: str) -> str:
-        self.n += 1
-        return f"{prefix}{self.n}"
-
-    def emit(self, indent: int, text: str) -> None:
-        self.lines.append("    " * indent + text)
 
     # -- expressions ----------------------------------------------------------------------------
 
