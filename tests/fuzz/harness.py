@@ -529,6 +529,17 @@ def check_program(
         unload(module)
 
 
+def _row(got: Run, i: int) -> Run:
+    """Row `i` of a vmapped run: its exception, or the `i`th item of each of its leaves."""
+    row = Run(exc=got.exc, stdout=None)
+    if got.exc is None:
+        try:
+            row.value = jax.tree_util.tree_map(lambda leaf: leaf[i], got.value)
+        except Exception as e:  # noqa: BLE001
+            row.exc = e
+    return row
+
+
 def _converting(module, f, timeout: float):
     """(`f` converted, or None; what converting it raised, or None; a function that runs a
     converted function of `module` on arguments as `run` does, `state` False by default: where
@@ -633,12 +644,7 @@ def _check(module, source, modes, inputs, timeout) -> Checked:
             )
             outs = []
             for i, (ref, xy) in enumerate(zip(refs, inputs)):
-                row = Run(exc=got.exc, stdout=None)
-                if got.exc is None:
-                    try:
-                        row.value = jax.tree_util.tree_map(lambda leaf, i=i: leaf[i], got.value)
-                    except Exception as e:  # noqa: BLE001
-                        row.exc = e
+                row = _row(got, i)
                 o = judge("vmap", ref, row, xy, False)
                 o.inputs = tuple(inputs)
                 outs.append(o)
@@ -860,12 +866,7 @@ def _check_numeric(module, source, modes, inputs, timeout) -> Checked:
         )
         outs = []
         for i, xy in enumerate(inputs):
-            row = Run(exc=got.exc, stdout=None)
-            if got.exc is None:
-                try:
-                    row.value = jax.tree_util.tree_map(lambda leaf, i=i: leaf[i], got.value)
-                except Exception as e:  # noqa: BLE001
-                    row.exc = e
+            row = _row(got, i)
             o = site(compare_numeric("vmap", eager[xy], row, xy, labels), got.exc)
             o.inputs = (xy,)
             outs.append(o)

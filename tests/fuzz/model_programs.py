@@ -458,14 +458,9 @@ class _Generator(ProgramWriter):
     def c13(self, indent: int, ctx: _Ctx) -> None:
         r = self.rng.random()
         if r < 0.3:
-            self.emit(indent, f"if {self.cond(ctx)}:")
-            self.block(indent + 1, ctx.nest())
-            if self.chance(0.3):
-                self.emit(indent, f"elif {self.cond(ctx)}:")
-                self.block(indent + 1, ctx.nest())
-            if self.chance(0.5):
-                self.emit(indent, "else:")
-                self.block(indent + 1, ctx.nest())
+            self.if_elif_else(
+                indent, lambda: self.cond(ctx), lambda: self.block(indent + 1, ctx.nest())
+            )
         elif r < 0.55:
             i = self.fresh("i")
             self.for_header(indent, i)

@@ -338,14 +338,9 @@ class _Generator(ProgramWriter):
         elif r < 0.42:
             self.risky(indent, ctx)
         elif r < 0.6:
-            self.emit(indent, f"if {self.cond(ctx)}:")
-            self.block(indent + 1, ctx.nest())
-            if self.chance(0.3):
-                self.emit(indent, f"elif {self.cond(ctx)}:")
-                self.block(indent + 1, ctx.nest())
-            if self.chance(0.5):
-                self.emit(indent, "else:")
-                self.block(indent + 1, ctx.nest())
+            self.if_elif_else(
+                indent, lambda: self.cond(ctx), lambda: self.block(indent + 1, ctx.nest())
+            )
         elif r < 0.73:
             i = f"i{ctx.depth}"
             bound = self.pick(

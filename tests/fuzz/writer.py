@@ -22,3 +22,15 @@ class ProgramWriter:
 
     def emit(self, indent: int, text: str) -> None:
         self.lines.append("    " * indent + text)
+
+    def if_elif_else(self, indent: int, cond, block) -> None:
+        """An `if` (an `elif` three times in ten, an `else` every other time): `cond()` writes a
+        test, `block()` a body at `indent + 1`."""
+        self.emit(indent, f"if {cond()}:")
+        block()
+        if self.chance(0.3):
+            self.emit(indent, f"elif {cond()}:")
+            block()
+        if self.chance(0.5):
+            self.emit(indent, "else:")
+            block()
