@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import ast
 import builtins
+import io
 import json
 import linecache
 import os
 import re
 import sys
+import tokenize
 import traceback
 import types
 import warnings
@@ -260,6 +262,18 @@ def _display(filename: str) -> str:
     return filename if rel.startswith(os.pardir) else rel
 
 
+def _without_comment(line: str) -> str:
+    """`line` without its trailing `# comment` (a `#` inside a string stays)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line).readline))
+    except (tokenize.TokenError, SyntaxError):  # a line of a statement that goes on
+        tokens = []
+    for token in tokens:
+        if token.type == tokenize.COMMENT:
+            return line[: token.start[1]]
+    return line
+
+
 class Site:
     """Where a runtime operator was called from, and what construct it stands for."""
 
@@ -300,7 +314,7 @@ class Site:
         for filename, lineno in self._generated:
             found = user_location(filename, lineno)
             if found is not None:
-                line = linecache.getline(found[0], found[1]).strip()
+                line = _without_comment(linecache.getline(found[0], found[1])).strip()
                 return line or None
         return None
 

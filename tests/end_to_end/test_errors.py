@@ -191,6 +191,17 @@ def test_non_scalar_condition():
     )
 
 
+def vector_condition_commented(x):
+    while x[0] > 0:  # a "#" in the comment; x[0] is a row of a matrix
+        x = x - 1
+    return x
+
+
+def test_non_scalar_condition_shows_the_line_without_its_comment():
+    with pytest.raises(StagingError, match=r"while loop: `while x\[0\] > 0:`\); a condition"):
+        jax.jit(transpiler.convert(vector_condition_commented))(jnp.ones((2, 2)))
+
+
 def test_errors_hide_runtime_frames():
     with pytest.raises(StagingError) as e:
         jax.jit(transpiler.convert(shape_mismatch))(jnp.ones(3))
