@@ -343,12 +343,11 @@ class Carry:
             # makes an int32, or an int it makes a bool, would be cut to it (0.5 -> 0).
             narrowed = weak and not staging.takes_dtype(x, y.dtype)
             if x.dtype != y.dtype and (not weak or narrowed):
-                before = describe(x)
-                if narrowed:  # a Python number's type: staged, it would be cut to the other
-                    kind = {"b": "bool", "i": "int", "u": "int", "c": "complex"}
-                    before = f"a Python {kind.get(np.dtype(x.dtype).kind, 'float')} ({before})"
+                # (a Python number where staged it would be cut to the other type)
+                before = _python_number(x) if narrowed else describe(x)
+                after = _python_number(y) if narrowed and jax.typeof(y).weak_type else describe(y)
                 raise StagingError(
-                    f"{where} is {before} before the {construct} but {describe(y)} after "
+                    f"{where} is {before} before the {construct} but {after} after "
                     f"one iteration ({site}). Loop variables must keep their dtype; give {name} "
                     f"its final dtype before the loop, or cast inside it with "
                     f".astype(jnp.{np.dtype(x.dtype).name})."
@@ -356,7 +355,18 @@ class Carry:
             if x.dtype != y.dtype and jnp.result_type(x, y) == y.dtype:
                 weak = jax.typeof(y).weak_type
                 promoted[j] = staging.WeakDtype(y.dtype) if weak else y.dtype
+            elif x.dtype == y.dtype and jax.typeof(x).weak_type and not jax.typeof(y).weak_type:
+                # A Python number the body makes a strongly typed array (`u = 0.0`, then
+                # `u = z` with z a float32): the loop carries the array's type, as a staged if
+                # joins them (`lax.while_loop` would give the start's weak type after it).
+                promoted[j] = y.dtype
         return promoted
+
+
+def _python_number(x) -> str:
+    """A weakly typed scalar as the Python number it stands for: `a Python int (int32[])`."""
+    kind = {"b": "bool", "i": "int", "u": "int", "c": "complex"}.get(np.dtype(x.dtype).kind)
+    return f"a Python {kind or 'float'} ({describe(x)})"
 
 
 class Unsized(StagingError):
@@ -447,7 +457,7 @@ def _promote(state, promotions):
 def _adopt_weak_dtypes(value, prev):
     """`value` with each weakly typed leaf (a Python number assigned in the loop, `total = 0`)
     cast to the type the loop carries there, where JAX's promotion would give that dtype (a
-    Python int into a float32 variable; not a float result into an int variable), and made
+    Python int into a float32 array variable; not a float result into an int variable), and made
     strongly typed where the loop carries a strongly typed array (`u = y` before the loop,
     `u = -0.25` in it: after no iteration Python's `u` is `y`, a strong float32; `lax.while_loop`
     would give the body's weak type)."""
@@ -457,9 +467,11 @@ def _adopt_weak_dtypes(value, prev):
     def adopt(y, x):
         if not jax.typeof(y).weak_type or y.shape != x.shape:
             return y
+        if jax.typeof(x).weak_type:
+            return y  # two Python numbers: `Carry._check_leaves` promotes or refuses
         if y.dtype != x.dtype:
             return lax.convert_element_type(y, x.dtype) if staging.takes_dtype(y, x.dtype) else y
-        return y if jax.typeof(x).weak_type else lax.convert_element_type(y, x.dtype)
+        return lax.convert_element_type(y, x.dtype)
 
     return jax.tree_util.tree_map(adopt, value, prev)
 

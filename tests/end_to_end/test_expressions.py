@@ -289,6 +289,21 @@ def power_of_an_appended_item(n, exponent_of_k):
     return vals[1]
 
 
+def power_of_two_python_ints(n):
+    k = 0
+    while k < n:
+        k += 1
+    return 2**k * jnp.int8(1)  # 2 ** k is a Python int: int8 times it is an int8
+
+
+def test_a_power_of_two_python_ints_stands_for_a_python_int():
+    # jnp.power made it a strongly typed int32 (the product an int32).
+    expected = power_of_two_python_ints(jnp.int32(3))
+    got = jax.jit(transpiler.convert(power_of_two_python_ints))(3)
+    assert got.dtype == expected.dtype == jnp.int8
+    assert int(got) == int(expected) == 8
+
+
 def test_a_power_assigned_to_an_item_of_a_list_the_function_builds():
     # `rt__.list_update` made it with `operator.ipow`: JAX's int power, 0 for 2 ** -1.
     assert power_of_an_appended_item(2, False) == 2.0

@@ -593,10 +593,20 @@ def first_iteration_in_python(x):
     return z
 
 
+def python_float_made_a_python_int(x):
+    z = 0.5
+    n = 0
+    while x > n:
+        n += 1
+        z = n  # a Python int in Python: carried as a float32 it would print 2.0, not 2
+    return z
+
+
 @pytest.mark.parametrize(
     "fn, args, before",
     [
         (no_iteration_keeps_a_float, (1.0,), "a Python float (float32[])"),
+        (python_float_made_a_python_int, (2.0,), "a Python float (float32[])"),
         (read_before_made_an_int, (1.0,), "a Python float (float32[])"),
         (nan_made_an_index, (1.0, 0), "a Python float (float32[])"),
         (first_iteration_in_python, (1.0,), "a Python float (float32[])"),
@@ -659,3 +669,20 @@ def test_a_loop_keeps_a_strongly_typed_variable_strong():
     got = jax.jit(transpiler.convert(python_number_assigned_to_a_strong_array_in_a_loop))(*args)
     assert got.dtype == expected.dtype == jnp.float32
     assert float(got) == float(expected) == 1.5
+
+
+def python_number_a_loop_makes_a_strong_array(x, y):
+    z = -0.25
+    u = 0.0  # a Python float...
+    for _ in range(x):
+        u = z  # ...which, from the second iteration, is the float32 array z
+        z = jnp.minimum(3.0, y)
+    return u * jnp.float16(1)  # float32 in Python after two iterations, and staged
+
+
+def test_a_python_number_the_loop_makes_strongly_typed_is_carried_strong():
+    args = (jnp.int32(3), jnp.float32(7.5))
+    expected = python_number_a_loop_makes_a_strong_array(*args)
+    got = jax.jit(transpiler.convert(python_number_a_loop_makes_a_strong_array))(*args)
+    assert got.dtype == expected.dtype == jnp.float32
+    assert float(got) == float(expected) == 3.0
