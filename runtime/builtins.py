@@ -1,7 +1,7 @@
 """Builtins that also accept traced values; with Python values each is exactly the builtin.
 
-`int(x)`, `float(x)`, `bool(x)` of a traced scalar give arrays of the dtype JAX gives the Python
-type; `min`/`max` of traced values reduce with `jnp.minimum`/`jnp.maximum`; `enumerate`, `zip` and
+`int(x)` and `float(x)` of a traced scalar give weakly typed arrays, as JAX stages a Python number
+(`bool(x)` a bool array); `min`/`max` of traced values reduce with `jnp.minimum`/`jnp.maximum`; `enumerate`, `zip` and
 `reversed` over arrays give views that a `for` loop can stage as one `lax.scan`.
 """
 
@@ -39,7 +39,7 @@ def int_(x=0, *args, **kwargs):
     derivative is zero)."""
     if args or kwargs or not isinstance(x, jax.core.Tracer):
         return errors.python_call(builtins.int, x, *args, **kwargs)
-    return _scalar(x, "int").astype(int)
+    return staging.python_number(_scalar(x, "int").astype(int))
 
 
 def float_(x=0.0):
@@ -49,7 +49,7 @@ def float_(x=0.0):
     refuses `float()`), so that a derivative is the same compiled or not."""
     if not isinstance(x, jax.core.Tracer):
         return errors.python_call(builtins.float, x)
-    return _scalar(x, "float").astype(float)
+    return staging.python_number(_scalar(x, "float").astype(float))
 
 
 def bool_(x=False):

@@ -42,7 +42,9 @@ def pow_(base, exponent, mod=None):
             return (base * 1.0) ** exponent  # a weakly typed float, as a Python float staged
         return base**exponent
     _check_int_exponent(exponent, Site("** of ints"))
-    return _python_int_power(base, exponent)
+    # a Python int, weakly typed (jnp.power's is an int32, which a staged loop would then carry
+    # as an int32 array, no longer checked)
+    return staging.python_number(base**exponent)
 
 
 def _python_int(value) -> bool:
@@ -52,19 +54,6 @@ def _python_int(value) -> bool:
     if not isinstance(value, jax.core.Tracer) or value.ndim != 0 or not value.aval.weak_type:
         return False
     return jnp.issubdtype(value.dtype, jnp.integer) or value.dtype == jnp.bool_
-
-
-def _python_int_power(base, exponent):
-    """`base ** exponent` of two values that stand for Python ints (the exponent checked >= 0),
-    weakly typed, as the Python int it stands for: `jnp.power`'s binary exponentiation (the same
-    values), written with operations that keep a weak type (`jnp.power` makes it a strongly
-    typed int32, which a staged loop would then carry as an int32 array, no longer checked)."""
-    base, exponent = jnp.asarray(base) + 0, jnp.asarray(exponent) + 0  # a bool as an int
-    power = jnp.where((base == 0) & (exponent != 0), base * 0, base * 0 + 1)
-    for _ in range(6):  # jnp.power's: any more bits overflow for a base > 1
-        power = jnp.where(exponent & 1 != 0, power * base, power)
-        base, exponent = base * base, exponent >> 1
-    return power
 
 
 def _check_int_exponent(exponent, site: Site) -> None:

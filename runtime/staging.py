@@ -570,9 +570,23 @@ def cast(x, dtype):
     check_fits(x, dtype.dtype if isinstance(dtype, WeakDtype) else dtype)
     if not isinstance(dtype, WeakDtype):
         return lax.convert_element_type(x, dtype)
+    if not jax.typeof(x).weak_type:
+        return python_number(x, dtype.dtype)
     if x.dtype == dtype.dtype:
         return x
     return x * _PYTHON_ONE[np.dtype(dtype.dtype).kind]
+
+
+def python_number(x, dtype=None):
+    """`x` (an array) as the Python number of its kind (or of `dtype`'s) stands in staged code:
+    weakly typed, of JAX's dtype for that kind of Python number (`int(h)` is a weakly typed
+    int32, which an int8 array meets as an int8: `int(h) * i8` is an int8, as in Python). A bool
+    stays a (strong) bool array; a dtype that is not JAX's for its kind (a float16) is a strong
+    cast. `lax.full_like` of a Python zero casts `x` to the zero's weak type."""
+    zero = _PYTHON_ZERO[np.dtype(dtype or x.dtype).kind]
+    if type(zero) is bool or (dtype is not None and jnp.result_type(zero) != dtype):
+        return lax.convert_element_type(x, dtype or x.dtype)
+    return lax.full_like(zero, x, shape=jnp.shape(x))
 
 
 def describe_tree(value) -> str:

@@ -310,3 +310,18 @@ def test_a_power_assigned_to_an_item_of_a_list_the_function_builds():
     assert float(transpiler.jit(power_of_an_appended_item, static_argnums=1)(2, False)) == 2.0
     with pytest.raises(Exception, match=r"\*\* of ints"):
         jax.block_until_ready(transpiler.jit(power_of_an_appended_item, static_argnums=1)(2, True))
+
+
+def python_numbers_of_traced_values(h, u):
+    return int(h) * u, float(h) * jnp.float16(1), int(h) + 0.5
+
+
+def test_int_and_float_of_a_traced_value_stand_for_python_numbers():
+    # They were strongly typed int32/float32 arrays: int(h) * u8 an int32, not a uint8.
+    args = (jnp.float32(2.5), jnp.uint8(200))
+    expected = python_numbers_of_traced_values(*args)
+    got = jax.jit(transpiler.convert(python_numbers_of_traced_values))(*args)
+    for e, g in zip(expected, got):
+        assert jnp.result_type(e) == g.dtype
+        assert float(e) == float(g)
+    assert [g.dtype for g in got] == [jnp.uint8, jnp.float16, jnp.float32]
