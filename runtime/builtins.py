@@ -1,8 +1,9 @@
 """Builtins that also accept traced values; with Python values each is exactly the builtin.
 
-`int(x)` and `float(x)` of a traced scalar give weakly typed arrays, as JAX stages a Python number
-(`bool(x)` a bool array); `min`/`max` of traced values reduce with `jnp.minimum`/`jnp.maximum`; `enumerate`, `zip` and
-`reversed` over arrays give views that a `for` loop can stage as one `lax.scan`.
+`int(x)` and `float(x)` of a traced scalar give weakly typed arrays, as JAX stages a Python
+number (`bool(x)` a bool array); `min`/`max` of traced values reduce with
+`jnp.minimum`/`jnp.maximum`; `enumerate`, `zip` and `reversed` over arrays give views that a
+`for` loop can stage as one `lax.scan`.
 """
 
 from __future__ import annotations
