@@ -191,9 +191,10 @@ def _swap(stmts: list, old, new) -> bool:
 
 
 def enclosing_class(qualname: str) -> str | None:
-    """`'Model'` for a method `Model.__call__` (or `f.<locals>.Model.step`), else None."""
+    """`'Model'` for a method `Model.__call__` (or `f.<locals>.Model.step`), else None (also
+    for a function a comprehension or a generator expression makes: `<listcomp>.<lambda>`)."""
     parts = qualname.split(".")
-    return parts[-2] if len(parts) >= 2 and parts[-2] != "<locals>" else None
+    return parts[-2] if len(parts) >= 2 and not parts[-2].startswith("<") else None
 
 
 def function_code(module_code: types.CodeType, name: str) -> types.CodeType:

@@ -119,8 +119,25 @@ def _source_lines(code: types.CodeType) -> tuple[list[str], int]:
         return inspect.getblock(lines[start:]), start + 1
     # A definition ends on the last line its code (or code nested in it) comes from: no need
     # to tokenize the file from `start` to find where its block ends. (Lines after it that
-    # compile to nothing, a trailing `pass`, are left out: the code is the same.)
-    return lines[start : _last_line(code)], start + 1
+    # compile to nothing, a trailing `pass`, are left out: the code is the same.) But code that
+    # CPython drops as unreachable (`return -n` after a `while True:` that our
+    # `loop_options(max_iterations=3)` ends) compiles to nothing too: where the block goes on
+    # past that line, it is found as inspect finds it.
+    end = _last_line(code)
+    if _block_goes_on(lines, start, end):
+        return inspect.getblock(lines[start:]), start + 1
+    return lines[start:end], start + 1
+
+
+def _block_goes_on(lines: list[str], start: int, end: int) -> bool:
+    """Whether the first line after line `end` that is not blank or a comment is indented
+    deeper than the definition on line `start + 1`: still in its block."""
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    for line in lines[end:]:
+        text = line.lstrip()
+        if text and not text.startswith("#"):
+            return len(line) - len(text) > indent
+    return False
 
 
 def _last_line(code: types.CodeType) -> int:

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 
 import gast
 
+from transpiler import anno
+
 
 class Role(enum.Enum):
     """What a block is to the statement that holds it."""
@@ -132,6 +134,17 @@ def walk_all(stmts: list[gast.stmt]) -> Iterator[gast.stmt]:
         yield stmt
         for block in scope_blocks(stmt):
             yield from walk_all(block.stmts)
+
+
+def endless(loop: gast.stmt) -> bool:
+    """`while True:` (or another true constant): its test never ends the loop; a break, return
+    or raise does. Not with `loop_options(max_iterations=N)`, which ends it after N iterations
+    as a false test would (its `else` runs, the code after it is reached)."""
+    test = getattr(loop, "test", None)
+    if not (isinstance(test, gast.Constant) and bool(test.value)):
+        return False
+    bounded = anno.hasanno(loop, anno.Static.LOOP_OPTIONS)
+    return not (bounded and "max_iterations" in anno.getanno(loop, anno.Static.LOOP_OPTIONS))
 
 
 def jumps_out(stmts: list[gast.stmt], kinds: tuple[type, ...]) -> Iterator[gast.stmt]:

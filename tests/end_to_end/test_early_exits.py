@@ -517,3 +517,41 @@ def test_loops_left_only_by_a_return_carry_the_return_flag_alone():
     for target in (6.0, 9.0, 100.0):  # found in the first row, in a later one, never
         expected = first_pair_summing_to(x, target)
         assert int(jax.jit(transpiler.convert(first_pair_summing_to))(x, target)) == expected
+
+
+def bounded_endless_loop_returning(x):
+    n = 0
+    while True:
+        transpiler.loop_options(max_iterations=3)
+        n += 1
+        if n > x:
+            return n
+    return -n  # reached when the bound ends the loop (CPython compiles it to nothing)
+
+
+def bounded_endless_loop_with_else(x):
+    n = 0
+    while True:
+        transpiler.loop_options(max_iterations=3)
+        n += 1
+        if n > x:
+            break
+    else:
+        n = n * 10
+    return n
+
+
+@pytest.mark.parametrize(
+    "fn, x, expected",
+    [
+        (bounded_endless_loop_returning, 10, -3),
+        (bounded_endless_loop_returning, 1, 2),
+        (bounded_endless_loop_with_else, 10, 30),
+        (bounded_endless_loop_with_else, 1, 2),
+    ],
+)
+def test_a_while_true_its_bound_ends_runs_the_code_after_it(fn, x, expected):
+    # The code after the loop was dropped: the Python path returned the runtime's
+    # UndefinedReturnValue, the staged one 0.
+    assert transpiler.convert(fn)(x) == expected
+    assert int(jax.jit(transpiler.convert(fn))(x)) == expected

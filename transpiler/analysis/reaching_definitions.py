@@ -127,7 +127,7 @@ class _Definitions:
         breaks, _ = self.loops.pop()
         # The loop ends when its test fails (its iterator is exhausted): at entry, or after any
         # iteration, as the body (or a `continue`) left it.
-        if _always_true(node):
+        if structure.endless(node):
             exhausted = _UNREACHED  # `while True:` is left by `break` (or return, raise) only
         else:
             exhausted = entry | (after.bind(rebound) if isinstance(node, gast.While) else after)
@@ -196,9 +196,3 @@ def _deleted_in(stmts: list[gast.stmt]) -> frozenset[str]:
         for target in stmt.targets
         if isinstance(target, gast.Name)
     )
-
-
-def _always_true(loop: gast.stmt) -> bool:
-    """`while True:` (or another true constant): its test never ends the loop."""
-    test = getattr(loop, "test", None)
-    return isinstance(test, gast.Constant) and bool(test.value)

@@ -170,9 +170,4 @@ def _exits(stmt) -> bool:
         return False
     # With no break, a loop ends only through its `else` (`for ...: ... else: return -1`), or,
     # `while True:`, never: it leaves through a return or raise.
-    forever = (
-        isinstance(stmt, gast.While)
-        and isinstance(stmt.test, gast.Constant)
-        and bool(stmt.test.value)
-    )
-    return forever or _always_exits(stmt.orelse)
+    return structure.endless(stmt) or _always_exits(stmt.orelse)
