@@ -223,13 +223,16 @@ def host_callback(fn, *args, ordered: bool = False, kind: str = "check") -> None
 def check_when_run(failing, error, *operands, kind: str = "check") -> None:
     """A check Python makes, made when the program runs, where the code making it runs (in a
     staged branch: when the branch is taken): `error(*values)` is raised if `failing(*values)`
-    holds anywhere, `values` being the concrete values of `operands`."""
+    holds anywhere, `values` being the concrete values of `operands`. Ordered with the
+    program's prints: the first check that fails ends the run there, as Python's exception
+    would (the prints and checks after it are not made; unordered, a later failing check could
+    be reported first, and prints after a failed one made)."""
 
     def check(taken, *values):
         if np.any(np.logical_and(taken, failing(*values))):
             raise error(*values)
 
-    host_callback(check, branch_taken(), *operands, kind=kind)
+    host_callback(check, branch_taken(), *operands, ordered=True, kind=kind)
 
 
 def in_staged_program() -> bool:

@@ -1753,3 +1753,35 @@ def test_a_right_operand_that_raises_raises_only_where_python_evaluates_it():
         assert float(converted(jnp.float32(fine), 1.5)) == float(fn(jnp.float32(fine), 1.5))
         with pytest.raises(Exception, match="unsupported operand type"):
             jax.block_until_ready(converted(jnp.float32(raising), 1.5))
+
+
+def checks_in_a_loop(x, stop):
+    for i in range(stop):
+        print("top", i)
+        assert x > i, f"i={i}"
+    return x
+
+
+def check_before_a_print(x):
+    assert x > 0, "first"
+    print("between")
+    return x
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [(checks_in_a_loop, (2.5, 6)), (check_before_a_print, (-1.0,))],
+)
+def test_the_first_failing_check_ends_the_run_as_in_python(fn, args, capsys):
+    # Checks were unordered host callbacks: a later failing one (i=5) was reported, and prints
+    # after the first failure were made or lost.
+    with pytest.raises(AssertionError) as python:
+        fn(*args)
+    expected = capsys.readouterr().out
+    message = str(python.value).splitlines()[0]  # (pytest adds the test's operands below)
+    with pytest.raises(Exception, match=re.escape(f"AssertionError: {message} (")):
+        jax.block_until_ready(
+            jax.jit(transpiler.convert(fn), static_argnums=range(1, len(args)))(*args)
+        )
+    jax.effects_barrier()
+    assert capsys.readouterr().out == expected
