@@ -209,7 +209,12 @@ class Snapshot:
                 continue
             if isinstance(obj, types.FunctionType):
                 if not (isinstance(label, _CellContents) or _in_user_module(obj)):
-                    continue  # a library's function: its state is the library's
+                    # A library's function: its state is the library's; but one that wraps a
+                    # function of the user's (`contextlib.contextmanager`'s) runs that one.
+                    wrapped = getattr(obj, "__wrapped__", None)
+                    if isinstance(wrapped, types.FunctionType):
+                        stack.append((_CellContents(obj.__name__), wrapped))
+                    continue
                 self._seen.add(id(obj))
                 stack += self._function(obj)
             else:
@@ -304,6 +309,11 @@ class Snapshot:
                 + [(f"{label}.args[{i}]", a) for i, a in enumerate(obj.args)]
                 + [(f"{label}.keywords[{k!r}]", v) for k, v in obj.keywords.items()]
             )
+        if isinstance(obj, property):  # its functions run on `obj.name`
+            functions = (obj.fget, obj.fset, obj.fdel)
+            return [(label, f) for f in functions if isinstance(f, types.FunctionType)]
+        if isinstance(obj, (staticmethod, classmethod)):
+            return [(label, obj.__func__)]
         if isinstance(obj, (types.MethodType, types.BuiltinMethodType)):
             owner = getattr(obj, "__self__", None)
             if _generator_state(owner) is not None:  # `self.draw = random.random`
@@ -357,7 +367,14 @@ class Snapshot:
         if isinstance(obj, type):
             attributes = {k: v for k, v in vars(obj).items() if not k.startswith("__")}
             self._records.append((obj, "class", attributes, label))
-            return [(f"{label}.{k}", v) for k, v in attributes.items()]
+            # Its special methods are not state, but what they reach is: Python calls them
+            # (`with Timer():` its __enter__ and __exit__, `a + b` an __add__).
+            methods = [
+                (f"{label}.{k}", v)
+                for k, v in vars(obj).items()
+                if k.startswith("__") and isinstance(v, types.FunctionType)
+            ]
+            return [(f"{label}.{k}", v) for k, v in attributes.items()] + methods
         # Its class's attributes are state it reaches too (`type(self).calls += 1`,
         # `self.history.append(x)` of a class-level list), and those of the user classes the
         # class derives from.

@@ -1,6 +1,7 @@
 """Python state that no variable shows: how many items an iterator gave, where a random number
 generator stands. A staged loop or branch must change it exactly as Python would, or refuse."""
 
+import contextlib
 import functools
 import itertools
 import random
@@ -318,3 +319,84 @@ def test_a_cached_call_that_changes_state_in_staged_code_is_refused():
     cached_pure.cache_clear()
     out = transpiler.jit(loop_calling_cached, static_argnums=1)(xs, cached_pure)
     assert out[0] == loop_calling_cached(xs, cached_pure)[0]
+
+
+# State that code Python calls without the function naming it changes: a context manager's
+# __enter__/__exit__, a contextlib.contextmanager's body, a property's getter. Tracing a staged
+# block ran it once for every run and branch, and nothing was watched.
+TRAIL = []
+
+
+class Scope:
+    def __enter__(self):
+        TRAIL.append("in")
+
+    def __exit__(self, *exc):
+        TRAIL.append("out")
+
+
+@contextlib.contextmanager
+def named_scope(name):
+    TRAIL.append(name)
+    yield
+    TRAIL.append("/" + name)
+
+
+class Counter:
+    def __init__(self):
+        self.v = 1.0
+
+    @property
+    def value(self):
+        TRAIL.append("read")
+        return self.v
+
+
+COUNTER = Counter()
+
+
+def scope_in_a_branch(x):
+    if x > 2:
+        with Scope():
+            x = x - 1
+    return x
+
+
+def scope_in_a_loop(x):
+    for i in range(3):
+        with Scope():
+            if x > i:
+                x = x - 1
+    return x
+
+
+def contextmanager_in_a_branch(x):
+    if x > 0:
+        with named_scope("a"):
+            x = x - 1
+    return x
+
+
+def property_in_a_branch(x):
+    if x > 0:
+        x = x + COUNTER.value
+    return x
+
+
+@pytest.mark.parametrize(
+    "fn", [scope_in_a_branch, contextmanager_in_a_branch, property_in_a_branch]
+)
+def test_state_changed_by_methods_python_calls_in_staged_code_is_refused(fn):
+    TRAIL.clear()
+    with pytest.raises(StagingError, match=r"TRAIL \(a list\) grows"):
+        transpiler.jit(fn)(1.0)
+    assert TRAIL == []  # undone
+
+
+def test_a_loop_whose_context_manager_changes_state_runs_as_python():
+    TRAIL.clear()
+    expected = scope_in_a_loop(1.0)
+    python_trail = list(TRAIL)
+    TRAIL.clear()
+    assert float(transpiler.jit(scope_in_a_loop)(1.0)) == expected
+    assert TRAIL == python_trail == ["in", "out"] * 3
