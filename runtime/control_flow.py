@@ -869,11 +869,12 @@ def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:
         if (
             x.shape == y.shape
             and any(weak)
-            and all(w or staging.keeps_dtype(v.dtype, dtype) for v, w in zip((x, y), weak))
+            and all(staging.joins_as(jax.typeof(v), dtype) for v in (x, y))
         ):
-            # Two Python numbers (`1` and `2.5`), or a bool array and a Python int, give one
-            # that is still weakly typed: it promotes as either would (`bf16_array * y` stays
-            # bfloat16); an array of the joined dtype keeps its strong type.
+            # Two Python numbers (`1` and `2.5`; not a Python bool and a float), or a bool array
+            # and a Python int, give one that is still weakly typed: it promotes as either would
+            # (`bf16_array * y` stays bfloat16); an array of the joined dtype keeps its strong
+            # type.
             strong = staging.joins_strongly((jax.typeof(x), jax.typeof(y)), dtype)
             casts[j] = dtype if strong else staging.WeakDtype(dtype)
             continue
@@ -883,7 +884,13 @@ def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:
             if x.shape != y.shape
             else (f"; cast one of them, e.g. with .astype(jnp.{np.dtype(x.dtype).name})")
         )
-        if x.shape == y.shape and any(weak):
+        if x.shape == y.shape and all(weak):  # a Python bool and a Python float
+            fix = (
+                f"; convert the bool, e.g. with float() (it would become a "
+                f"{np.dtype(dtype).name}, which prints and computes as a float: `False * u8` "
+                "is a uint8 in Python, `0.0 * u8` a float32)"
+            )
+        elif x.shape == y.shape and any(weak):
             strong = np.dtype((y if weak[0] else x).dtype).name
             fix = f"; cast the array, e.g. with .astype(jnp.{np.dtype(dtype).name})"
             fix += (

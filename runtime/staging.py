@@ -427,13 +427,9 @@ def check_same_dtypes(a, b, what: str, site) -> None:
         return
     note = ""
     if any(weak):
-        if all(w or keeps_dtype(v.dtype, target) for v, w in zip((a, b), weak)):
+        if all(joins_as(jax.typeof(v), target) for v in (a, b)):
             return
-        strong = np.dtype((b if weak[0] else a).dtype).name
-        note = (
-            f" (the Python number would make the {strong} a {np.dtype(target).name}, which "
-            f"computes differently from the {strong} Python gives back where it takes it)"
-        )
+        note = _join_note(a, b, target)
     cast_to = np.dtype(target if any(weak) else a.dtype).name
     raise StagingError(
         f"{what} are {describe(a)} and {describe(b)} ({site}); with traced values the result "
@@ -455,6 +451,31 @@ def keeps_dtype(dtype, target) -> bool:
     up that way, `hits = False` ... `hits = hits + 1`; `~` of it differs, documented)."""
     dtype, target = np.dtype(dtype), np.dtype(target)
     return dtype == target or (dtype.kind == "b" and target.kind in "iu")
+
+
+def _join_note(a, b, target) -> str:
+    """Why arrays `a` and `b`, one weakly typed, cannot be joined as `target`."""
+    weak = jax.typeof(a).weak_type, jax.typeof(b).weak_type
+    if all(weak):  # a Python bool and a Python float
+        return (
+            f" (the Python bool would become a {np.dtype(target).name}, which prints and "
+            "computes as a float: `False * u8` is a uint8 in Python, `0.0 * u8` a float32)"
+        )
+    strong = np.dtype((b if weak[0] else a).dtype).name
+    return (
+        f" (the Python number would make the {strong} a {np.dtype(target).name}, which "
+        f"computes differently from the {strong} Python gives back where it takes it)"
+    )
+
+
+def joins_as(aval, target) -> bool:
+    """Whether a value of `aval` may become `target` where a staged choice joins it with another
+    (see `keeps_dtype`): a Python number widens to it (`1` to a float32), but a bool, also a
+    Python bool (`x > 0` of a Python float), becomes only an int: `False` made `0.0` would
+    compute and print as a float (`False * u8` is a uint8 in Python, `0.0 * u8` a float32)."""
+    if aval.weak_type and np.dtype(aval.dtype).kind != "b":
+        return True
+    return keeps_dtype(aval.dtype, target)
 
 
 def check_fits(x, dtype) -> None:

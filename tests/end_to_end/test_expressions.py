@@ -325,3 +325,49 @@ def test_int_and_float_of_a_traced_value_stand_for_python_numbers():
         assert jnp.result_type(e) == g.dtype
         assert float(e) == float(g)
     assert [g.dtype for g in got] == [jnp.uint8, jnp.float16, jnp.float32]
+
+
+def python_bool_and_float_by_and(x):
+    return x > 0 and x
+
+
+def python_bool_and_float_by_ternary(x):
+    return x if x > 0 else x > 0
+
+
+def python_bool_and_float_by_max(x):
+    return max(x > 0, x)
+
+
+def python_bool_and_float_by_if(x):
+    y = x > 0
+    if x > -5:
+        y = x
+    return y
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        python_bool_and_float_by_and,
+        python_bool_and_float_by_ternary,
+        python_bool_and_float_by_max,
+        python_bool_and_float_by_if,
+    ],
+)
+def test_a_staged_choice_of_a_python_bool_and_a_python_float_is_refused(fn):
+    # `x > 0` of a Python float (weakly typed in jit) is a Python bool: joined with the float it
+    # was a float32 (0.0, where Python gives False; False * u8 is a uint8, 0.0 * u8 a float32).
+    assert fn(-10.0) is False
+    with pytest.raises(StagingError, match="bool"):
+        transpiler.jit(fn)(-10.0)
+
+
+def python_bool_or_python_int(x, n):
+    return x > 0 and n
+
+
+def test_a_staged_choice_of_a_python_bool_and_a_python_int_is_a_python_int():
+    got = transpiler.jit(python_bool_or_python_int)(-1.0, 3)
+    assert int(got) == 0 and jax.typeof(got).weak_type
+    assert int(transpiler.jit(python_bool_or_python_int)(1.0, 3)) == 3
