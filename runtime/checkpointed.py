@@ -370,8 +370,10 @@ def _linear_zero(tangents: list):
 
 
 def _tied(tangents: list, anchor) -> list:
-    """`tangents`, each plus `anchor` (a zero linear in all of them): all linear if one is."""
-    return [(t + anchor).astype(t.dtype) for t in tangents]
+    """`tangents`, each plus `anchor` (a zero linear in all of them): all linear if one is. The
+    anchor is cast to each tangent's dtype first: a weakly typed float64 tangent (a Python
+    float's, with x64) plus the float32 anchor was a float32 (rounded, 1e-50 made 0)."""
+    return [t + anchor.astype(t.dtype) for t in tangents]
 
 
 def _instantiate(tangents, primals, anchor):
@@ -383,7 +385,7 @@ def _instantiate(tangents, primals, anchor):
         if not jnp.issubdtype(jnp.result_type(p), jnp.inexact):  # ints, bools, PRNG keys
             return _zero_tangent(p)  # no tangent of their own: float0
         if isinstance(t, zero) or t.dtype == jax.dtypes.float0:
-            return (jnp.zeros_like(p) + anchor).astype(jnp.result_type(p))
+            return jnp.zeros_like(p) + anchor.astype(jnp.result_type(p))
         return t
 
     return jax.tree_util.tree_map(one, tangents, primals, is_leaf=lambda t: isinstance(t, zero))

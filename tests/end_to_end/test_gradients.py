@@ -546,3 +546,21 @@ def test_an_infinite_tangent_of_one_loop_variable_leaves_the_others_exact():
     assert float(jax.jit(jax.jacfwd(converted))(0.0)) == 0.0
     _, tangent = jax.jit(lambda x: jax.jvp(converted, (x,), (1.0,)))(0.0)
     assert float(tangent) == 0.0
+
+
+def grows_past_ten(x, a):
+    while x < 10.0:
+        x = x * a
+    return 1e-50 * x
+
+
+def test_a_while_loops_derivatives_keep_float64_for_python_floats():
+    # With x64, Python floats are weakly typed float64 arrays: each tangent plus the
+    # checkpointed loop's float32 anchor was rounded to float32 (1e-50 made 0.0).
+    with jax.enable_x64(True):
+        grads = jax.jit(jax.grad(transpiler.convert(grows_past_ten), argnums=(0, 1)))(1.5, 2.0)
+        expected = jax.grad(grows_past_ten, argnums=(0, 1))(1.5, 2.0)  # eager: Python's loop
+        for got, want in zip(grads, expected):
+            assert got.dtype == jnp.float64
+            np.testing.assert_allclose(float(got), float(want), rtol=1e-12)
+        assert float(expected[0]) == pytest.approx(8e-50)
