@@ -341,7 +341,17 @@ def enumerate_(iterable, start=0):
 
 
 def zip_(*iterables, strict=False):
-    """`zip(*iterables)`; over arrays (and ranges), a view a `for` loop can scan."""
+    """`zip(*iterables)`; over arrays (and ranges), a view a `for` loop can scan; with a range
+    with a traced bound or a list of traced length among them, one it can loop over staged."""
+    traced_length = (for_loops.TracedRange, for_loops.EnumeratedRange, for_loops.EnumeratedList)
+    if not strict and any(
+        isinstance(it, traced_length)
+        or (isinstance(it, lists.StagedList) and it.known_length() is None)
+        for it in iterables
+    ):
+        zipped = for_loops.ZippedCounted.of(iterables)
+        if zipped is not None:
+            return zipped
     bases = [sequences.as_sequence(it) for it in iterables]
     if strict or not bases or any(b is None for b in bases):
         return builtins.zip(*iterables, strict=strict) if strict else builtins.zip(*iterables)

@@ -13,9 +13,11 @@ import functools
 import itertools
 import logging
 import sys
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from runtime import carry as carry_
@@ -149,6 +151,48 @@ class EnumeratedRange:
         )
 
 
+class ZippedCounted:
+    """`zip(...)` where an iterable has a traced length (a range with a traced bound, a list of
+    traced length, `enumerate` of one) and the others are arrays or ranges: only a for
+    statement can loop over it (staged as a while loop over the shortest)."""
+
+    def __init__(self, parts: list[tuple[object, Callable]]):
+        self.parts = parts  # (how many items, item j as a function of a traced j), each
+
+    @staticmethod
+    def of(iterables) -> ZippedCounted | None:
+        """The zip of `iterables`, or None where one is neither of traced length nor an array
+        or a range (Python's zip then)."""
+        parts = []
+        for it in iterables:
+            if isinstance(it, TracedRange):
+                parts.append((it.trip_count(), it.item))
+            elif isinstance(it, (EnumeratedList, EnumeratedRange)):
+                parts.append(it.counted())
+            elif isinstance(it, lists_.StagedList) and it.known_length() is None:
+                parts.append((it.length, it.buffer.__getitem__))
+            elif isinstance(it, range):
+                item = functools.partial(sequences.counted, it.start, it.step, None)
+                parts.append((len(it), item))
+            elif isinstance(it, np.ndarray | jax.Array) and np.ndim(it) > 0:
+                parts.append((len(it), jnp.asarray(it).__getitem__))
+            else:
+                return None
+        return ZippedCounted(parts)
+
+    def counted(self):
+        """(how many items, item j as a function of a traced j)."""
+        count = functools.reduce(jnp.minimum, [n for n, _ in self.parts])
+        return count, lambda j: tuple(item(j) for _, item in self.parts)
+
+    def __iter__(self):
+        raise TypeError(
+            "zip() of a range with a traced bound (or a list of traced length): only a for "
+            "statement can loop over it (staged as a while loop); a comprehension or a call "
+            "such as list() cannot."
+        )
+
+
 def range_(*args):
     """`range(*args)`, or a `TracedRange` when a bound is traced."""
     if not any(is_staged(a) for a in args):
@@ -279,7 +323,7 @@ def for_stmt(
                 unfired,
             )
         )
-    counted = isinstance(iterable, (EnumeratedList, EnumeratedRange))
+    counted = isinstance(iterable, (EnumeratedList, EnumeratedRange, ZippedCounted))
     if counted or (isinstance(iterable, lists_.StagedList) and iterable.known_length() is None):
         # A list of traced length (or `enumerate` of one, or of a traced range): a while loop
         # over its items, however many there are. (No other name may hold `iterable` past

@@ -686,3 +686,43 @@ def test_a_python_number_the_loop_makes_strongly_typed_is_carried_strong():
     got = jax.jit(transpiler.convert(python_number_a_loop_makes_a_strong_array))(*args)
     assert got.dtype == expected.dtype == jnp.float32
     assert float(got) == float(expected) == 3.0
+
+
+def zip_with_a_traced_range(xs, n):
+    total = 0.0
+    for a, i in zip(xs, range(n)):
+        total = total + a * i
+    return total
+
+
+def zip_of_two_traced_ranges(xs, n):
+    out = 0
+    for i, j in zip(range(n), range(2, 2 * n, 2)):
+        out = out + i * j
+    return out
+
+
+def zip_with_an_enumerated_traced_range_and_a_break(xs, n):
+    total = 0.0
+    for a, (k, i) in zip(xs, enumerate(range(1, n))):
+        if a > 2:
+            break
+        total = total + a * i - k
+    return total
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        zip_with_a_traced_range,
+        zip_of_two_traced_ranges,
+        zip_with_an_enumerated_traced_range_and_a_break,
+    ],
+)
+@pytest.mark.parametrize("n", [0, 3, 8])
+def test_zip_with_a_range_of_traced_bound_loops_over_the_shortest(fn, n):
+    # It raised a TypeError ("a range with a traced bound has no length yet").
+    xs = jnp.arange(5.0)
+    expected = fn(xs, n)
+    got = jax.jit(transpiler.convert(fn))(xs, n)
+    assert float(got) == float(expected)
