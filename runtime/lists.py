@@ -156,13 +156,39 @@ class StagedList:
             f"{self.origin.name}.pop()` or `{self.origin.name}.pop()`, not part of an expression."
         )
 
-    def popped(self) -> tuple[StagedList, object]:
-        """The list without its last item, and that item."""
+    def popped(self, *index) -> tuple[StagedList, object]:
+        """The list without its last item (or item `index`), and that item."""
+        if index:
+            return self._popped_at(index[0])
         last = self.length - 1
         item = lax.dynamic_index_in_dim(self.buffer, last, 0, keepdims=False)
         known = self.known_length()
         self._check_index(-1, "pop from empty list")
         popped = self._with(length=last, static_length=None if known is None else known - 1)
+        return popped, item
+
+    def _popped_at(self, index) -> tuple[StagedList, object]:
+        """`pop(index)`: the items after it move down one. A traced index is checked in range
+        when the program runs (Python's IndexError; a read's is clamped, see `_check_index`)."""
+        message = f"pop index out of range ('{self.origin.name}'.pop({{}}))"
+        if is_staged(index):
+            staging.check_when_run(
+                lambda i, length: (i < -length) | (i >= length),
+                lambda i, _: IndexError(message.format(int(np.ravel(i)[0]))),
+                index,
+                self.length,
+            )
+        position = self._position(index, "pop index out of range")
+        item = self._item_at(position)
+        buffer = self.buffer
+        moved = jnp.arange(buffer.shape[0]).reshape((-1,) + (1,) * (buffer.ndim - 1)) >= position
+        shifted = jnp.concatenate([buffer[1:], buffer[-1:]], axis=0)
+        known = self.known_length()
+        popped = self._with(
+            buffer=jnp.where(moved, shifted, buffer),
+            length=self.length - 1,
+            static_length=None if known is None else known - 1,
+        )
         return popped, item
 
     def reversed_in_place(self) -> StagedList:
@@ -552,11 +578,7 @@ _IN_PLACE = types.MappingProxyType(
 def list_pop(target, *index):
     """Functional form of `item = target.pop(*index)`: returns `(target, item)`."""
     if isinstance(target, StagedList):
-        if index:
-            raise StagingError(
-                f"{target.origin.name}.pop(i) of a list built in staged code: only pop() is staged"
-            )
-        return target.popped()
+        return target.popped(*index)
     item = target.pop(*index)
     return target, item
 

@@ -389,3 +389,52 @@ def test_a_helper_whose_list_has_a_traced_length_returns_to_converted_code():
     assert float(jax.jit(transpiler.convert(loss_of_the_history))(1.0)) == float(expected)
     grad = jax.jit(jax.grad(transpiler.convert(loss_of_the_history)))(1.0)
     assert float(grad) == pytest.approx(float(jax.grad(loss_of_the_history)(1.0)))
+
+
+def pop_at(x, k):
+    out = []
+    for i in range(5):
+        if x > i:
+            out.append(x + i)
+    taken = out.pop(k)
+    return taken, len(out), sum(out)
+
+
+def breadth_first(x):
+    queue = [x]
+    total = 0.0
+    steps = 0
+    while len(queue) > 0:
+        transpiler.loop_options(max_iterations=8)
+        v = queue.pop(0)
+        total = total + v
+        steps += 1
+        if v > 1.0:
+            queue.append(v / 2)
+            queue.append(v / 3)
+    return total, steps
+
+
+@pytest.mark.parametrize(
+    "x, k", [(3.5, 0), (3.5, 1), (3.5, -1), (1.5, 1), (3.5, jnp.int32(2)), (3.5, jnp.int32(-4))]
+)
+def test_pop_of_an_item_of_a_list_of_traced_length(x, k):
+    # pop(i) was refused ("only pop() is staged") with no file:line.
+    expected = pop_at(jnp.float32(x), k)
+    got = jax.jit(transpiler.convert(pop_at))(x, k)
+    assert [float(v) for v in got] == [float(v) for v in expected]
+
+
+def test_pop_past_the_end_of_a_list_of_traced_length_raises_when_run():
+    with pytest.raises(IndexError):
+        pop_at(jnp.float32(1.5), 2)
+    for k in (2, jnp.int32(2), jnp.int32(-3)):
+        with pytest.raises(Exception, match=r"pop index out of range \('out'.pop\((2|-3)\)\)"):
+            jax.block_until_ready(jax.jit(transpiler.convert(pop_at))(1.5, k))
+
+
+def test_a_queue_popped_from_the_front():
+    expected = breadth_first(jnp.float32(2.0))
+    got = jax.jit(transpiler.convert(breadth_first))(2.0)
+    assert float(got[0]) == pytest.approx(float(expected[0]))
+    assert int(got[1]) == expected[1] == 3
