@@ -179,11 +179,20 @@ class Carry:
             )
         appends = probed.count * trip_count
         where = f" at {probed.where}" if probed.where else ""
-        origin = lists_.Origin(
-            name,
-            f"is appended to{where} on some paths of the staged {site.construct} ({site}) only "
-            "(under a traced condition, or after a break)",
-        )
+        if probed.conditional or not self.stops_early:
+            origin = lists_.Origin(
+                name,
+                f"is appended to{where} on some paths of the staged {site.construct} ({site}) "
+                "only (under a traced condition, or after a break)",
+                "append on every path",
+            )
+        else:  # on every iteration, of a loop whose test (or a break) stops it
+            origin = lists_.Origin(
+                name,
+                f"is appended to{where} in every iteration of the staged {site.construct} "
+                f"({site}), which may stop before its bound (its test, or a break, decides "
+                "when the program runs)",
+            )
         if not staged:
             value = lists_.StagedList.create(value, len(value), element, origin)
             value = value._with(static_length=len(value.buffer))

@@ -465,7 +465,9 @@ def _raise_when_run(error: Exception, other: list) -> list:
 
 def _appended_in(name: str, site: Site) -> lists.Origin:
     return lists.Origin(
-        name, f"is appended to in one branch of the staged {site.construct} ({site})"
+        name,
+        f"is appended to in one branch of the staged {site.construct} ({site})",
+        "append on every path",
     )
 
 

@@ -34,10 +34,10 @@ class Origin:
     """Where a staged list comes from, for error messages: its name, and why its length is
     traced. Every Origin equals every other, so it never makes two lists' pytrees differ."""
 
-    __slots__ = ("name", "why")
+    __slots__ = ("name", "why", "fix")
 
-    def __init__(self, name: str = "the list", why: str = ""):
-        self.name, self.why = name, why
+    def __init__(self, name: str = "the list", why: str = "", fix: str = ""):
+        self.name, self.why, self.fix = name, why, fix  # fix: what else the user can do
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Origin)
@@ -212,7 +212,8 @@ class StagedList:
             f"'{name}' {why or 'has a traced length'}, so how many items it holds is known only "
             f"when the program runs, and {what} of it cannot give what Python would. Use "
             f"len({name}) for its length (an array), or transpiler.padded({name}) for "
-            "(buffer, length) with zeros after the last item; or append on every path."
+            "(buffer, length) with zeros after the last item"
+            + (f"; or {self.origin.fix}." if self.origin.fix else ".")
         )
 
     def masked(self, fill):

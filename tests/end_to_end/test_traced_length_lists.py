@@ -438,3 +438,22 @@ def test_a_queue_popped_from_the_front():
     got = jax.jit(transpiler.convert(breadth_first))(2.0)
     assert float(got[0]) == pytest.approx(float(expected[0]))
     assert int(got[1]) == expected[1] == 3
+
+
+def trajectory(x):
+    out = []
+    while x < 100.0:
+        transpiler.loop_options(max_iterations=30)
+        x = x * 1.5
+        out.append(x)
+    return jnp.stack(out)
+
+
+def test_a_list_every_iteration_of_a_while_loop_appends_to_is_said_so():
+    # The error said the list was appended to "on some paths only (under a traced condition,
+    # or after a break)" and advised appending on every path, which the code does.
+    with pytest.raises(StagingError) as e:
+        jax.jit(transpiler.convert(trajectory))(1.0)
+    assert "in every iteration of the staged while loop" in str(e.value)
+    assert "may stop before its bound" in str(e.value)
+    assert "every path" not in str(e.value)
