@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections.abc
 import contextlib
 import contextvars
+import functools
 import numbers
 import types
 import typing
@@ -59,6 +60,22 @@ _witness: contextvars.ContextVar = contextvars.ContextVar("witness", default=Non
 _computing: contextvars.ContextVar[tuple] = contextvars.ContextVar("computing", default=())
 
 
+# Whether the run-time checks traced now are ordered with the program's prints: where a
+# converted function that prints is being traced (see `check_when_run`).
+_ordered_checks: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "ordered_checks", default=False
+)
+
+
+@functools.lru_cache(maxsize=4096)
+def _prints(code: types.CodeType) -> bool:
+    """Whether generated `code` (or code nested in it) may print: it calls `rt__.print_`, or
+    names `print` (handed to other code: `map(print, xs)`)."""
+    if {"print_", "print"} & set(code.co_names):
+        return True
+    return any(_prints(c) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
 def call_staging(fn, args, kwargs):
     """`fn(*args, **kwargs)` for a converted function: if an argument is staged, the call is
     marked as part of a program being staged, so that its effects with no value (prints) happen
@@ -78,6 +95,17 @@ def call_staging(fn, args, kwargs):
 
 
 def _call_staging(fn, args, kwargs, direct: bool):
+    code = getattr(fn, "__code__", None)
+    if code is None or _ordered_checks.get() or not _prints(code):
+        return _call_staging_ordered(fn, args, kwargs, direct)
+    token = _ordered_checks.set(True)
+    try:
+        return _call_staging_ordered(fn, args, kwargs, direct)
+    finally:
+        _ordered_checks.reset(token)
+
+
+def _call_staging_ordered(fn, args, kwargs, direct: bool):
     if _staged_program.get():
         made = _jax_dicts.get()
         if not direct and made is not None and _has_dict((args, kwargs)):
@@ -223,16 +251,26 @@ def host_callback(fn, *args, ordered: bool = False, kind: str = "check") -> None
 def check_when_run(failing, error, *operands, kind: str = "check") -> None:
     """A check Python makes, made when the program runs, where the code making it runs (in a
     staged branch: when the branch is taken): `error(*values)` is raised if `failing(*values)`
-    holds anywhere, `values` being the concrete values of `operands`. Ordered with the
-    program's prints: the first check that fails ends the run there, as Python's exception
-    would (the prints and checks after it are not made; unordered, a later failing check could
-    be reported first, and prints after a failed one made)."""
+    holds anywhere, `values` being the concrete values of `operands`.
+
+    In a converted function that prints, ordered with the prints (`ordered_effects`): the first
+    check that fails ends the run there, as Python's exception would, and the prints after it
+    are not made (unordered, XLA may make a print the code makes after a failing check first,
+    and report a later failing check). Elsewhere unordered: JAX refuses ordered effects in a
+    program for more than one device (`shard_map`, `pmap`, sharded inputs), as it refuses the
+    prints."""
 
     def check(taken, *values):
         if np.any(np.logical_and(taken, failing(*values))):
             raise error(*values)
 
-    host_callback(check, branch_taken(), *operands, ordered=True, kind=kind)
+    host_callback(check, branch_taken(), *operands, ordered=ordered_effects(), kind=kind)
+
+
+def ordered_effects() -> bool:
+    """Whether a run-time check or a staged `raise` traced now is ordered with the prints (see
+    `check_when_run`): inside a converted function that prints."""
+    return _ordered_checks.get()
 
 
 def in_staged_program() -> bool:
@@ -606,11 +644,15 @@ def python_number(x, dtype=None):
     weakly typed, of JAX's dtype for that kind of Python number (`int(h)` is a weakly typed
     int32, which an int8 array meets as an int8: `int(h) * i8` is an int8, as in Python). A bool
     stays a (strong) bool array; a dtype that is not JAX's for its kind (a float16) is a strong
-    cast. `lax.full_like` of a Python zero casts `x` to the zero's weak type."""
+    cast. `lax.full_like` of a Python zero casts a scalar `x` to the zero's weak type (an array
+    element by element: `jax.vmap` of it over `x` flattened, a weak cast between reshapes)."""
     zero = _PYTHON_ZERO[np.dtype(dtype or x.dtype).kind]
     if type(zero) is bool or (dtype is not None and jnp.result_type(zero) != dtype):
         return lax.convert_element_type(x, dtype or x.dtype)
-    return lax.full_like(zero, x, shape=jnp.shape(x))
+    if jnp.ndim(x) == 0:
+        return lax.full_like(zero, x, shape=())
+    flat = jnp.reshape(x, (-1,))
+    return jax.vmap(lambda e: lax.full_like(zero, e, shape=()))(flat).reshape(jnp.shape(x))
 
 
 def describe_tree(value) -> str:

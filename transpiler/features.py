@@ -7,6 +7,7 @@ walks. `present(tree)` lists what the tree holds, once:
 - the classes of its nodes (`gast.Break`, `gast.IfExp`, ...);
 - `EARLY_RETURN` if some function in it returns other than by its last top-level statement
   (what the return pass rewrites);
+- `EXTENDED_BY_DISPLAY` for an `x += [a, b]` (or a tuple display), which extends a list;
 - `"call:NAME"` for each plain name called (`print(...)`: `"call:print"`), and `"call:.NAME"`
   for each method called (`out.append(x)`: `"call:.append"`).
 
@@ -23,6 +24,7 @@ import gast
 from transpiler import structure
 
 EARLY_RETURN = "early return"
+EXTENDED_BY_DISPLAY = "+= of a list or tuple display"
 
 
 def present(tree: gast.AST) -> set:
@@ -41,6 +43,8 @@ def present(tree: gast.AST) -> set:
                 found.add("call:." + func.attr)
         elif cls is gast.FunctionDef and _returns_early(node.body):
             found.add(EARLY_RETURN)
+        elif cls is gast.AugAssign and type(node.value) in (gast.List, gast.Tuple):
+            found.add(EXTENDED_BY_DISPLAY)
         for field in node._fields:
             value = getattr(node, field, None)
             if type(value) is list:

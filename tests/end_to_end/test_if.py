@@ -214,3 +214,18 @@ def test_a_bool_array_joined_with_a_python_int_computes_as_either_does(c):
     got = jax.jit(transpiler.convert(bool_or_python_int))(*args)
     assert got.dtype == expected.dtype == jnp.uint8
     assert int(got) == int(expected)
+
+
+def mask_or_its_double(x):
+    w = x > 0
+    if jnp.sum(x) > 0:
+        w = w * 2  # a weakly typed int array: the join is one too
+    return w
+
+
+def test_a_bool_array_joined_with_a_weakly_typed_int_array():
+    # Casting the bool array weak failed for arrays (lax.full_like takes a scalar).
+    x = jnp.array([1.0, -2.0, 3.0])
+    got = jax.jit(transpiler.convert(mask_or_its_double))(x)
+    assert got.tolist() == mask_or_its_double(x).tolist() == [2, 0, 2]
+    assert jax.typeof(got).weak_type

@@ -457,3 +457,43 @@ def test_a_list_every_iteration_of_a_while_loop_appends_to_is_said_so():
     assert "in every iteration of the staged while loop" in str(e.value)
     assert "may stop before its bound" in str(e.value)
     assert "every path" not in str(e.value)
+
+
+def extended_in_branches(x):
+    t = []
+    for i in range(3):
+        if x > i:
+            t += [x * i, x]
+        else:
+            t.extend((x,))
+    return sum(t), len(t)
+
+
+def extended_by_its_own_length(x):
+    t = [x]
+    t.extend([len(t), len(t)])  # the display is evaluated before the list is extended
+    t += (x * 2,)
+    return t
+
+
+def test_a_list_extended_by_a_display_in_staged_code_is_appended_to():
+    # `t += [x]` and `t.extend((x,))` under a traced condition were refused (the list was
+    # changed for real while tracing, or '+' of a list of traced length).
+    expected = extended_in_branches(jnp.float32(1.5))
+    got = jax.jit(transpiler.convert(extended_in_branches))(1.5)
+    assert float(got[0]) == float(expected[0]) and int(got[1]) == expected[1] == 5
+    assert transpiler.convert(extended_in_branches)(1.5) == (6.0, 5)
+    assert transpiler.convert(extended_by_its_own_length)(2.0) == [2.0, 1, 1, 4.0]
+    staged = jax.jit(transpiler.convert(extended_by_its_own_length))(2.0)
+    assert [float(v) for v in staged] == [2.0, 1, 1, 4.0]
+
+
+def extends_a_parameter(t, x):
+    t += [x]
+    return t
+
+
+def test_a_list_the_function_is_given_is_extended_in_place():
+    given = [1.0]
+    assert transpiler.convert(extends_a_parameter)(given, 2.0) is given
+    assert given == [1.0, 2.0]

@@ -6,6 +6,8 @@
     out[i] = v              ->   out = rt__.list_setitem(out, i, v)
     out[-1] += v            ->   out = rt__.list_update(out, -1, '+', v)
     out.reverse()           ->   out = rt__.list_reverse(out)
+    out += [a, b]           ->   item = a; item_1 = b; out.append(item); out.append(item_1)
+    out.extend((a,))        ->   out.append(a)          (then as above; out holds only lists)
     y = jnp.stack(out)      ->   y = rt__.stack_list(jnp.stack, out)   (out is appended to here)
     log.append(x)           ->   x                  (nothing reads `log`: nothing to carry)
 
@@ -27,14 +29,14 @@ import types
 
 import gast
 
-from transpiler import structure, templates
+from transpiler import anno, features, origins, structure, templates
 from transpiler.analysis import activity
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
 
 # What the pipeline looks for before running this pass, and what it may add (features.py).
-APPLIES_TO = ("call:.append", "call:.pop")
+APPLIES_TO = ("call:.append", "call:.pop", "call:.extend", features.EXTENDED_BY_DISPLAY)
 ADDS = (gast.Assign, gast.Call)
 
 _STACKERS = frozenset({"stack", "array", "asarray"})
@@ -313,6 +315,9 @@ class _Lists(Transformer):
         self.unread: list[frozenset[str]] = []  # of those, the lists nothing reads
 
     def visit_FunctionDef(self, node):
+        lists = _always_lists(node, self.globals)
+        if lists:
+            node.body = _extends_as_appends(node.body, lists, self.namer)
         appended, popped = set(), set()
         for call in activity.walk_scope(node.body):
             if _method_call(call, "append") is not None:
@@ -564,6 +569,66 @@ def _binds_only(stmt: gast.stmt, name: str) -> bool:
         and isinstance(stmt.targets[0], gast.Name)
         and stmt.targets[0].id == name
     )
+
+
+def _always_lists(scope: gast.FunctionDef, globals_: dict) -> frozenset[str]:
+    """The local names of `scope` that `+=` or `.extend` a display (`out += [x]`) and that hold
+    a list whenever they are bound: every other binding of them is `name = <a new list>`."""
+    extended, stores, lists = set(), {}, set()
+    for node in activity.walk_scope(scope.body):
+        target = _extended(node)
+        if target is not None:
+            extended.add(target.id)
+            lists.add(id(target))  # an extension keeps the list it extends
+        elif isinstance(node, gast.Assign) and len(node.targets) == 1:
+            if isinstance(node.targets[0], gast.Name) and _new_list(node.value, globals_):
+                lists.add(id(node.targets[0]))
+        if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
+            stores.setdefault(node.id, []).append(id(node))
+    candidates = extended & (activity.local_names(scope) - activity.params_of(scope.args))
+    return frozenset(name for name in candidates if all(i in lists for i in stores[name]))
+
+
+def _extended(node: gast.AST) -> gast.Name | None:
+    """`out` of `out += [a, b]` or `out.extend((a, b))` (a display, no `*`), else None."""
+    if isinstance(node, gast.AugAssign) and isinstance(node.op, gast.Add):
+        target, display = node.target, node.value
+    else:
+        call = _method_call(node.value, "extend") if isinstance(node, gast.Expr) else None
+        if call is None or len(call.args) != 1:
+            return None
+        target, display = call.func.value, call.args[0]
+    if (
+        isinstance(target, gast.Name)
+        and isinstance(display, (gast.List, gast.Tuple))
+        and not any(isinstance(e, gast.Starred) for e in display.elts)
+    ):
+        return target
+    return None
+
+
+def _extends_as_appends(stmts: list[gast.stmt], lists: frozenset[str], namer: Namer) -> list:
+    """`stmts` with each `out += [a, b]` and `out.extend([a, b])` of `lists` written as the
+    appends it makes: the items first (Python evaluates the display before it extends), then
+    one `out.append(item)` each, which the pass stages as it stages any append."""
+    out = []
+    for stmt in stmts:
+        for block in structure.blocks(stmt):
+            block.stmts = _extends_as_appends(block.stmts, lists, namer)
+        target = _extended(stmt)
+        if target is None or target.id not in lists:
+            out.append(stmt)
+            continue
+        items = (stmt.value if isinstance(stmt, gast.AugAssign) else stmt.value.args[0]).elts
+        names = [namer.new("item") for _ in items] if len(items) > 1 else []
+        new = [templates.replace("name = value", name=n, value=v)[0] for n, v in zip(names, items)]
+        for item in names or items:
+            new += templates.replace("target.append(item)", target=target.id, item=item)
+        if anno.hasanno(stmt, anno.Static.ORIGIN):
+            for n in new:
+                origins.fill_missing(n, anno.getanno(stmt, anno.Static.ORIGIN))
+        out += new or [gast.Pass()]
+    return out
 
 
 def _as_list(result) -> list:

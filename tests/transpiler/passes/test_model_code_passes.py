@@ -159,7 +159,9 @@ def test_lists_pass_keeps_the_real_append_of_a_list_another_reference_may_see():
         "or": "def f(x):\n    out = []\n    y = out or []\n    out.append(x)\n    return y",
         "iterator": "def f(x):\n    out = []\n    it = iter(out)\n    out.append(x)\n    return it",
         "unpacked": "def f(x, p):\n    out, y = p\n    out.append(x)\n    return out",
-        "augmented": "def f(x):\n    out = []\n    out += [x]\n    out.append(x)\n    return out",
+        # (`out += [x]`, a display, is written as appends: see
+        # test_lists_pass_writes_an_extension_by_a_display_as_appends)
+        "augmented": "def f(x, o):\n    out = []\n    out += o\n    out.append(x)\n    return out",
         "kept by jax": "def f(x):\n    out = []\n    p = jax.tree_util.Partial(g, out)\n"
         "    out.append(x)\n    return p",
     }
@@ -257,3 +259,19 @@ def test_asserts_keep_the_message_lazy():
 
 def test_namer_gives_fresh_names():
     assert Namer({"a"}).new("a") == "a_1"
+
+
+def test_lists_pass_writes_an_extension_by_a_display_as_appends():
+    generated, _, _ = apply(
+        """
+        def f(x, o):
+            out = []
+            out += [x, x * 2]
+            out.extend((x,))
+            o += [x]
+            return out, o
+        """,
+        lists,
+    )
+    assert generated.count("rt__.list_append(out,") == 3
+    assert "o += [x]" in generated  # a parameter: it may be a tuple, or an array
