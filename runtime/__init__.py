@@ -15,6 +15,7 @@ from runtime.builtins import (
     min_,
     next_,
     reversed_,
+    round_,
     sum_,
     zip_,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "repr_",
     "str_",
     "reversed_",
+    "round_",
     "sum_",
     "stack_list",
     "zip_",

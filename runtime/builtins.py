@@ -53,6 +53,17 @@ def float_(x=0.0):
     return staging.python_number(_scalar(x, "float").astype(float))
 
 
+def round_(number, ndigits=None):
+    """`round(number[, ndigits])`. JAX's for an array (`round(jnp.float32(2.6))` is an int32
+    array, as outside converted code), but weakly typed where `number` stands for a Python
+    number (a Python float made traced, `float(x)`): Python's round of it is a Python int (or
+    float), which an int8 array meets as an int8."""
+    rounded = errors.python_call(builtins.round, number, ndigits)
+    if isinstance(number, jax.core.Tracer) and number.aval.weak_type and is_staged(rounded):
+        return staging.python_number(rounded)
+    return rounded
+
+
 def bool_(x=False):
     """`bool(x)`; a traced `x` -> a boolean array (`x != 0`, as Python's truth test)."""
     if isinstance(x, (lists.StagedList, lists.ProbeList)):
@@ -378,6 +389,7 @@ STAGED = types.MappingProxyType(
         builtins.int: int_,
         builtins.float: float_,
         builtins.bool: bool_,
+        builtins.round: round_,
         builtins.len: len_,
         builtins.min: min_,
         builtins.max: max_,

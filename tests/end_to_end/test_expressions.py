@@ -2,6 +2,7 @@
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import transpiler
@@ -371,3 +372,18 @@ def test_a_staged_choice_of_a_python_bool_and_a_python_int_is_a_python_int():
     got = transpiler.jit(python_bool_or_python_int)(-1.0, 3)
     assert int(got) == 0 and jax.typeof(got).weak_type
     assert int(transpiler.jit(python_bool_or_python_int)(1.0, 3)) == 3
+
+
+def rounded_python_numbers(x, v):
+    return round(float(x)) * v, round(x) * v, round(float(x), 1) * jnp.float16(1)
+
+
+def test_round_of_a_python_number_is_weakly_typed_and_of_an_array_is_jaxs():
+    # round(float(x)) was a strongly typed int32 (200 * 3 was 600, not the uint8 88).
+    args = (jnp.float32(2.6), jnp.array([1, 2, 200], jnp.uint8))
+    expected = rounded_python_numbers(*args)
+    got = jax.jit(transpiler.convert(rounded_python_numbers))(*args)
+    for e, g in zip(expected, got):
+        assert e.dtype == g.dtype
+        assert np.asarray(e).tolist() == np.asarray(g).tolist()
+    assert [g.dtype for g in got] == [jnp.uint8, jnp.int32, jnp.float16]

@@ -56,6 +56,7 @@ STAGED_BUILTINS = frozenset(
         "zip",
         "reversed",
         "range",
+        "round",
     }
 )
 """Builtins with a runtime version that also accepts traced values: `int` -> `rt__.int_`."""
