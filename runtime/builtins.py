@@ -58,10 +58,31 @@ def round_(number, ndigits=None):
     array, as outside converted code), but weakly typed where `number` stands for a Python
     number (a Python float made traced, `float(x)`): Python's round of it is a Python int (or
     float), which an int8 array meets as an int8."""
-    rounded = errors.python_call(builtins.round, number, ndigits)
+    if isinstance(number, jax.core.Tracer) and not jnp.issubdtype(number.dtype, jnp.inexact):
+        rounded = _round_int(number, ndigits)  # JAX's refuses ints to decimals < 0, and bools
+    else:
+        rounded = errors.python_call(builtins.round, number, ndigits)
     if isinstance(number, jax.core.Tracer) and number.aval.weak_type and is_staged(rounded):
         return staging.python_number(rounded)
     return rounded
+
+
+def _round_int(number, ndigits):
+    """`round(number, ndigits)` of a traced int (or bool: an int), as Python's: itself for
+    `ndigits` None or >= 0, else to a multiple of 10 ** -ndigits, ties to the even multiple."""
+    if number.dtype == jnp.bool_:
+        number = number.astype(int)
+    if ndigits is None or (not is_staged(ndigits) and ndigits >= 0):
+        return number
+    if is_staged(ndigits):
+        raise StagingError(
+            f"round() of an int to a traced number of digits ({Site('round()')}) is not "
+            "staged: give ndigits as a Python int."
+        )
+    unit = 10 ** (-ndigits)
+    q, r = jnp.floor_divide(number, unit), jnp.remainder(number, unit)
+    up = (2 * r > unit) | ((2 * r == unit) & (q % 2 == 1))
+    return (q + up.astype(q.dtype)) * unit
 
 
 def bool_(x=False):

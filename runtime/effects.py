@@ -79,6 +79,7 @@ class Change:
     after: object
     container: object
     kind: str  # "item" (dict key, list index), "attribute" (class), "cell", "resize"
+    shape: object = None  # a created place's (see `Effects._add`): what it is given
 
     @property
     def carryable(self) -> bool:
@@ -88,6 +89,16 @@ class Change:
             and self.before is not _ABSENT
             and self.after is not _ABSENT
             and staging.is_array_tree(self.before)
+            and staging.is_array_tree(self.after)
+        )
+
+    @property
+    def creation(self) -> bool:
+        """Whether the place is created (a dict key, an attribute, a global), given an array."""
+        return (
+            self.kind in ("item", "attribute")
+            and self.before is _ABSENT
+            and self.after is not _ABSENT
             and staging.is_array_tree(self.after)
         )
 
@@ -398,6 +409,14 @@ class Snapshot:
         return found
 
 
+def _entering(change: Change):
+    """A carried place's value as the statement starts: for a place it creates, zeros shaped as
+    what it is given (no branch reads them: each starts without the place, see `wrap`)."""
+    if change.creation:
+        return staging.zeros_like(change.shape)
+    return change.get()
+
+
 def _compare(container, kind, before, label) -> list[Change]:
     if kind == "iterator":
         now = _iterator_state(container)
@@ -474,7 +493,9 @@ def _compare(container, kind, before, label) -> list[Change]:
         return [
             Change((id(container), "reorder", None), label, before, dict(now), container, "reorder")
         ]
-    for key in {*before, *now}:
+    # In the order the keys are in now (new ones last, as inserted), then the deleted ones: an
+    # `if` whose branches both create keys puts them in that order (see `Effects._add`).
+    for key in [*now, *(k for k in before if k not in now)]:
         if kind == "globals" and key in _MODULE_BOOKKEEPING:
             continue
         if kind == "attributes" and isinstance(key, str) and key.startswith("__"):
@@ -719,6 +740,9 @@ def _is_user(value) -> bool:
     return module.split(".")[0] not in _LIBRARIES
 
 
+_BRANCHING = frozenset({"if statement", "conditional expression"})
+
+
 class Effects:
     """The Python state a staged statement changes while its functions are traced.
 
@@ -749,6 +773,8 @@ class Effects:
         # Per traced path (a branch, the body) that changed Python state: the variables it
         # leaves holding the container they were given, and the ids of the changed containers.
         self._paths: list[tuple[set[int], set[int]]] = []
+        # Per traced path, the order it created the places it creates in (see `wrap`).
+        self._creation_orders: set[tuple] = set()
 
     def run(self, state, names, stage):
         """Stages the statement; returns its outputs (`names` name them)."""
@@ -779,10 +805,10 @@ class Effects:
         loop = self.site.construct.endswith("loop")
         self.names = names
         while True:
-            extended = (*state, *(change.get() for change in self.carried))
+            extended = (*state, *(_entering(change) for change in self.carried))
             labels = (*names, *(change.label for change in self.carried))
             self._entered, self._orders, self._bound_outside = extended, {}, {}
-            self._paths = []
+            self._paths, self._creation_orders = [], set()
             try:
                 with identity.loop_runs() as runs:
                     out = stage(extended, labels, self.wrap)
@@ -876,7 +902,12 @@ class Effects:
         for change in changes:
             if change.key in known:
                 continue
-            if not change.carryable:
+            # A place an `if`'s branch creates (`stats["lr"] = lr`) is carried as created: every
+            # branch must create it (see `wrap`); a loop's would not exist after no iteration.
+            created = change.creation and self.site.construct in _BRANCHING
+            if created:
+                change.shape = staging.shapes_of(staging.as_arrays(change.after))
+            elif not change.carryable:
                 fix = "Return the value instead, or keep the Python object out of the staged code."
                 if change.kind == "resize" and type(change.container) is list:
                     fix = (
@@ -940,9 +971,11 @@ class Effects:
             try:
                 with staging.tracking(snapshot):
                     for change, value in zip(carried, args[n:]):
-                        change.set(value)
+                        if not change.creation:  # (a created place starts absent)
+                            change.set(value)
                     out = fn(*args[:n])
-                    values = tuple(change.get() for change in carried)
+                    values = tuple(self._created(change) for change in carried)
+                    self._check_creation_order(carried)
             finally:
                 changes = snapshot.changes()
                 if returns_state and isinstance(out, tuple):
@@ -997,9 +1030,55 @@ class Effects:
             return (*out, *values)
 
         # A branch that gives back the state as it is (`control_flow.keeping_state`) gives back
-        # the carried places' values as it is given them too.
-        wrapped.keeps_state = getattr(fn, "keeps_state", False)
+        # the carried places' values as it is given them too; not a created place's (traced,
+        # it finds the place not created).
+        creates = any(change.creation for change in carried)
+        wrapped.keeps_state = getattr(fn, "keeps_state", False) and not creates
         return wrapped
+
+    def _check_creation_order(self, carried: list[Change]) -> None:
+        """Refuses places created in one order on one path and in another on another: Python's
+        dict (an object's attributes, a module's globals) keeps its keys in the order they
+        were inserted, which would depend on the path taken."""
+        created = [c for c in carried if c.creation]
+        if not created:
+            return
+        keys = {c.key for c in created}
+        containers = {id(c.container): c.container for c in created}
+        order = tuple(
+            (cid, k)
+            for cid, container in containers.items()
+            for k in (vars(container) if isinstance(container, type) else container)
+            if any(key[0] == cid and key[2] == k for key in keys)
+        )
+        self._creation_orders.add(order)
+        if len(self._creation_orders) > 1:
+            labels = {(id(c.container), c.key[2]): c.label for c in created}
+            shown = " and ".join(
+                "[" + ", ".join(labels[k] for k in o) + "]" for o in list(self._creation_orders)[:2]
+            )
+            raise StagingError(
+                f"{shown}: these are created in different orders on different paths of the "
+                f"staged {self.site.construct} ({self.site}). Python keeps a dict's keys in "
+                "the order they were inserted, which would depend on the condition. Create "
+                "them in one order on every path."
+            )
+
+    def _created(self, change: Change):
+        """The value of a carried place after a branch; StagingError where the place is one the
+        other branch creates and this one does not."""
+        if not change.creation:
+            return change.get()
+        container, key = change.container, change.key[2]
+        own = vars(container) if change.kind == "attribute" else container  # (not inherited)
+        if key not in own:
+            raise StagingError(
+                f"{change.label} is created on some paths of the staged {self.site.construct} "
+                f"({self.site}) only: Python's has it only where such a path runs, which the "
+                f"program decides when it runs. Give {change.label} a value before the "
+                f"{self.site.construct}, or on every path."
+            )
+        return change.get()
 
     def _state_name(self, change: Change) -> str | None:
         """The state variable whose place `change` is, where generated code keeps the two in

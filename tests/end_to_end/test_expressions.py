@@ -387,3 +387,14 @@ def test_round_of_a_python_number_is_weakly_typed_and_of_an_array_is_jaxs():
         assert e.dtype == g.dtype
         assert np.asarray(e).tolist() == np.asarray(g).tolist()
     assert [g.dtype for g in got] == [jnp.uint8, jnp.int32, jnp.float16]
+
+
+def rounded_ints(k, flag):
+    return round(k, -1), round(k, -2), round(k), round(flag)
+
+
+@pytest.mark.parametrize("k", [15, 25, -15, -25, 14, 150, 250, 349, -350, 7])
+def test_round_of_a_traced_int_is_pythons(k):
+    # JAX's round refuses ints to decimals < 0 (NotImplementedError) and bools.
+    got = jax.jit(transpiler.convert(rounded_ints))(k, k > 10)
+    assert tuple(int(v) for v in got) == rounded_ints(k, k > 10)

@@ -1785,3 +1785,62 @@ def test_the_first_failing_check_ends_the_run_as_in_python(fn, args, capsys):
         )
     jax.effects_barrier()
     assert capsys.readouterr().out == expected
+
+
+class Holder:
+    pass
+
+
+HOLDER = Holder()
+
+
+def keys_created_in_both_branches(x):
+    stats = {"step": x}
+    if x > 1:
+        stats["lr"] = x * 0.5
+        stats["scale"] = x
+    else:
+        stats["lr"] = x
+        stats["scale"] = -x
+    HOLDER.last = stats["lr"]  # an attribute both paths create
+    return stats, list(stats)
+
+
+def key_created_on_one_path(x):
+    stats = {}
+    if x > 1:
+        stats["lr"] = x * 0.5
+    return stats
+
+
+def keys_created_in_two_orders(x):
+    stats = {}
+    if x > 1:
+        stats["a"] = x
+        stats["b"] = x
+    else:
+        stats["b"] = x
+        stats["a"] = x
+    return stats
+
+
+@pytest.mark.parametrize("x", [2.0, 0.5])
+def test_a_key_every_branch_of_a_staged_if_creates_is_staged(x):
+    # It was refused ("stats['lr'] is created while the if statement is traced").
+    expected, expected_keys = keys_created_in_both_branches(jnp.float32(x))
+    got, keys = jax.jit(transpiler.convert(keys_created_in_both_branches), static_argnums=())(x)
+    assert keys == expected_keys == ["step", "lr", "scale"]
+    assert {k: float(v) for k, v in got.items()} == {k: float(v) for k, v in expected.items()}
+    assert list(got) == list(expected)
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (key_created_on_one_path, r"stats\['lr'\] is created on some paths"),
+        (keys_created_in_two_orders, "created in different orders on different paths"),
+    ],
+)
+def test_keys_created_on_some_paths_or_in_two_orders_are_refused(fn, message):
+    with pytest.raises(StagingError, match=message):
+        jax.jit(transpiler.convert(fn))(2.0)
