@@ -150,7 +150,10 @@ def _extreme(python_fn, args, key, default):
         if not has_staged(keys):
             return items[python_fn(range(len(items)), key=keys.__getitem__)]
         return _best_by_key(items, keys, beats, Site(f"{python_fn.__name__}()"))
-    if default is not _NO_DEFAULT or not has_staged(args):
+    traced_length = (
+        len(args) == 1 and isinstance(args[0], lists.StagedList) and args[0].known_length() is None
+    )
+    if (default is not _NO_DEFAULT and not traced_length) or not has_staged(args):
         return errors.python_call(python_fn, *args, key=key, **kwargs)
     if len(args) == 1:
         (items,) = args
@@ -172,8 +175,11 @@ def _extreme(python_fn, args, key, default):
                         "with more than one element is ambiguous"
                     )
                 )
+            best = _first_best(items.masked(_never_best(items.buffer.dtype, beats)), beats)
+            if default is not _NO_DEFAULT:
+                return _or_default(best, default, items.length > 0, f"{name}()")
             items.check_not_empty(f"{name}()")
-            return _first_best(items.masked(_never_best(items.buffer.dtype, beats)), beats)
+            return best
         if is_staged(items) and key is None:
             if jnp.ndim(items) == 0:
                 raise errors.python_error(TypeError("iteration over a 0-d array"))
@@ -193,6 +199,20 @@ def _extreme(python_fn, args, key, default):
         args = tuple(items)
     keys = [value if key is None else key(value) for value in args]
     return _best_by_key(args, keys, beats, Site(f"{python_fn.__name__}()"))
+
+
+def _or_default(best, default, nonempty, name: str):
+    """`best` where the list has items, else `default` (`max(out, default=-1.0)`), one dtype."""
+    site = Site(name)
+    if not staging.is_array_tree(default) or jax.tree_util.tree_structure(default).num_leaves != 1:
+        raise StagingError(
+            f"{name} of a list whose length is traced, with default={default!r} ({site}): the "
+            "result is the default or an item, chosen in the graph, so the default must be a "
+            "number or an array of the items' shape."
+        )
+    staging.check_same_dtypes(best, default, f"the items and the default of {name}", site)
+    dtype = jnp.result_type(staging.dtype_like(best), staging.dtype_like(jnp.asarray(default)))
+    return jnp.where(nonempty, best, jnp.asarray(default, dtype))
 
 
 def _best_by_key(items, keys, beats, site):

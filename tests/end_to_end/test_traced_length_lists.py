@@ -497,3 +497,19 @@ def test_a_list_the_function_is_given_is_extended_in_place():
     given = [1.0]
     assert transpiler.convert(extends_a_parameter)(given, 2.0) is given
     assert given == [1.0, 2.0]
+
+
+def extremes_or_defaults(x):
+    out = []
+    for i in range(5):
+        if x > i:
+            out.append(x * i)
+    return max(out, default=-1.0), min(out, default=100.0)
+
+
+@pytest.mark.parametrize("x", [0.0, 2.5])
+def test_min_and_max_of_a_list_of_traced_length_with_a_default(x):
+    # default= was refused.
+    expected = extremes_or_defaults(jnp.float32(x))
+    got = jax.jit(transpiler.convert(extremes_or_defaults))(x)
+    assert [float(v) for v in got] == [float(v) for v in expected]
