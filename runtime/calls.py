@@ -34,6 +34,9 @@ from runtime import builtins as builtins_
 from runtime import checkpointed, debugging, effects, errors, identity, staging
 
 _DO_NOT_CONVERT = "__transpiler_do_not_convert__"  # set by transpiler.do_not_convert
+# Converted objects that JAX calls back on values of a trace of its own: what they call is
+# called by JAX, not by converted code (see `staging.call_staging`).
+_CALLED_BACK = (jax.custom_jvp, jax.custom_vjp)
 
 
 class ConversionRefused(Exception):
@@ -170,7 +173,8 @@ def caller(
         try:
             if resolved is fn and staging.trackers() and _state_of_its_own(fn, is_library):
                 result = effects.call_with_state_of_its_own(fn, args, kwargs)
-            elif resolved is not fn:  # a converted user function: the arguments are ours
+            elif resolved is not fn and not isinstance(resolved, _CALLED_BACK):
+                # a converted user function: the arguments are ours
                 with staging.calling_converted():
                     result = resolved(*args, **kwargs)
             else:

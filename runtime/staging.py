@@ -111,7 +111,16 @@ def _call_staging_ordered(fn, args, kwargs, direct: bool):
         if not direct and made is not None and _has_dict((args, kwargs)):
             # Called back by JAX (`lax.scan(step, carry)`, `jax.vmap(f)`): its dicts are JAX's.
             made.update(_dicts_in((args, kwargs)))
-        return fn(*args, **kwargs)
+        staged = [] if direct else [x for x in jax.tree_util.tree_leaves(args) if is_staged(x)]
+        if not staged:
+            return fn(*args, **kwargs)
+        # Called back by JAX, on values of a trace of its own (a `custom_vjp`'s, which must not
+        # close over the caller's values): its effects are batched like them.
+        witness_token = _witness.set(staged[0])
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _witness.reset(witness_token)
     if not (has_staged(args) or has_staged(list(kwargs.values()))):
         return fn(*args, **kwargs)
     witness = next(leaf for leaf in jax.tree_util.tree_leaves((args, kwargs)) if is_staged(leaf))

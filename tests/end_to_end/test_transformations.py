@@ -354,3 +354,27 @@ def test_explicit_lax_loops_in_converted_code_are_reverse_differentiable():
         assert float(jax.jit(program)(x, 4)) == pytest.approx(float(python_loops(x, 4)), 1e-6)
     static_bounds = jax.jit(jax.grad(transpiler.convert(lambda x: explicit_loops(x, 3))))
     np.testing.assert_allclose(static_bounds(2.0), jax.grad(python_loops)(2.0, 3), rtol=1e-5)
+
+
+@jax.custom_vjp
+def doubled_where_positive(x):
+    if x > 0:
+        print("positive")
+        x = x * 2
+    return x
+
+
+doubled_where_positive.defvjp(lambda x: (doubled_where_positive(x), None), lambda r, g: (g * 2,))
+
+
+def through_a_custom_vjp(x):
+    return doubled_where_positive(x) + 1
+
+
+def test_a_print_in_a_staged_branch_of_a_custom_vjp_under_jit_of_grad(capsys):
+    # The print's effect was tied to the caller's value (a tracer of jax.grad's), which the
+    # custom_vjp's own trace must not close over: UnexpectedTracerError.
+    grad = jax.jit(jax.grad(transpiler.convert(through_a_custom_vjp)))(jnp.float32(4.0))
+    jax.effects_barrier()
+    assert float(grad) == 2.0
+    assert capsys.readouterr().out == "positive\n"
