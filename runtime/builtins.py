@@ -80,8 +80,11 @@ def _round_int(number, ndigits):
             "staged: give ndigits as a Python int."
         )
     unit = 10 ** (-ndigits)
+    if unit > jnp.iinfo(number.dtype).max:  # every value is nearer 0 (or overflows anyway)
+        return jnp.zeros_like(number)
     q, r = jnp.floor_divide(number, unit), jnp.remainder(number, unit)
-    up = (2 * r > unit) | ((2 * r == unit) & (q % 2 == 1))
+    rest = unit - r  # (2 * r would wrap in a narrow dtype)
+    up = (r > rest) | ((r == rest) & (q % 2 == 1))
     return (q + up.astype(q.dtype)) * unit
 
 

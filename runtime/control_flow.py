@@ -454,8 +454,7 @@ def _raise_when_run(error: Exception, other: list) -> list:
                 raised.__notes__ = [*getattr(error, "__notes__", ()), note]
             errors.raise_at_users_lines(raised, error.__traceback__)
 
-    ordered = staging.ordered_effects()  # (as a check's: see `staging.check_when_run`)
-    staging.host_callback(raise_if, staging.branch_taken(), *values, ordered=ordered, kind="raise")
+    staging.host_callback(raise_if, staging.branch_taken(), *values, ordered=True, kind="raise")
     return [
         staging.zeros_like(staging.shapes_of(staging.as_arrays(value)))
         if staging.is_array_tree(value)

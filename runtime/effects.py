@@ -1044,7 +1044,10 @@ class Effects:
         if not created:
             return
         keys = {c.key for c in created}
-        containers = {id(c.container): c.container for c in created}
+        # (the slots of an object keep their order whatever is assigned first)
+        containers = {
+            id(c.container): c.container for c in created if isinstance(c.container, (dict, type))
+        }
         order = tuple(
             (cid, k)
             for cid, container in containers.items()
@@ -1070,8 +1073,11 @@ class Effects:
         if not change.creation:
             return change.get()
         container, key = change.container, change.key[2]
-        own = vars(container) if change.kind == "attribute" else container  # (not inherited)
-        if key not in own:
+        if change.kind == "attribute" and not isinstance(container, type):  # a slot's
+            present = _plain_attribute(container, key, _ABSENT) is not _ABSENT
+        else:  # a dict's key, a class's own attribute (not inherited)
+            present = key in (vars(container) if change.kind == "attribute" else container)
+        if not present:
             raise StagingError(
                 f"{change.label} is created on some paths of the staged {self.site.construct} "
                 f"({self.site}) only: Python's has it only where such a path runs, which the "

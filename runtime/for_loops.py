@@ -99,8 +99,9 @@ class TracedRange:
     def __iter__(self):
         raise TypeError(
             f"{self!r}: a range with a traced bound has no length yet, so only a for statement "
-            "can loop over it (staged as a while loop); a comprehension or a call such as "
-            "list() cannot."
+            "can loop over it (staged as a while loop), directly, in enumerate(), or in zip() "
+            "with arrays, ranges and lists of arrays of one shape and dtype; a comprehension, "
+            "a call such as list(), or zip() with other iterables cannot."
         )
 
     def __repr__(self) -> str:
@@ -151,6 +152,14 @@ class EnumeratedRange:
         )
 
 
+def _one_type(items) -> bool:
+    """Whether `items` are arrays (not Python numbers) of one shape, dtype and weak type."""
+    if not all(isinstance(x, np.ndarray | jax.Array) for x in items):
+        return False
+    types = {(jnp.shape(x), jnp.result_type(x), jax.typeof(x).weak_type) for x in items}
+    return len(types) == 1
+
+
 class ZippedCounted:
     """`zip(...)` where an iterable has a traced length (a range with a traced bound, a list of
     traced length, `enumerate` of one) and the others are arrays or ranges: only a for
@@ -176,6 +185,10 @@ class ZippedCounted:
                 parts.append((len(it), item))
             elif isinstance(it, np.ndarray | jax.Array) and np.ndim(it) > 0:
                 parts.append((len(it), jnp.asarray(it).__getitem__))
+            elif type(it) in (list, tuple) and it and _one_type(it):
+                # Arrays of one shape and dtype (`zip([x, 2 * x], range(n))`): item j of them
+                # stacked is the j-th as it is.
+                parts.append((len(it), jnp.stack(it).__getitem__))
             else:
                 return None
         return ZippedCounted(parts)

@@ -580,6 +580,23 @@ def list_pop(target, *index):
     """Functional form of `item = target.pop(*index)`: returns `(target, item)`."""
     if isinstance(target, StagedList):
         return target.popped(*index)
+    if index and is_staged(index[0]) and type(target) is list:
+        # Which item goes, the program decides: the list as a staged one of its length.
+        types = {
+            (jnp.shape(x), jnp.result_type(x), jax.typeof(x).weak_type)
+            for x in target
+            if isinstance(x, np.ndarray | jax.Array)
+        }
+        if len(types) != 1 or not all(isinstance(x, np.ndarray | jax.Array) for x in target):
+            raise StagingError(
+                f"pop(i) with a traced i ({Site('pop()')}) of a list whose items are not arrays "
+                "of one shape and dtype: which item it removes, the program decides when it "
+                "runs, and the list must be one array then. Pop with a Python index, or make "
+                "the items arrays of one type."
+            )
+        shape, dtype, _ = types.pop()
+        staged = StagedList.create(target, len(target), jax.ShapeDtypeStruct(shape, dtype))
+        return staged._with(static_length=len(target)).popped(*index)
     item = target.pop(*index)
     return target, item
 

@@ -85,7 +85,7 @@ def call_staging(fn, args, kwargs):
     token = _from_converted.set(False) if direct else None  # what it calls is not
     recording, returned = identity.recording(), False
     try:
-        result = _call_staging(fn, args, kwargs, direct)
+        result = _ordering_checks(fn, args, kwargs, direct)
         returned = True
         return result
     finally:
@@ -94,18 +94,21 @@ def call_staging(fn, args, kwargs):
             _from_converted.reset(token)
 
 
-def _call_staging(fn, args, kwargs, direct: bool):
+def _ordering_checks(fn, args, kwargs, direct: bool):
+    """`_call_staging`, with the checks ordered with the prints where `fn` prints (see
+    `check_when_run`)."""
     code = getattr(fn, "__code__", None)
     if code is None or _ordered_checks.get() or not _prints(code):
-        return _call_staging_ordered(fn, args, kwargs, direct)
+        return _call_staging(fn, args, kwargs, direct)
     token = _ordered_checks.set(True)
     try:
-        return _call_staging_ordered(fn, args, kwargs, direct)
+        return _call_staging(fn, args, kwargs, direct)
     finally:
         _ordered_checks.reset(token)
 
 
-def _call_staging_ordered(fn, args, kwargs, direct: bool):
+def _call_staging(fn, args, kwargs, direct: bool):
+    # (The frame that calls `fn`: `errors` tells converted code's callers by this name.)
     if _staged_program.get():
         made = _jax_dicts.get()
         if not direct and made is not None and _has_dict((args, kwargs)):
@@ -277,8 +280,9 @@ def check_when_run(failing, error, *operands, kind: str = "check") -> None:
 
 
 def ordered_effects() -> bool:
-    """Whether a run-time check or a staged `raise` traced now is ordered with the prints (see
-    `check_when_run`): inside a converted function that prints."""
+    """Whether a run-time check traced now is ordered with the prints (see `check_when_run`):
+    inside a converted function that prints. (A staged `raise` always is: JAX hands an ordered
+    callback's exception back with the notes that name the user's line.)"""
     return _ordered_checks.get()
 
 

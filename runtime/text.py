@@ -55,6 +55,10 @@ def deferred(build: Callable, *args, **kwargs):
     _collect((args, kwargs), leaves)
     if not leaves:
         return build(*args, **kwargs)
+    # Shown when the program runs, but as they are now, as Python's text shows them: the lists,
+    # tuples and dicts copied, the other objects' text taken now (`log["phase"] = "main"` after
+    # `print(log)` must not show in it).
+    args, kwargs = _as_now((args, kwargs))
 
     def render(values):
         values = iter(values)
@@ -67,6 +71,45 @@ def deferred(build: Callable, *args, **kwargs):
     except (TypeError, ValueError):  # `"%.2f" % x` takes numbers only: no text for it yet
         now = f"<text of {len(leaves)} traced values>"
     return DeferredText(now, leaves, render)
+
+
+_IMMUTABLE = (str, bytes, int, float, complex, bool, type(None), range, type(Ellipsis), np.generic)
+
+
+def _as_now(obj):
+    """`obj` (walked as `_rebuild` walks it) with its lists, tuples and dicts copied and its
+    other objects (but traced values, immutable ones) replaced by their text now."""
+    if isinstance(obj, (DeferredText, lists.StagedList)) or staging.is_staged(obj):
+        return obj
+    if isinstance(obj, (list, tuple)):
+        items = [_as_now(item) for item in obj]
+        if type(obj) in (list, tuple):
+            return type(obj)(items)
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a namedtuple
+            return type(obj)(*items)
+        return type(obj)(items)
+    if isinstance(obj, dict):
+        copied = {key: _as_now(item) for key, item in obj.items()}
+        return copied if type(obj) is dict else type(obj)(copied)
+    if isinstance(obj, _IMMUTABLE) or callable(getattr(obj, "render", None)):
+        return obj
+    return _TextNow(obj)
+
+
+class _TextNow:
+    """An object's `str`, `repr` and plain `format` as they are when the text is made."""
+
+    def __init__(self, obj):
+        self.obj, self.str, self.repr = obj, str(obj), repr(obj)
+
+    def __str__(self):
+        return self.str
+
+    def __repr__(self):
+        return self.repr
+
+    def __format__(self, spec):
+        return self.str if not spec else format(self.obj, spec)
 
 
 def has_staged(obj) -> bool:

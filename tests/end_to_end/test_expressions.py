@@ -398,3 +398,14 @@ def test_round_of_a_traced_int_is_pythons(k):
     # JAX's round refuses ints to decimals < 0 (NotImplementedError) and bools.
     got = jax.jit(transpiler.convert(rounded_ints))(k, k > 10)
     assert tuple(int(v) for v in got) == rounded_ints(k, k > 10)
+
+
+@pytest.mark.parametrize("dtype", [jnp.int8, jnp.uint8, jnp.int16])
+@pytest.mark.parametrize("ndigits", [-1, -2, -3, -10])
+def test_round_of_a_narrow_traced_int_does_not_wrap(dtype, ndigits):
+    # 2 * r wrapped in int8 (round(75, -2) was 0); 10 ** 10 overflowed the dtype.
+    rounded = jax.jit(transpiler.convert(lambda k: round(k, ndigits)))
+    info = np.iinfo(dtype)
+    for v in (int(info.min), -110, -75, -50, -15, 0, 15, 50, 75, 110, 125, int(info.max)):
+        if info.min <= v <= info.max and info.min <= round(v, ndigits) <= info.max:
+            assert int(rounded(dtype(v))) == round(v, ndigits), v

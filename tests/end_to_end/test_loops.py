@@ -726,3 +726,17 @@ def test_zip_with_a_range_of_traced_bound_loops_over_the_shortest(fn, n):
     expected = fn(xs, n)
     got = jax.jit(transpiler.convert(fn))(xs, n)
     assert float(got) == float(expected)
+
+
+def zip_of_a_list_with_a_traced_range(x, n):
+    total = 0.0
+    for v, i in zip([x, 2 * x, 3 * x], range(n)):
+        total = total + v * i
+    return total
+
+
+@pytest.mark.parametrize("n", [0, 2, 5])
+def test_zip_of_a_list_of_arrays_with_a_range_of_traced_bound(n):
+    x = jnp.float32(1.5)
+    expected = zip_of_a_list_with_a_traced_range(x, n)
+    assert float(jax.jit(transpiler.convert(zip_of_a_list_with_a_traced_range))(x, n)) == expected

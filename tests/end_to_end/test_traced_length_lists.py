@@ -513,3 +513,19 @@ def test_min_and_max_of_a_list_of_traced_length_with_a_default(x):
     expected = extremes_or_defaults(jnp.float32(x))
     got = jax.jit(transpiler.convert(extremes_or_defaults))(x)
     assert [float(v) for v in got] == [float(v) for v in expected]
+
+
+def pop_at_a_traced_index(x, k):
+    t = []
+    for i in range(4):
+        t.append(x * i)
+    taken = t.pop(k)
+    return taken, sum(t), t[-1]
+
+
+@pytest.mark.parametrize("k", [0, 2, -1])
+def test_pop_at_a_traced_index_of_a_list_of_known_length(k):
+    # It raised JAX's TracerIntegerConversionError (list.pop of a traced index).
+    expected = pop_at_a_traced_index(jnp.float32(1.5), k)
+    got = jax.jit(transpiler.convert(pop_at_a_traced_index))(jnp.float32(1.5), k)
+    assert [float(v) for v in got] == [float(v) for v in expected]
