@@ -81,16 +81,8 @@ def _as_now(obj):
     other objects (but traced values, immutable ones) replaced by their text now."""
     if isinstance(obj, (DeferredText, lists.StagedList)) or staging.is_staged(obj):
         return obj
-    if isinstance(obj, (list, tuple)):
-        items = [_as_now(item) for item in obj]
-        if type(obj) in (list, tuple):
-            return type(obj)(items)
-        if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a namedtuple
-            return type(obj)(*items)
-        return type(obj)(items)
-    if isinstance(obj, dict):
-        copied = {key: _as_now(item) for key, item in obj.items()}
-        return copied if type(obj) is dict else type(obj)(copied)
+    if isinstance(obj, (list, tuple, dict)):
+        return _mapped(obj, _as_now)
     if isinstance(obj, _IMMUTABLE) or callable(getattr(obj, "render", None)):
         return obj
     return _TextNow(obj)
@@ -223,14 +215,17 @@ def _rebuild(obj, values, concrete: bool):
     if staging.is_staged(obj):
         value = next(values)
         return np.asarray(value)[()] if concrete else _Shown(value)
-    if isinstance(obj, (list, tuple)):
-        items = [_rebuild(item, values, concrete) for item in obj]
-        if type(obj) in (list, tuple):
-            return type(obj)(items)
-        if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a namedtuple
-            return type(obj)(*items)
-        return type(obj)(items)
-    if isinstance(obj, dict):
-        rebuilt = {key: _rebuild(item, values, concrete) for key, item in obj.items()}
-        return rebuilt if type(obj) is dict else type(obj)(rebuilt)
+    if isinstance(obj, (list, tuple, dict)):
+        return _mapped(obj, lambda item: _rebuild(item, values, concrete))
     return obj
+
+
+def _mapped(obj, fn):
+    """A list, tuple or dict `obj` made again, of its type, of `fn` of each of its items."""
+    if isinstance(obj, dict):
+        made = {key: fn(item) for key, item in obj.items()}
+        return made if type(obj) is dict else type(obj)(made)
+    items = [fn(item) for item in obj]
+    if isinstance(obj, tuple) and type(obj) is not tuple and hasattr(obj, "_fields"):
+        return type(obj)(*items)  # a namedtuple
+    return type(obj)(items)
