@@ -5,7 +5,6 @@ from __future__ import annotations
 import collections.abc
 import contextlib
 import contextvars
-import functools
 import numbers
 import types
 import typing
@@ -67,10 +66,10 @@ _ordered_checks: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 
-@functools.lru_cache(maxsize=4096)
 def _prints(code: types.CodeType) -> bool:
     """Whether generated `code` (or code nested in it) may print: it calls `rt__.print_`, or
-    names `print` (handed to other code: `map(print, xs)`)."""
+    names `print` (handed to other code: `map(print, xs)`). (Not cached: a cache would keep
+    the generated code, and its file, alive; a few microseconds per call, while tracing.)"""
     if {"print_", "print"} & set(code.co_names):
         return True
     return any(_prints(c) for c in code.co_consts if isinstance(c, types.CodeType))
