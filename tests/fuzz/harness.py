@@ -54,6 +54,7 @@ import dataclasses
 import importlib.util
 import io
 import itertools
+import logging
 import os
 import re
 import signal
@@ -71,13 +72,14 @@ import numpy as np
 
 import transpiler
 from runtime import StagingError
-from tests.fuzz import model_programs, numeric_programs, programs
+from tests.fuzz import effects_programs, model_programs, numeric_programs, programs
 from transpiler import _runtime_bridge
 
 GENERATORS: dict[str, Callable[[int], str]] = {
     "programs": programs.program,
     "model": model_programs.program,
     "numeric": numeric_programs.program,
+    "effects": effects_programs.program,
 }
 INPUTS = [(0, 0), (3, 7), (50, 2), (-4, 11), (96, 96)]
 MODES = ("python", "jit", "vmap", "grad")
@@ -195,13 +197,26 @@ def time_limit(seconds: float):
         signal.signal(signal.SIGALRM, old)
 
 
+@contextlib.contextmanager
+def _quiet_callback_log():
+    """JAX logs each host callback that raises (a failing staged assert) with its traceback to
+    stderr; the harness compares the exception itself."""
+    logger = logging.getLogger("jax._src.debugging")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def run(module, fn, args, *, state: bool, timeout: float) -> Run:
     """reset(); fn(*args) with stdout captured; snapshot() if `state`."""
     out = Run()
     buf = io.StringIO()
     reset = getattr(module, "reset", None)
     try:
-        with time_limit(timeout), warnings.catch_warnings():
+        with time_limit(timeout), warnings.catch_warnings(), _quiet_callback_log():
             warnings.simplefilter("ignore")
             if reset is not None:
                 reset()
@@ -428,16 +443,25 @@ def compare(mode, ref: Run, got: Run, xy, labels, *, strict: bool) -> Outcome:
     if got.exc is not None and isinstance(got.exc, Timeout):
         return Outcome(mode, "failure", "timeout", where, (xy,))
     if ref.exc is not None:
-        if got.exc is not None and type(got.exc) is type(ref.exc):
-            return Outcome(mode, "pass")
+        if got.exc is not None and isinstance(got.exc, Timeout):
+            return Outcome(mode, "failure", "timeout", where, (xy,))
         if got.exc is not None and not strict and is_refusal(got.exc):
             return Outcome(mode, "refusal", exception_kind(got.exc), where, (xy,))
+        if got.exc is not None and raised_as(ref.exc, got.exc, strict=strict):
+            return _after_exception(mode, ref, got, xy, strict)
         what = _exc_text(got.exc) if got.exc is not None else f"returned {got.value!r}"
+        same_type = got.exc is not None and (
+            type(got.exc) is type(ref.exc) or f"{type(ref.exc).__name__}:" in str(got.exc)
+        )
+        kind = f"python raised {type(ref.exc).__name__}, converted " + (
+            type(got.exc).__name__ if got.exc is not None else "did not"
+        )
+        if same_type:
+            kind += " (another message)"
         return Outcome(
             mode,
             "failure",
-            f"python raised {type(ref.exc).__name__}, converted "
-            + (type(got.exc).__name__ if got.exc is not None else "did not"),
+            kind,
             f"{where}: python raised {_exc_text(ref.exc)}; {mode}: {what}",
             (xy,),
         )
@@ -482,6 +506,50 @@ def compare(mode, ref: Run, got: Run, xy, labels, *, strict: bool) -> Outcome:
             mode,
             "failure",
             "wrong module state",
+            f"{where}: python snapshot() {ref.state} vs {mode} {got.state}",
+            (xy,),
+        )
+    return Outcome(mode, "pass")
+
+
+def raised_as(expected: BaseException, got: BaseException, *, strict: bool) -> bool:
+    """Whether `got` is the exception Python raised (`expected`): the same type with the same
+    message; or, not `strict` (jit, vmap), an exception whose text carries Python's
+    `Type: message` as a line of its own, or followed by the line it was raised at
+    (` (file.py:N)`), as a check or a `raise` the compiled program makes is reported (JAX's
+    `JaxRuntimeError` carrying it). A Python exception without a message is `Type` alone or
+    `Type: ` followed by anything (the library writes `assertion failed`)."""
+    if type(got) is type(expected) and str(got) == str(expected):
+        return True
+    if strict:
+        return False
+    name, message, text = type(expected).__name__, str(expected), str(got)
+    where = r"(?: \([^()\n]*:\d+\))?$"  # the line, where the library adds it
+    if message:
+        pattern = r"(?:^|\W)" + re.escape(f"{name}: {message}") + where
+    else:
+        pattern = r"(?:^|\W)" + re.escape(name) + r"(?::[^\n]*)?$"
+    return re.search(pattern, text, re.MULTILINE) is not None
+
+
+def _after_exception(mode, ref: Run, got: Run, xy, strict: bool) -> Outcome:
+    """Both raised the same exception: stdout up to it must match (a staged program's prints
+    are made in order and the first failing check ends the run: docs/semantics.md, "print and
+    assert"), and, on the Python path, the module state it leaves."""
+    where = f"input {xy}, python raised {_exc_text(ref.exc)}"
+    if got.stdout is not None and ref.stdout != got.stdout:
+        return Outcome(
+            mode,
+            "failure",
+            _stdout_kind(ref.stdout, got.stdout) + " (before the exception)",
+            f"{where}: python stdout '{_show(ref.stdout)}' vs {mode} '{_show(got.stdout)}'",
+            (xy,),
+        )
+    if strict and ref.state != got.state:
+        return Outcome(
+            mode,
+            "failure",
+            "wrong module state (after the exception)",
             f"{where}: python snapshot() {ref.state} vs {mode} {got.state}",
             (xy,),
         )
@@ -632,21 +700,26 @@ def _check(module, source, modes, inputs, timeout) -> Checked:
         results.append(_worst(outs, "jit"))
 
     if "vmap" in modes:
-        if not reference_ok:
-            results.append(Outcome("vmap", "skip", "python raised on some input"))
+        # over the inputs on which plain Python returned (a check that fails on another input
+        # must not fire for these: under vmap a staged branch's checks are made only for the
+        # elements that take it)
+        returned = [(ref, xy) for ref, xy in zip(refs, inputs) if ref.exc is None]
+        if not returned:
+            results.append(Outcome("vmap", "skip", "python raised on every input"))
         else:
-            xs = jnp.array([xy[0] for xy in inputs], dtype=jnp.int32)
-            ys = jnp.array([xy[1] for xy in inputs], dtype=jnp.int32)
+            batch = tuple(xy for _, xy in returned)
+            xs = jnp.array([xy[0] for xy in batch], dtype=jnp.int32)
+            ys = jnp.array([xy[1] for xy in batch], dtype=jnp.int32)
             got = converted_run(
                 jax.jit(jax.vmap(converted)) if converted is not None else None,
                 (xs, ys),
                 state=False,
             )
             outs = []
-            for i, (ref, xy) in enumerate(zip(refs, inputs)):
+            for i, (ref, xy) in enumerate(returned):
                 row = _row(got, i)
                 o = judge("vmap", ref, row, xy, False)
-                o.inputs = tuple(inputs)
+                o.inputs = batch
                 outs.append(o)
             results.append(_worst(outs, "vmap"))
     return Checked(results, reference_ok)
@@ -911,7 +984,12 @@ class Spec:
 
 INT_SPEC = Spec(INPUTS, ("python", "jit", "vmap"), _check)
 NUMERIC_SPEC = Spec(NUMERIC_INPUTS, ("python", "jit", "vmap", "grad"), _check_numeric)
-SPECS: dict[str, Spec] = {"programs": INT_SPEC, "model": INT_SPEC, "numeric": NUMERIC_SPEC}
+SPECS: dict[str, Spec] = {
+    "programs": INT_SPEC,
+    "model": INT_SPEC,
+    "numeric": NUMERIC_SPEC,
+    "effects": INT_SPEC,
+}
 
 
 def check_seed(generator: str, seed: int, modes=None) -> tuple[str, Checked]:

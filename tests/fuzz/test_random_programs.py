@@ -1,14 +1,17 @@
 """Random programs: converted (Python path, jit, vmap) equals plain Python, exactly.
 
-Two generators (`programs`: nested control flow over ints; `model_programs`: objects, globals,
-containers, prints, match, try/finally, walrus, ...), checked by `harness.check_program`:
-return values, stdout and module state must match; under jit/vmap a StagingError or
-ConversionError is a refusal (allowed), anything else different is a failure. A third,
+Three integer generators (`programs`: nested control flow over ints; `model_programs`: objects,
+globals, containers, prints, match, try/finally, walrus, ...; `effects_programs`: prints
+interleaved with asserts that fail on some inputs, context managers, properties and special
+methods, module state written in staged blocks), checked by `harness.check_program`: return
+values, stdout and module state must match, and where Python raises, the exception (its message
+inside JAX's `JaxRuntimeError` under jit) and stdout up to it; under jit/vmap a StagingError or
+ConversionError is a refusal (allowed), anything else different is a failure. A fourth,
 `numeric_programs` (floats and mixed dtypes), is checked against eager JAX under jit, vmap and
 jax.grad, with dtype and tolerance rules (`harness.compare_numeric`).
 `FUZZ_SEEDS` scales the number of seeds of each (default 15; a third of that for the slower
-numeric programs); `python -m tests.fuzz.run` runs many more and reports/minimises the
-failures.
+numeric and effects programs); `python -m tests.fuzz.run` runs many more and reports/minimises
+the failures.
 """
 
 import os
@@ -16,10 +19,11 @@ import os
 import jax.numpy as jnp
 import pytest
 
-from tests.fuzz import harness, model_programs, numeric_programs
+from tests.fuzz import effects_programs, harness, model_programs, numeric_programs
 
 SEEDS = range(int(os.environ.get("FUZZ_SEEDS", 15)))
 NUMERIC_SEEDS = range(int(os.environ.get("FUZZ_SEEDS", 15)) // 3)
+EFFECTS_SEEDS = range(int(os.environ.get("FUZZ_SEEDS", 15)) // 3)
 
 
 def _check(generator, seed):
@@ -43,6 +47,64 @@ def test_random_model_program(seed):
 @pytest.mark.parametrize("seed", NUMERIC_SEEDS)
 def test_random_numeric_program(seed):
     _check("numeric", seed)
+
+
+@pytest.mark.parametrize("seed", EFFECTS_SEEDS)
+def test_random_effects_program(seed):
+    _check("effects", seed)
+
+
+def test_effects_generator_is_deterministic_and_fails_only_asserts_in_plain_python():
+    outcomes = {"returned": 0, "assert": 0}
+    for seed in range(40):
+        source = effects_programs.program(seed)
+        assert source == effects_programs.program(seed)  # deterministic
+        module = harness.load(source, f"plain_effects_{seed}")
+        try:
+            for xy in harness.INPUTS:
+                ran = harness.run(module, module.f, xy, state=True, timeout=10)
+                if ran.exc is None:
+                    outcomes["returned"] += 1
+                    assert all(isinstance(v, int) for v in ran.value), (xy, ran.value, source)
+                else:
+                    assert isinstance(ran.exc, AssertionError), (xy, ran.exc, source)
+                    outcomes["assert"] += 1
+                assert ran.stdout, (xy, source)  # f prints first: its checks are ordered
+        finally:
+            harness.unload(module)
+    # both outcomes are common: asserts fail on some inputs, not on all
+    assert min(outcomes.values()) >= 40, outcomes
+
+
+def test_harness_compares_exceptions_and_the_output_before_them():
+    expected = AssertionError("A1 i=2")
+    wrapped = RuntimeError("INTERNAL: CpuCallback error ...\nAssertionError: A1 i=2 (p.py:7)\n")
+    assert harness.raised_as(expected, wrapped, strict=False)
+    assert not harness.raised_as(expected, wrapped, strict=True)
+    assert harness.raised_as(expected, AssertionError("A1 i=2"), strict=True)
+    for other in ("A1 i=20 (p.py:7)", "A1 i=1 (p.py:7)", "A2 (p.py:9)"):
+        assert not harness.raised_as(
+            expected, RuntimeError(f"AssertionError: {other}"), strict=False
+        )
+    assert harness.raised_as(
+        AssertionError(), RuntimeError("AssertionError: assertion failed (p.py:3)"), strict=False
+    )
+    # what differs under tracing whatever the converter does: output before a failing assert,
+    # and the message of the assert
+    before = "def f(x, y):\n    print(type(x).__name__)\n    assert x > 10, 'small'\n    return x\n"
+    outcomes = {o.mode: o for o in harness.check_program(before, "t").outcomes}
+    assert outcomes["python"].status == "pass"
+    assert outcomes["jit"].status == "failure"
+    assert outcomes["jit"].kind.endswith("(before the exception)"), outcomes["jit"]
+    assert outcomes["vmap"].status == "pass"  # over the inputs on which Python returned
+    message = (
+        "def f(x, y):\n    print('start')\n    assert x > 10, type(x).__name__\n    return x\n"
+    )
+    outcomes = {o.mode: o for o in harness.check_program(message, "t").outcomes}
+    assert outcomes["python"].status == "pass"
+    assert outcomes["jit"].kind == (
+        "python raised AssertionError, converted JaxRuntimeError (another message)"
+    ), outcomes["jit"]
 
 
 def test_numeric_generator_is_deterministic_and_runs_in_plain_python():
