@@ -23,6 +23,9 @@ converted function differs there (so a difference would be no bug):
   dyadic literals (0.5, 1.5, -2.25, ...), exact in float32 and float64 alike, and `int()`,
   `//`, `%`, `round()` are applied to them (limitations: "float32 rounds where a Python float
   would not"); a `/ 3.0` of a Python float is within the harness's tolerance.
+- `round()` of a weakly typed value (a Python float under `jit`, or `jnp.tanh(2.0)`, which
+  eager JAX rounds as an array): limitations ("`round(x)` of a traced array"): the converted
+  round takes it for a Python float, so `round()` is given a float32 array here.
 - `round(v, ndigits)` (limitations: JAX rounds `v * 10^n`), non-integer powers of possibly
   negative numbers (Python makes a complex number), `2 ** -k` of ints.
 - float16 / bfloat16 values only of literals, cast back to float32 at once: a Python number a
@@ -208,7 +211,7 @@ class _Generator(ProgramWriter):
         if r == 1:
             return f"(int({self.bounded_fexpr(ctx, d)}) % {self.pick(['5', '7', '97'])})"
         if r == 2:
-            return f"(round({self.bounded_fexpr(ctx, d)}) % 7)"
+            return f"(round(jnp.float32({self.bounded_fexpr(ctx, d)})) % 7)"
         if r == 3:
             return f"{self.pick(['min', 'max'])}({b()}, {b()})"
         if r == 4:
@@ -282,7 +285,7 @@ class _Generator(ProgramWriter):
                     [
                         f"z = {self.iexpr(ctx)}",
                         f"best = int({self.bounded_fexpr(ctx, 0)}) % 9",
-                        f"z = round({self.bounded_fexpr(ctx, 0)})",
+                        f"z = round(jnp.float32({self.bounded_fexpr(ctx, 0)}))",
                         f"acc = (acc + int({self.simple_cond(ctx, 1)})) % 97",
                     ]
                 ),
