@@ -493,11 +493,17 @@ def compare(mode, ref: Run, got: Run, xy, labels, *, strict: bool) -> Outcome:
                 f"{where}: python {e} vs {mode} {g}",
                 (xy,),
             )
+    return _same_effects(mode, ref, got, xy, where, strict) or Outcome(mode, "pass")
+
+
+def _same_effects(mode, ref: Run, got: Run, xy, where: str, strict: bool, raised=False):
+    """A failure where stdout differs (or, `strict`, the module state), else None. `raised`:
+    both raised, and the kinds say it ("... (before the exception)")."""
     if got.stdout is not None and ref.stdout != got.stdout:
         return Outcome(
             mode,
             "failure",
-            _stdout_kind(ref.stdout, got.stdout),
+            _stdout_kind(ref.stdout, got.stdout) + (" (before the exception)" if raised else ""),
             f"{where}: python stdout '{_show(ref.stdout)}' vs {mode} '{_show(got.stdout)}'",
             (xy,),
         )
@@ -505,11 +511,11 @@ def compare(mode, ref: Run, got: Run, xy, labels, *, strict: bool) -> Outcome:
         return Outcome(
             mode,
             "failure",
-            "wrong module state",
+            "wrong module state" + (" (after the exception)" if raised else ""),
             f"{where}: python snapshot() {ref.state} vs {mode} {got.state}",
             (xy,),
         )
-    return Outcome(mode, "pass")
+    return None
 
 
 def raised_as(expected: BaseException, got: BaseException, *, strict: bool) -> bool:
@@ -537,23 +543,7 @@ def _after_exception(mode, ref: Run, got: Run, xy, strict: bool) -> Outcome:
     are made in order and the first failing check ends the run: docs/semantics.md, "print and
     assert"), and, on the Python path, the module state it leaves."""
     where = f"input {xy}, python raised {_exc_text(ref.exc)}"
-    if got.stdout is not None and ref.stdout != got.stdout:
-        return Outcome(
-            mode,
-            "failure",
-            _stdout_kind(ref.stdout, got.stdout) + " (before the exception)",
-            f"{where}: python stdout '{_show(ref.stdout)}' vs {mode} '{_show(got.stdout)}'",
-            (xy,),
-        )
-    if strict and ref.state != got.state:
-        return Outcome(
-            mode,
-            "failure",
-            "wrong module state (after the exception)",
-            f"{where}: python snapshot() {ref.state} vs {mode} {got.state}",
-            (xy,),
-        )
-    return Outcome(mode, "pass")
+    return _same_effects(mode, ref, got, xy, where, strict, raised=True) or Outcome(mode, "pass")
 
 
 def _worst(outcomes: list[Outcome], mode: str) -> Outcome:
