@@ -353,8 +353,8 @@ class Carry:
             narrowed = weak and not staging.takes_dtype(x, y.dtype)
             if x.dtype != y.dtype and (not weak or narrowed):
                 # (a Python number where staged it would be cut to the other type)
-                before = _python_number(x) if narrowed else describe(x)
-                after = _python_number(y) if narrowed and jax.typeof(y).weak_type else describe(y)
+                before = _as_number(x) if narrowed else describe(x)
+                after = _as_number(y) if narrowed and jax.typeof(y).weak_type else describe(y)
                 raise StagingError(
                     f"{where} is {before} before the {construct} but {after} after "
                     f"one iteration ({site}). Loop variables must keep their dtype; give {name} "
@@ -372,8 +372,9 @@ class Carry:
         return promoted
 
 
-def _python_number(x) -> str:
-    """A weakly typed scalar as the Python number it stands for: `a Python int (int32[])`."""
+def _as_number(x) -> str:
+    """A weakly typed scalar described as the Python number it stands for: `a Python int
+    (int32[])`."""
     kind = {"b": "bool", "i": "int", "u": "int", "c": "complex"}.get(np.dtype(x.dtype).kind)
     return f"a Python {kind or 'float'} ({describe(x)})"
 

@@ -1043,7 +1043,7 @@ class Effects:
         created = [c for c in carried if c.creation]
         if not created:
             return
-        keys = {c.key for c in created}
+        labels = {(id(c.container), c.key[2]): c.label for c in created}
         # (the slots of an object keep their order whatever is assigned first)
         containers = {
             id(c.container): c.container for c in created if isinstance(c.container, (dict, type))
@@ -1052,11 +1052,10 @@ class Effects:
             (cid, k)
             for cid, container in containers.items()
             for k in (vars(container) if isinstance(container, type) else container)
-            if any(key[0] == cid and key[2] == k for key in keys)
+            if (cid, k) in labels
         )
         self._creation_orders.add(order)
         if len(self._creation_orders) > 1:
-            labels = {(id(c.container), c.key[2]): c.label for c in created}
             shown = " and ".join(
                 "[" + ", ".join(labels[k] for k in o) + "]" for o in list(self._creation_orders)[:2]
             )

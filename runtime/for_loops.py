@@ -152,14 +152,6 @@ class EnumeratedRange:
         )
 
 
-def _one_type(items) -> bool:
-    """Whether `items` are arrays (not Python numbers) of one shape, dtype and weak type."""
-    if not all(isinstance(x, np.ndarray | jax.Array) for x in items):
-        return False
-    types = {(jnp.shape(x), jnp.result_type(x), jax.typeof(x).weak_type) for x in items}
-    return len(types) == 1
-
-
 class ZippedCounted:
     """`zip(...)` where an iterable has a traced length (a range with a traced bound, a list of
     traced length, `enumerate` of one) and the others are arrays or ranges: only a for
@@ -185,7 +177,7 @@ class ZippedCounted:
                 parts.append((len(it), item))
             elif isinstance(it, np.ndarray | jax.Array) and np.ndim(it) > 0:
                 parts.append((len(it), jnp.asarray(it).__getitem__))
-            elif type(it) in (list, tuple) and it and _one_type(it):
+            elif type(it) in (list, tuple) and lists_.one_array_type(it) is not None:
                 # Arrays of one shape and dtype (`zip([x, 2 * x], range(n))`): item j of them
                 # stacked is the j-th as it is.
                 parts.append((len(it), jnp.stack(it).__getitem__))

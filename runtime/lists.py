@@ -468,6 +468,18 @@ def check_items(items, what: str) -> None:
             )
 
 
+def one_array_type(items) -> jax.ShapeDtypeStruct | None:
+    """The one type of `items` if they are arrays (not Python numbers) of one shape, dtype and
+    weak type, so that stacking them gives each back as it is; else None."""
+    if not items or not all(isinstance(x, np.ndarray | jax.Array) for x in items):
+        return None
+    types = {(jnp.shape(x), jnp.result_type(x), jax.typeof(x).weak_type) for x in items}
+    if len(types) != 1:
+        return None
+    shape, dtype, weak = types.pop()
+    return jax.ShapeDtypeStruct(shape, dtype, weak_type=weak)
+
+
 def item_type(items, dtype=None) -> jax.ShapeDtypeStruct | None:
     """The one type a staged list of `items` stores: their common shape, and the dtype stacking
     them gives (`jnp.stack` promotion: `[1, 2.5]` -> float32), or `dtype` if every item promotes
@@ -582,20 +594,15 @@ def list_pop(target, *index):
         return target.popped(*index)
     if index and is_staged(index[0]) and type(target) is list:
         # Which item goes, the program decides: the list as a staged one of its length.
-        types = {
-            (jnp.shape(x), jnp.result_type(x), jax.typeof(x).weak_type)
-            for x in target
-            if isinstance(x, np.ndarray | jax.Array)
-        }
-        if len(types) != 1 or not all(isinstance(x, np.ndarray | jax.Array) for x in target):
+        element = one_array_type(target)
+        if element is None:
             raise StagingError(
                 f"pop(i) with a traced i ({Site('pop()')}) of a list whose items are not arrays "
                 "of one shape and dtype: which item it removes, the program decides when it "
                 "runs, and the list must be one array then. Pop with a Python index, or make "
                 "the items arrays of one type."
             )
-        shape, dtype, _ = types.pop()
-        staged = StagedList.create(target, len(target), jax.ShapeDtypeStruct(shape, dtype))
+        staged = StagedList.create(target, len(target), element)
         return staged._with(static_length=len(target)).popped(*index)
     item = target.pop(*index)
     return target, item

@@ -113,12 +113,13 @@ def _call_staging(fn, args, kwargs, direct: bool):
         if not direct and made is not None and _has_dict((args, kwargs)):
             # Called back by JAX (`lax.scan(step, carry)`, `jax.vmap(f)`): its dicts are JAX's.
             made.update(_dicts_in((args, kwargs)))
-        staged = [] if direct else [x for x in jax.tree_util.tree_leaves(args) if is_staged(x)]
-        if not staged:
+        leaves = () if direct else jax.tree_util.tree_leaves(args)
+        witness = next((leaf for leaf in leaves if is_staged(leaf)), None)
+        if witness is None:
             return fn(*args, **kwargs)
         # Called back by JAX, on values of a trace of its own (a `custom_vjp`'s, which must not
         # close over the caller's values): its effects are batched like them.
-        witness_token = _witness.set(staged[0])
+        witness_token = _witness.set(witness)
         try:
             return fn(*args, **kwargs)
         finally:
