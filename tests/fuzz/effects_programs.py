@@ -54,8 +54,7 @@ converted function differs there (so a difference would be no bug):
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+from tests.fuzz.writer import Ctx as _Ctx
 from tests.fuzz.writer import ProgramWriter
 
 RET = (
@@ -73,16 +72,6 @@ RET = (
     'CFG.get("k", -1)',
     "len(LOG)",
 )
-
-
-class _Ctx(NamedTuple):
-    loop: bool  # break/continue allowed
-    bounded: bool  # appends allowed: every enclosing loop has a static bound
-    names: tuple  # loop indices readable here
-    depth: int
-
-    def nest(self, **kw):
-        return self._replace(depth=self.depth + 1, **kw)
 
 
 class _Generator(ProgramWriter):

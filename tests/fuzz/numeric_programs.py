@@ -46,8 +46,7 @@ converted function differs there (so a difference would be no bug):
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+from tests.fuzz.writer import Ctx as _Ctx
 from tests.fuzz.writer import ProgramWriter
 
 DYADIC = ["0.5", "1.5", "-2.25", "0.25", "3.0", "-0.75", "2.0", "10.0", "-1.0", "0.125"]
@@ -57,16 +56,6 @@ COMPARE = ["0.0", "0.5", "1.5", "-2.25", "3.0", "10.0", "-0.5", "50.0", "2.0"]
 FLOATS = ["t", "z", "u"]
 INTS = ["acc", "best"]
 CLAMP = 1000.0
-
-
-class _Ctx(NamedTuple):
-    loop: bool  # break / continue allowed
-    bounded: bool  # appends allowed: every enclosing loop has a static bound
-    names: tuple  # loop indices readable here (Python or traced ints)
-    depth: int
-
-    def nest(self, **kw):
-        return self._replace(depth=self.depth + 1, **kw)
 
 
 class _Generator(ProgramWriter):

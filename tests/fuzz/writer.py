@@ -3,6 +3,19 @@
 from __future__ import annotations
 
 import random
+from typing import NamedTuple
+
+
+class Ctx(NamedTuple):
+    """Where a statement is being written: what it may do there."""
+
+    loop: bool  # break / continue allowed
+    bounded: bool  # appends allowed: every enclosing loop has a static bound
+    names: tuple  # loop indices readable here
+    depth: int
+
+    def nest(self, **kw):
+        return self._replace(depth=self.depth + 1, **kw)
 
 
 class ProgramWriter:
