@@ -15,7 +15,7 @@ import types
 
 import gast
 
-from transpiler import loading, origins, structure, templates
+from transpiler import loading, origins, structure, templates, trees
 from transpiler.errors import ConversionError
 
 LAMBDA_NAME = "lambda_"
@@ -152,7 +152,7 @@ def _last_line(code: types.CodeType) -> int:
 
 def _parse(source: str) -> gast.Module | None:
     try:
-        return gast.parse(source)
+        return trees.to_gast(ast.parse(source))
     except SyntaxError:
         return None
 
@@ -214,7 +214,7 @@ def _check_unchanged(
             definition = gast.Lambda(args=node.args, body=definition) if definition else None
         # Not copied: the factory holds the definition; neither it nor compiling changes it.
         module = loading.factory_module(definition, code.co_freevars, fn.__qualname__)
-        compiled_from = ast.fix_missing_locations(gast.gast_to_ast(module))
+        compiled_from = ast.fix_missing_locations(trees.to_ast(module))
         compiled_from.body[:0] = ast.parse(imports).body
     try:
         compiled = compile(compiled_from, code.co_filename, "exec", flags=flags, dont_inherit=True)

@@ -20,12 +20,13 @@ once: it is moved (the caller gives up the block it passes).
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from typing import Any
 
 import gast
 
-from transpiler import anno, structure
+from transpiler import anno, structure, trees
 
 
 def replace(template: str, **replacements: Any) -> list[gast.stmt]:
@@ -34,7 +35,7 @@ def replace(template: str, **replacements: Any) -> list[gast.stmt]:
     if parsed is None:
         if len(_parsed) >= _MAX_TEMPLATES:
             _parsed.clear()  # a bound on memory: the passes use a few dozen templates
-        parsed = _parsed[template] = gast.parse(textwrap.dedent(template))
+        parsed = _parsed[template] = trees.to_gast(ast.parse(textwrap.dedent(template)))
     tree = clone(parsed)
     filler = _Filler(replacements)
     tree = filler.visit(tree)
