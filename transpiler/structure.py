@@ -95,16 +95,37 @@ def scope_blocks(stmt: gast.AST) -> Iterator[Block]:
 
 
 def children(node: gast.AST) -> list[gast.AST]:
-    """The nodes directly under `node`, in field order: `gast.iter_child_nodes` as a list, in
-    less than half its time (a generator per node is most of a walk's cost)."""
+    """The nodes directly under `node`, in field order: `gast.iter_child_nodes` as a list, less
+    contexts and operators (`Load`, `Add`, `Lt`: no analysis or pass looks at them but through
+    `node.ctx`, `node.op`, `node.ops`), in a third of its time (a generator per node is most
+    of a walk's cost)."""
     found = []
-    for field in node._fields:
-        value = getattr(node, field, None)
+    fields = node.__dict__
+    for field in node_fields(type(node)):
+        value = fields.get(field)
         if type(value) is list:
             found.extend(v for v in value if isinstance(v, gast.AST))
         elif isinstance(value, gast.AST):
             found.append(value)
     return found
+
+
+def node_fields(cls: type) -> tuple[str, ...]:
+    """The fields of node class `cls` that `children` looks in: not its context or operators,
+    and not those that always hold a string, a number or None (a Name's `id`, an Attribute's
+    `attr`, a Constant's `value`)."""
+    fields = _node_fields.get(cls)
+    if fields is None:
+        never = _NEVER_NODES | ({"value"} if cls is gast.Constant else set())
+        fields = _node_fields[cls] = tuple(f for f in cls._fields if f not in never)
+    return fields
+
+
+_node_fields: dict[type, tuple[str, ...]] = {}
+_NEVER_NODES = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "type_comment", "kind", "arg", "level", "module"}
+    | {"conversion", "is_async", "simple"}
+)
 
 
 def walk_nodes(node: gast.AST) -> Iterator[gast.AST]:

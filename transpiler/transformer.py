@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import anno, origins
+from transpiler import anno, origins, structure
 
 
 class Transformer(gast.NodeTransformer):
@@ -59,8 +59,9 @@ class Transformer(gast.NodeTransformer):
 
     def generic_visit(self, node):
         """`ast.NodeTransformer.generic_visit`, minus its per-field generator and the visits of
-        `Load`/`Store` contexts, which no pass rewrites."""
-        for field in node._fields:
+        contexts and operators (`Load`, `Add`), which no pass rewrites
+        (`structure.node_fields`)."""
+        for field in structure.node_fields(type(node)):
             old = getattr(node, field, None)
             if type(old) is list:
                 if not old:
@@ -76,7 +77,7 @@ class Transformer(gast.NodeTransformer):
                             continue
                     new.append(value)
                 old[:] = new
-            elif isinstance(old, gast.AST) and not isinstance(old, gast.expr_context):
+            elif isinstance(old, gast.AST):
                 value = self.visit(old)
                 if value is None:
                     delattr(node, field)

@@ -72,13 +72,13 @@ def test_a_thousand_term_expression_converts(tmp_path):
 
 
 def test_too_deep_code_is_a_conversion_error_naming_the_line(tmp_path, monkeypatch):
-    source = "def f(x):\n    y = x\n    return " + " + ".join(["y"] * 600) + "\n"
-    f = _load(tmp_path, "deep600", source).f
+    source = "def f(x):\n    y = x\n    return " + " + ".join(["y"] * 1500) + "\n"
+    f = _load(tmp_path, "deep1500", source).f
     monkeypatch.setattr(api, "_RECURSION_LIMIT", 1200)
     limit = sys.getrecursionlimit()
     with pytest.raises(transpiler.ConversionError) as info:
         transpiler.convert(f)
     message = str(info.value)
-    assert "nested too deeply" in message and "deep600.py:3:" in message
+    assert "nested too deeply" in message and "deep1500.py:3:" in message
     assert "return y + y" in message
     assert sys.getrecursionlimit() == limit
