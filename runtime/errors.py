@@ -145,7 +145,12 @@ def is_users(error: Exception) -> bool:
     """Whether `error`, raised while tracing, is what the user's code raises as Python would (a
     `raise`, an IndexError, a shape error in a JAX call) rather than a fault of this project:
     the innermost frame it passed through that is not JAX's or NumPy's is the user's (or
-    generated code), or the runtime raised it on purpose (`python_error`)."""
+    generated code), or the runtime raised it on purpose (`python_error`). Never a
+    RecursionError: tracing both branches of every staged `if` runs a recursion on a traced
+    value to Python's limit, which the program, run, never meets (and deferred to when a branch
+    runs, each level would be traced again: exponential in the depth)."""
+    if isinstance(error, RecursionError):
+        return False
     if getattr(error, "_transpiler_python", False):
         return True
     frames = []
@@ -381,6 +386,13 @@ def fix_note(error: BaseException) -> str | None:
             "a traced value is used where Python needs a number (`float(x)` or `math.sqrt(x)`, "
             "in code that is not converted or a C function): use the jax.numpy function "
             "(jnp.sqrt(x), x.astype(float)), or make the value static (static_argnames)."
+        )
+    if isinstance(error, RecursionError):
+        return (
+            "if a traced value ends this recursion (`if n == 0: return x` with a traced `n`), "
+            "it never ends while it is traced: both branches of a staged `if` are traced, the "
+            "recursive call's too. Make the value that ends it Python (a static argument), or "
+            "write the recursion as a loop."
         )
     return None
 

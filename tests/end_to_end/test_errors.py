@@ -313,3 +313,24 @@ def test_a_traced_value_where_python_needs_one_names_the_line_and_the_fix(fn, ar
         transpiler.jit(fn)(*args)
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert f"test_errors.py:{line_of(fn, line)}: {line}" in notes and fix in notes
+
+
+def _recursing_in_both_branches(x, depth):
+    if depth == 0:
+        return x
+    if x > 0:
+        return _recursing_in_both_branches(x - 1, depth - 1) * 2
+    return _recursing_in_both_branches(x + 1, depth - 1)
+
+
+def test_recursion_on_a_traced_value_fails_fast_naming_the_fix():
+    # A recursive call in each branch: deferring the RecursionError to when a branch runs
+    # traced each level again (2^40 traces: a hang). Static, the depth ends it.
+    assert _recursing_in_both_branches(1.5, 3) == 2.0
+    staged = jax.jit(transpiler.convert(_recursing_in_both_branches))
+    with pytest.raises(RecursionError) as info:
+        staged(1.5, 3)
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "test_errors.py" in notes and "static argument" in notes
+    static = jax.jit(transpiler.convert(_recursing_in_both_branches), static_argnums=1)
+    assert static(1.5, 3) == 2.0

@@ -552,11 +552,14 @@ def summarize(fn_node: gast.FunctionDef, callees: Callees) -> Summary:
     every = {*parameters, *keywords, *(p for p in (vararg, kwarg) if p is not None)}
     # Module globals it rebinds (`global best; best = p`): joined with the caller's names.
     written = {
-        name for node in gast.walk(fn_node) if isinstance(node, gast.Global) for name in node.names
+        name
+        for node in structure.walk_nodes(fn_node)
+        if isinstance(node, gast.Global)
+        for name in node.names
     }
     nested: set[str] = set()
     changed: set[str] = set()
-    for stmt in gast.walk(fn_node):
+    for stmt in structure.walk_nodes(fn_node):
         if isinstance(stmt, gast.stmt) and stmt is not fn_node:
             changed.update(ownership.own_changes(stmt, nested, callees))
     changed |= nested
@@ -623,7 +626,7 @@ def _copied_first(fn_node: gast.FunctionDef, parameters: set[str], callees: Call
                 rebinds_later = any(
                     isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Store)
                     for later in fn_node.body[index + 1 :]
-                    for n in gast.walk(later)
+                    for n in structure.walk_nodes(later)
                 )
                 keeps = any(path == name for path, _ in ownership.sources(stmt.value))
                 if not rebinds_later and not keeps:
@@ -638,7 +641,7 @@ def _only_reads(stmt: gast.stmt, name: str, callees: Callees) -> bool:
     """Whether `stmt` at most reads `name`'s container: it changes it in no way the analysis
     sees, hands it to no call but one that only reads it (`norm(params)`), binds no other
     name to it and stores it nowhere (but a `return`, which ends the function)."""
-    for node in gast.walk(stmt):
+    for node in structure.walk_nodes(stmt):
         if isinstance(node, gast.Return):
             continue
         if isinstance(node, gast.Name) and node.id == name and not isinstance(node.ctx, gast.Load):

@@ -131,7 +131,7 @@ class _Uses(gast.NodeVisitor):
             if isinstance(value, gast.Name):
                 self.copies.append((target.id, value.id))
             return
-        for node in gast.walk(target):  # unpacking, starred: not a plain assignment
+        for node in structure.walk_nodes(target):  # unpacking, starred: not a plain assignment
             if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
                 self.assigned.setdefault(node.id, []).append(None)
 
@@ -314,7 +314,7 @@ def _is_runtime_call(value, attr: str) -> bool:
 
 
 def _names(node) -> set[str]:
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    return {n.id for n in structure.walk_nodes(node) if isinstance(n, gast.Name)}
 
 
 # Methods that change a list, dict or set in place.
@@ -353,7 +353,7 @@ def changed_in_place(
     that changes what it is given (`sgd(params, g)`, see `callees`); those of `owned` names
     aside (nothing else reaches their lists). Which list one of them holds after a staged
     `if` can show in what the function does."""
-    nodes = gast.walk(fn_node) if nested else activity.walk_scope(fn_node.body)
+    nodes = structure.walk_nodes(fn_node) if nested else activity.walk_scope(fn_node.body)
     return _changes(nodes, owned, resolve)
 
 
@@ -474,7 +474,7 @@ class Sharing:
     def __init__(self, fn_node, nested: bool, resolve=None):
         self.parent: dict[str, str] = {}
         self.exposed: set[str] = set()  # the variables another name takes a container from
-        nodes = gast.walk(fn_node) if nested else activity.walk_scope(fn_node.body)
+        nodes = structure.walk_nodes(fn_node) if nested else activity.walk_scope(fn_node.body)
         for node in nodes:
             if resolve is not None and isinstance(node, gast.Call):
                 for a, b in resolve.joined_by(node):  # `register(cache, p)`
@@ -596,7 +596,7 @@ def _arithmetic(value) -> bool:
     to in place: an operator or a constant with no display or comprehension in it (`lr * g`,
     `-g`, `1`; `[v] * 3` may be a list)."""
     return isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Constant)) and not any(
-        isinstance(node, (*_MAKERS, gast.GeneratorExp)) for node in gast.walk(value)
+        isinstance(node, (*_MAKERS, gast.GeneratorExp)) for node in structure.walk_nodes(value)
     )
 
 

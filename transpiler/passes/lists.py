@@ -126,7 +126,7 @@ def private_lists(
             allowed.add(id(node.body))  # what it returns is read (printed), not kept
             continue
         if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
-            shared.update(n.id for n in gast.walk(node) if isinstance(n, gast.Name))
+            shared.update(n.id for n in structure.walk_nodes(node) if isinstance(n, gast.Name))
         elif isinstance(node, gast.Assign) and all(
             isinstance(t, gast.Name) and t.id in return_values for t in node.targets
         ):

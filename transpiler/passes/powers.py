@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import gast
 
-from transpiler import templates
+from transpiler import structure, templates
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
@@ -56,7 +56,7 @@ def _plain_target(target: gast.expr) -> bool:
 
 
 def _as_load(target: gast.expr) -> gast.expr:
-    for node in gast.walk(target):
+    for node in structure.walk_nodes(target):
         if hasattr(node, "ctx"):
             node.ctx = gast.Load()
     return target
