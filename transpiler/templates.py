@@ -27,6 +27,7 @@ from typing import Any
 import gast
 
 from transpiler import anno, structure, trees
+from transpiler.transformer import Rewriter
 
 
 def replace(template: str, **replacements: Any) -> list[gast.stmt]:
@@ -97,7 +98,7 @@ def constant(value: Any) -> gast.Constant:
     return gast.Constant(value=value, kind=None)
 
 
-class _Filler(gast.NodeTransformer):
+class _Filler(Rewriter):
     def __init__(self, replacements: dict[str, Any]):
         self.replacements = replacements
         self.used: set[str] = set()

@@ -15,6 +15,7 @@ import dataclasses
 import gast
 
 from transpiler import anno, structure
+from transpiler.transformer import Visitor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -395,7 +396,7 @@ def _base_name(node: gast.expr) -> str | None:
     return node.id if isinstance(node, gast.Name) else None
 
 
-class _Collector(gast.NodeVisitor):
+class _Collector(Visitor):
     """Collects what a node reads, binds and mutates. `known`: activities of statements already
     computed (by id), used for the statements nested in `root` instead of visiting them again."""
 

@@ -30,6 +30,7 @@ import gast
 from transpiler import structure
 from transpiler.analysis import activity
 from transpiler.naming import RUNTIME
+from transpiler.transformer import Visitor
 
 # Builtins that read a container without keeping it (or make a new one from it).
 _READERS = frozenset(
@@ -119,7 +120,7 @@ def owned_names(fn_node: gast.FunctionDef) -> frozenset[str]:
     return frozenset(owned | returns)
 
 
-class _Uses(gast.NodeVisitor):
+class _Uses(Visitor):
     def __init__(self):
         self.assigned: dict[str, list] = {}  # name -> assigned values (None: not a plain one)
         self.escaped: set[str] = set()

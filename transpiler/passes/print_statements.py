@@ -20,7 +20,7 @@ from transpiler import naming, structure, templates
 from transpiler.analysis import activity
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
-from transpiler.transformer import Transformer
+from transpiler.transformer import Rewriter, Transformer
 
 # What the pipeline looks for before running this pass, and what it may add (features.py).
 APPLIES_TO = (
@@ -61,7 +61,7 @@ class _PrintStatements(Transformer):
         return node
 
 
-class _Text(gast.NodeTransformer):
+class _Text(Rewriter):
     """Text made from values, kept apart from them (see `runtime.text`):
 
     f"a {x!r:>8}"      ->  rt__.fstring('a ', (x, 'r', '>8'))
