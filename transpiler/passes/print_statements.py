@@ -68,6 +68,7 @@ class _Text(Rewriter):
     "%d items" % n     ->  rt__.percent('%d items', n)
     "{}".format(x)     ->  rt__.format_('{}', x)
     str(x), repr(x)    ->  rt__.str_(x), rt__.repr_(x)
+    format(x, ".2f")   ->  rt__.fstring((x, '', '.2f'))     (what f"{x:.2f}" is)
     """
 
     def __init__(self, globals_: dict, everywhere: bool = False):
@@ -85,6 +86,16 @@ class _Text(Rewriter):
             one_argument or not self.everywhere
         ):
             node.func = templates.replace_as_expression(f"{RUNTIME}.{func.id}_")
+        elif (
+            activity.reads_builtin(func, self.globals, ("format",))
+            and 1 <= len(node.args) <= 2
+            and not node.keywords
+            and not any(isinstance(a, gast.Starred) for a in node.args)
+        ):
+            spec = node.args[1] if len(node.args) == 2 else templates.constant("")
+            field = gast.Tuple(elts=[node.args[0], templates.constant(""), spec], ctx=gast.Load())
+            node.func = templates.replace_as_expression(f"{RUNTIME}.fstring")
+            node.args = [field]
         elif (
             isinstance(func, gast.Attribute)
             and func.attr == "format"
@@ -185,7 +196,7 @@ def _printed_text_assignments(fn_node: gast.FunctionDef, globals_: dict) -> list
 
 def _text_assignment(node, globals_: dict) -> bool:
     """`name = <value>` or `name += <value>` whose value makes text (an f-string, `.format` of a
-    constant, `str()`/`repr()` of one argument)."""
+    constant, `str()`/`repr()` of one argument, `format()`)."""
     if isinstance(node, gast.Assign):
         if len(node.targets) != 1 or not isinstance(node.targets[0], gast.Name):
             return False
@@ -199,6 +210,8 @@ def _text_assignment(node, globals_: dict) -> bool:
             if activity.reads_builtin(func, globals_, ("str", "repr")):
                 if len(n.args) == 1 and not n.keywords:
                     return True
+            if activity.reads_builtin(func, globals_, ("format",)):
+                return True
             if (
                 isinstance(func, gast.Attribute)
                 and func.attr == "format"
