@@ -1124,7 +1124,7 @@ def test_text_made_from_traced_values_shows_the_values(capsys):
         jax.jit(transpiler.convert(shows))(np.float32(-2.0)).block_until_ready()
 
 
-def formats(x, width):
+def shows_with_format(x, width):
     label = format(x, ".2f")
     print(format(x, ".3f"), format(x), format(width), label, format(x, f">{width}.1f"))
     return x
@@ -1133,9 +1133,9 @@ def formats(x, width):
 def test_format_of_traced_values_is_what_an_f_string_makes(capsys):
     # format(x, spec) is f"{x:spec}" (helper 59: it raised for a tracer under jit).
     x = np.float32(1.25)
-    formats(x, 8)
+    shows_with_format(x, 8)
     python_printed = capsys.readouterr().out
-    jax.jit(transpiler.convert(formats), static_argnums=1)(x, 8)
+    jax.jit(transpiler.convert(shows_with_format), static_argnums=1)(x, 8)
     jax.effects_barrier()
     assert capsys.readouterr().out == python_printed
 
