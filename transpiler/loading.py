@@ -223,6 +223,7 @@ def compile_function(
     *,
     suffix: str = ".py",
     footer: Callable[[dict[int, tuple[str, int]]], str] = lambda line_map: "",
+    flags: int = 0,
 ) -> Compiled:
     """Compiles a converted function definition into a generated file.
 
@@ -234,6 +235,8 @@ def compile_function(
       suffix: how the generated file's name ends.
       footer: given the line map of the file (generated line -> user file, line), the text that
         ends the file.
+      flags: the compiler flags of the user's `from __future__` imports (`parsing.future_flags`):
+        the code compiles under those, not this module's.
 
     Returns:
       The code object of the function and its printed definition.
@@ -247,12 +250,14 @@ def compile_function(
     body = numbered.text
     try:
         # Compiled from the tree, which now has the positions of the text.
-        code = compile(skeleton, filename, "exec") if numbered.complete else None
+        code = None
+        if numbered.complete:
+            code = compile(skeleton, filename, "exec", flags=flags, dont_inherit=True)
     except (TypeError, ValueError):  # a node the count missed
         code = None
     if code is None:  # the text parsed, for its positions
         skeleton = ast.parse(header + body)
-        code = compile(skeleton, filename, "exec")
+        code = compile(skeleton, filename, "exec", flags=flags, dont_inherit=True)
     line_map = {
         line: (loc.filename, loc.lineno) for line, loc in origins.line_map(module, skeleton).items()
     }

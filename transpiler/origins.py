@@ -92,9 +92,20 @@ def annotate(tree: gast.AST, generated_source: str) -> str:
     end of the first line of each statement that has an origin::
 
         def if_true(x):  # model.py:12
-    """
-    mapping = line_map(tree, generated_source)
+
+    (not where a string spanning lines starts: the comment would be in the string)."""
+    parsed = ast.parse(generated_source)
+    mapping = line_map(tree, parsed)
+    in_strings = {
+        stmt.lineno
+        for stmt in structure.walk_all(parsed.body)
+        if isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Constant)
+        and isinstance(stmt.value.value, str)
+        and stmt.end_lineno > stmt.lineno
+    }
     lines = generated_source.split("\n")
     for lineno, location in mapping.items():
-        lines[lineno - 1] += f"  # {location}"
+        if lineno not in in_strings:
+            lines[lineno - 1] += f"  # {location}"
     return "\n".join(lines)

@@ -203,7 +203,7 @@ def _check_unchanged(
     the top level of its module), which saves converting the tree.
     """
     code = fn.__code__
-    flags = sum(f.compiler_flag for f in _FUTURES if code.co_flags & f.compiler_flag)
+    flags = future_flags(code)
     imports = "".join(f"import {name}\n" for name in _imported_names(fn))
     if text is not None and code.co_name != "<lambda>" and not code.co_freevars:
         compiled_from = imports + text
@@ -262,6 +262,12 @@ def _imported_names(fn: types.FunctionType) -> list[str]:
 
 
 _FUTURES = tuple(getattr(__future__, name) for name in __future__.all_feature_names)
+
+
+def future_flags(code: types.CodeType) -> int:
+    """The compiler flags of the `from __future__ import ...` that `code` was compiled under
+    (`annotations`: annotations are kept as text), for code compiled in its place."""
+    return sum(f.compiler_flag for f in _FUTURES if code.co_flags & f.compiler_flag)
 
 
 def _same_code(a: types.CodeType, b: types.CodeType) -> bool:

@@ -617,3 +617,38 @@ def test_definitions_whose_last_lines_compile_to_nothing_convert(tmp_path):
     for fn, arg in ((module.a, 3), (module.b, -2), (module.c, 2)):
         assert transpiler.convert(fn)(arg) == fn(arg)
         assert jax.jit(transpiler.convert(fn))(arg) == fn(arg)
+
+
+ANNOTATIONS_SEEN = []
+
+
+def defines_an_annotated_helper(x):
+    """A docstring
+    over two lines."""
+
+    def helper(v: int) -> float:
+        return v
+
+    if x > 0:
+        x = x + 1
+    ANNOTATIONS_SEEN.append(helper.__annotations__)
+    return x
+
+
+def test_generated_code_compiles_under_the_users_futures_not_ours():
+    # This test module has no `from __future__ import annotations`; transpiler/loading.py has:
+    # its annotations were strings in generated code (helper 60).
+    ANNOTATIONS_SEEN.clear()
+    defines_an_annotated_helper(1)
+    jax.jit(transpiler.convert(defines_an_annotated_helper))(1.0)
+    assert ANNOTATIONS_SEEN == [{"v": int, "return": float}] * 2
+
+
+def test_the_source_map_comments_stay_out_of_strings():
+    annotated = transpiler.to_source(defines_an_annotated_helper, source_map=True)
+    first, second = annotated.splitlines()[1:3]
+    assert first.strip() == '"""A docstring' and second.strip() == 'over two lines."""'
+    (helper,) = [line for line in annotated.splitlines() if "def helper" in line]
+    assert (
+        helper.strip().startswith("def helper(v: int) -> float:  # ") and "test_api.py:" in helper
+    )
