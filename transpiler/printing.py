@@ -82,10 +82,7 @@ class _Numbering(ast._Unparser):
             self._end(node)
             return
         if "lineno" in type(node)._attributes:
-            fields = node.__dict__
-            fields["lineno"] = fields["end_lineno"] = self.line
-            fields["col_offset"] = 4 * self._indent
-            fields["end_col_offset"] = _LINE_END
+            self._number_on_this_line(node)
         super().traverse(node)
 
     def visit_If(self, node: ast.If) -> None:
