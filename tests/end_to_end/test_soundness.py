@@ -680,6 +680,49 @@ def test_a_del_in_a_staged_loop_unbinds_for_the_iterations_after_it():
         check_jit(delete_then_rebind_in_a_while, 3.0, n)
 
 
+def delete_in_a_branch(x):
+    y = x * 2
+    if x > 0:
+        del y
+    if x < 0:
+        return y  # read only where the `del` did not run
+    return x
+
+
+def delete_in_one_iteration(x):
+    y = x * 2
+    for i in range(3):
+        if i == 1:
+            del y
+            y = x
+    return y
+
+
+def delete_in_a_branch_then_read(x):
+    y = x * 2
+    if x > 0:
+        del y
+    return y
+
+
+def test_a_del_in_a_staged_branch_unbinds_after_it():
+    # The branch function handed `y` out deleted: it raised there, before anything read it.
+    for x in (1.0, -1.0):
+        check_jit(delete_in_a_branch, x)
+        check_python(delete_in_a_branch, x)
+        assert jax.grad(transpiler.convert(delete_in_a_branch))(x) == jax.grad(delete_in_a_branch)(
+            x
+        )
+    check_vmap(delete_in_a_branch, jnp.array([1.0, -1.0, 2.0]))
+    check_jit(delete_in_one_iteration, 1.5)
+    check_python(delete_in_one_iteration, 1.5)
+    check_jit(delete_in_a_branch_then_read, -1.0)
+    with pytest.raises(UnboundLocalError):
+        transpiler.convert(delete_in_a_branch_then_read)(1.0)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="cannot access local variable 'y'"):
+        jax.block_until_ready(jax.jit(transpiler.convert(delete_in_a_branch_then_read))(1.0))
+
+
 def first_above(xs, tol):
     for x in xs:
         if x > tol:

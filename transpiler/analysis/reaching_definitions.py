@@ -154,7 +154,7 @@ class _Definitions:
         out = self.block(node.orelse, body)
         # Any statement of the body may raise: a handler starts from what may have been bound
         # by then, and from what was bound before the try for sure and not deleted in it.
-        deleted = _deleted_in(node.body)
+        deleted = deleted_in(node.body)
         raised = _Bound(bound.may | body.may, None if bound.must is None else bound.must - deleted)
         for handler in node.handlers:
             start = raised
@@ -187,7 +187,7 @@ class _Definitions:
     _ClassDef = _FunctionDef
 
 
-def _deleted_in(stmts: list[gast.stmt]) -> frozenset[str]:
+def deleted_in(stmts: list[gast.stmt]) -> frozenset[str]:
     """The names a `del` in `stmts` (nested blocks included, nested scopes not) unbinds."""
     return frozenset(
         target.id

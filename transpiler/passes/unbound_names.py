@@ -26,7 +26,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import analysis, anno, structure, templates
-from transpiler.analysis import activity
+from transpiler.analysis import activity, reaching_definitions
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.passes import control_flow
@@ -61,7 +61,9 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
 
 
 def _possibly_unbound_state(scope: gast.FunctionDef) -> frozenset[str]:
-    """State names of this scope's converted statements that may be unbound when they start."""
+    """State names of this scope's converted statements that may be unbound when they start,
+    or that a `del` in them unbinds (the statement's functions hand them out unbound: `if c:
+    del y` leaves `y` unbound after the `if` where `c` holds)."""
     info = anno.getanno(scope, _A.SCOPE)
     declared = info.declared
     names = set()
@@ -70,6 +72,7 @@ def _possibly_unbound_state(scope: gast.FunctionDef) -> frozenset[str]:
             bound = anno.getanno(node, _A.DEFINITELY_DEFINED_IN)
             read = control_flow.read_inputs(node, info)
             names |= {n for n in read if n not in bound and n not in declared}
+            names |= reaching_definitions.deleted_in([node]) - declared
     return frozenset(names)
 
 
