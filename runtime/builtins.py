@@ -140,7 +140,7 @@ def _extreme(python_fn, args, key, default):
         if jnp.ndim(args[0]) > 0 and jnp.shape(args[0])[0] == 0:
             return default  # a traced array of no rows: its length is static
         default = _NO_DEFAULT
-    beats = jnp.greater if python_fn is builtins.max else jnp.less
+    beats = lax.gt if python_fn is builtins.max else lax.lt
     kwargs = {} if default is _NO_DEFAULT else {"default": default}
     if key is not None and not has_staged(args):
         # Python items, keys maybe traced (`min(range(k), key=lambda j: dist(p, c[j]))`): each
@@ -226,14 +226,14 @@ def _best_by_key(items, keys, beats, site):
                 ValueError(
                     f"The truth value of an array with more than one element is ambiguous: "
                     f"{site.construct} compares values of shape {jnp.shape(key)} ({site}). Use "
-                    f"jnp.{'maximum' if beats is jnp.greater else 'minimum'} for elementwise."
+                    f"jnp.{'maximum' if beats is lax.gt else 'minimum'} for elementwise."
                 )
             )
     best, best_key = items[0], keys[0]
     for value, value_key in zip(items[1:], keys[1:]):
         if not (is_staged(value_key) or is_staged(best_key)):
             # Two Python keys (`max(1e5, 2e5, x)`): Python decides, as it would.
-            if (value_key > best_key) if beats is jnp.greater else (value_key < best_key):
+            if (value_key > best_key) if beats is lax.gt else (value_key < best_key):
                 best, best_key = value, value_key
             continue
         for v, b in zip(jax.tree_util.tree_leaves(value), jax.tree_util.tree_leaves(best)):
@@ -245,7 +245,7 @@ def _best_by_key(items, keys, beats, site):
                     "graph, so they must have one shape (Python would give each its own): "
                     "reshape one of them."
                 )
-        wins = beats(value_key, best_key)
+        wins = staging.compare(beats, value_key, best_key)
         best = jax.tree_util.tree_map(lambda v, b, wins=wins: _chosen(wins, v, b), value, best)
         best_key = _chosen(wins, value_key, best_key)
     return best
@@ -255,7 +255,7 @@ def _chosen(wins, v, b):
     """`jnp.where(wins, v, b)`, typed as a staged `if` joins them (`staging.joins_strongly`):
     `max(x, 0.5)` of a float32 `x` is a float32 (weakly typed, a float16 times it would be a
     float16 on `x`'s path too); `max(h, 2)` of a bool `h` a weakly typed int."""
-    chosen = jnp.where(wins, v, b)
+    chosen = staging.where(wins, v, b)
     if jax.typeof(chosen).weak_type and staging.joins_strongly(
         (jax.typeof(v), jax.typeof(b)), chosen.dtype
     ):
@@ -267,7 +267,7 @@ def _never_best(dtype, beats):
     """A value no item beats for `beats` (ties keep the first item, a real one): -inf for
     `max` of floats (not the float's lowest: a real -inf would lose to it), False for `max` of
     booleans, the lowest integer for `max` of integers; their opposites for `min`."""
-    low = beats is jnp.greater
+    low = beats is lax.gt
     if jnp.issubdtype(dtype, jnp.floating):
         return -jnp.inf if low else jnp.inf
     if jnp.issubdtype(dtype, jnp.bool_):
@@ -280,10 +280,10 @@ def _first_best(items, beats):
     """Python's `max`/`min` of a traced vector: the first item no later one beats."""
     if jnp.issubdtype(items.dtype, jnp.floating):
         # Python compares `v > best`: a NaN never beats, and once first, is never beaten.
-        never = -jnp.inf if beats is jnp.greater else jnp.inf
+        never = -jnp.inf if beats is lax.gt else jnp.inf
         later = jnp.arange(items.shape[0]) > 0
         items = jnp.where(later & jnp.isnan(items), never, items)
-    index = jnp.argmax(items) if beats is jnp.greater else jnp.argmin(items)
+    index = jnp.argmax(items) if beats is lax.gt else jnp.argmin(items)
     return items[index]
 
 

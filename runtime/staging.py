@@ -959,6 +959,63 @@ def negated(a):
     return jnp.logical_not(a)
 
 
+def where(pred, x, y):
+    """`jnp.where(pred, x, y)`, typed as it types it; one `select` where `pred` is a boolean
+    array of the shape of `x` and `y` (see `_one_dtype`), without `jnp.where`'s jitted function
+    (a trace of its own for each new combination of types, and a call in the graph)."""
+    pair = _one_dtype(x, y)
+    if pair is None or not (
+        isinstance(pred, jax.Array) and pred.dtype == jnp.bool_ and pred.shape == pair[0].shape
+    ):
+        return jnp.where(pred, x, y)
+    return lax.select(pred, *pair)
+
+
+def compare(op, a, b):
+    """`op(a, b)` for `op` one of `lax.lt`, `lax.gt`, `lax.le`, `lax.ge`, `lax.eq`, `lax.ne`,
+    as the `jnp` comparison of that name computes it (`jnp.less(a, b)` ...), without its
+    jitted function where `a` and `b` promote to one dtype as `_one_dtype` tells."""
+    pair = _one_dtype(a, b)
+    if pair is None or np.dtype(pair[0].dtype).kind == "c":  # jnp orders complex numbers
+        return _JNP_COMPARISONS[op](a, b)
+    return op(*pair)
+
+
+_JNP_COMPARISONS = types.MappingProxyType(
+    {
+        lax.lt: jnp.less,
+        lax.gt: jnp.greater,
+        lax.le: jnp.less_equal,
+        lax.ge: jnp.greater_equal,
+        lax.eq: jnp.equal,
+        lax.ne: jnp.not_equal,
+    }
+)
+
+
+def _one_dtype(x, y):
+    """(x, y) as JAX arrays of one shape and one dtype, as `jnp`'s promotion makes them: of one
+    dtype already (weakly typed or not: an operation of the two is strongly typed where one is),
+    or one of them weakly typed (a Python number) and promoted to the other's dtype by a strong
+    cast. None where they are of two shapes, or need another promotion (`jnp` does it)."""
+    if type(x) in (int, float, bool):
+        x = jnp.asarray(x)
+    if type(y) in (int, float, bool):
+        y = jnp.asarray(y)
+    if not (isinstance(x, jax.Array) and isinstance(y, jax.Array) and x.shape == y.shape):
+        return None
+    if x.dtype == y.dtype:
+        return x, y
+    dtype, weak = jax.dtypes.result_type(x, y, return_weak_type_flag=True)
+    if weak:
+        return None
+    if dtype == y.dtype and jax.typeof(x).weak_type:
+        return lax.convert_element_type(x, dtype), y
+    if dtype == x.dtype and jax.typeof(y).weak_type:
+        return x, lax.convert_element_type(y, dtype)
+    return None
+
+
 def _bools(a, b, tested: bool):
     """(a, b) as arrays of booleans of one shape, for a `lax` operation; None where they are
     not (`jnp` broadcasts and casts), or where both are weakly typed and the result may not
