@@ -82,6 +82,28 @@ class Carry:
         lists = [i for i, v in enumerate(state) if _growable(v)]
         if not unset and not lists:
             return state
+        # Staged again after a `Promoted` (see `staged_with`), the loop probes the very same
+        # state (the promotions are applied after): what the first probe found stands.
+        sized = _SIZED.get()
+        found = sized.get(id(state)) if sized is not None else None
+        if found is not None and found[0] is state:
+            _, sized_state, never_bound, static_lengths, planned = found
+            self.never_bound |= never_bound
+            self.static_lengths.update(static_lengths)
+            self.planned |= planned
+            return sized_state
+        sized_state = self._sized(state, unset, lists, probe, trip_count, probe_args)
+        if sized is not None:
+            sized[id(state)] = (
+                state,
+                sized_state,
+                set(self.never_bound),
+                dict(self.static_lengths),
+                set(self.planned),
+            )
+        return sized_state
+
+    def _sized(self, state, unset, lists, probe, trip_count, probe_args):
         shapes, probe_state = self._probe(state, unset, lists, probe, probe_args, {})
         while len(shapes) < len(unset):
             # A value the body binds read, before that, by another it binds (`s = a` under an
@@ -398,6 +420,10 @@ class Unbinds(staging.Retrace):
 _PROMOTIONS: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
     "promotions", default=None
 )
+# What the loop being staged found probing its body, by the state it probed (see
+# `Carry._size_from_body`): {id(state): (state, sized state, never_bound, static_lengths,
+# planned)}.
+_SIZED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("sized", default=None)
 
 
 class Promoted(staging.Retrace):
@@ -438,8 +464,10 @@ def staged_with(stage, state, names):
     as a `MaybeUnbound` (bound: it is bound when the loop starts), and each probe's list an
     iteration replaces entering as a plain list (see `Replaced`)."""
     promotions: dict[int, dict] = {}
+    sized: dict[int, tuple] = {}
     while True:
         token = _PROMOTIONS.set(promotions)  # for the loop's own `Carry` (see `Promoted`)
+        sized_token = _SIZED.set(sized)
         try:
             return stage(state)
         except Unbinds as request:
@@ -454,6 +482,7 @@ def staged_with(stage, state, names):
                 promotions.setdefault(i, {}).update(casts)
         finally:
             _PROMOTIONS.reset(token)
+            _SIZED.reset(sized_token)
 
 
 def _promote(state, promotions):

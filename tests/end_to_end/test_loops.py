@@ -332,6 +332,32 @@ def test_a_variable_the_body_binds_first_is_carried_without_a_python_iteration()
     assert primitives(labelled, jnp.arange(4.0)).count("scan[") == 1
 
 
+def decode_greedily(x):
+    tokens = []
+    score = 0.0  # a Python float: the body makes it a float32 array, the loop stages again
+    for i in range(4):
+        if x[i] < 0:
+            break
+        score = score + x[i]
+        tokens.append(x[i] * 2)
+    return score, len(tokens)
+
+
+def test_a_loop_staged_again_for_a_promotion_probes_its_body_once(monkeypatch):
+    # The body is probed to size `tokens`; the second staging (the promotion of `score`) has
+    # the same state to probe: the first probe's findings stand.
+    from runtime import carry
+
+    probes = []
+    probe = carry.Carry._probe
+    monkeypatch.setattr(carry.Carry, "_probe", lambda self, *a: probes.append(1) or probe(self, *a))
+    check_jit(decode_greedily, jnp.arange(1.0, 5.0))
+    check_jit(decode_greedily, jnp.array([1.0, -1.0, 2.0, 3.0]))
+    assert len(probes) == 2, probes  # one per compiled program
+    score, count = jax.jit(transpiler.convert(decode_greedily))(jnp.arange(1.0, 5.0))
+    assert score.dtype == jnp.float32 and count == 4
+
+
 def noisy_steps(x):
     np.random.seed(0)
     i = 0
