@@ -79,26 +79,14 @@ def used_as_python(body: list[gast.stmt], names, catches: bool = False) -> froze
     values (`isinstance(n, int)`, `n is 1`, `f"{n}"`, ...), directly or through the names bound
     from them: where a Python number became an array, the body would compute differently.
     `catches`: as `uses_items_as_python`'s."""
-    statements = list(structure.walk(body))
-    return frozenset(n for n in names if _used_as_python(statements, {n}, None, catches=catches))
+    statements = _Statements(list(structure.walk(body)), None, catches=catches)
+    return frozenset(n for n in names if statements.used_as_python({n}))
 
 
 def index_names(loop: gast.For) -> frozenset[str]:
     """The loop's index and the names its body binds from it (`k = t`, `j = t + 1`): what an
     `if` in a nested loop may be decided by (see `uses_items_as_python`'s `enclosing`)."""
-    return frozenset(_closure(list(structure.walk(loop.body)), _names(loop.target)))
-
-
-def _closure(statements: list[gast.stmt], tainted: set[str]) -> set[str]:
-    while True:  # names bound from the items, through any number of assignments
-        grown = set(tainted)
-        for stmt in statements:
-            for target, value in _bindings(stmt):
-                if value is not None and _derived(value, tainted):
-                    grown |= _names(target)
-        if grown == tainted:
-            return tainted
-        tainted = grown
+    return frozenset(_Statements(list(structure.walk(loop.body))).closure(_names(loop.target)))
 
 
 def _used_as_python(
@@ -108,28 +96,72 @@ def _used_as_python(
     indices: set[str] = frozenset(),
     catches: bool = False,
 ) -> bool:
-    tainted = _closure(statements, tainted)
-    for stmt in statements:
-        if isinstance(stmt, structure.SCOPES) and _reads(stmt, tainted):
-            return True  # a nested function reads an item: it may do anything with it
-        if (
-            isinstance(stmt, gast.If)
-            and _decided_by(stmt.test, tainted, indices)
-            and _resizes_a_list(stmt)
-        ):
-            return True  # `if t % 2 == 0: outs.append(h)`: Python knows how long `outs` is
-        reads = [
-            node
-            for node in _own_nodes(stmt)
-            if isinstance(node, gast.Name)
-            and node.id in tainted
-            and isinstance(node.ctx, gast.Load)
+    return _Statements(statements, counter, indices, catches).used_as_python(tainted)
+
+
+class _Statements:
+    """A loop body's statements, with what `used_as_python` asks of them found once: the names
+    each binding passes values from, and the reads of variables in each statement that do not
+    feed an array computation (asked again for each variable of a loop's state)."""
+
+    def __init__(self, statements, counter=None, indices=frozenset(), catches=False):
+        self.statements = statements
+        self.counter, self.indices, self.catches = counter, indices, catches
+        # (names a binding binds, names its value passes on: `_passed`)
+        self.bindings = [
+            (_names(target), _passed(value))
+            for stmt in statements
+            for target, value in _bindings(stmt)
+            if value is not None
         ]
-        if reads:
-            parents = _parents(stmt)
-            if not all(_array_use(node, parents, counter, catches) for node in reads):
+        self._python_reads: dict[int, frozenset[str]] = {}
+
+    def closure(self, tainted: set[str]) -> set[str]:
+        """`tainted` and the names bound from them, through any number of assignments."""
+        tainted = set(tainted)
+        while True:
+            grown = set(tainted)
+            for bound, passed in self.bindings:
+                if passed & tainted:
+                    grown |= bound
+            if grown == tainted:
+                return tainted
+            tainted = grown
+
+    def used_as_python(self, tainted: set[str]) -> bool:
+        """Whether the statements use one of `tainted`, or a name bound from them, as a Python
+        value."""
+        tainted = self.closure(tainted)
+        for stmt in self.statements:
+            if isinstance(stmt, structure.SCOPES) and _reads(stmt, tainted):
+                return True  # a nested function reads an item: it may do anything with it
+            if (
+                isinstance(stmt, gast.If)
+                and _decided_by(stmt.test, tainted, self.indices)
+                and _resizes_a_list(stmt)
+            ):
+                return True  # `if t % 2 == 0: outs.append(h)`: Python knows how long `outs` is
+            if self._reads_as_python(stmt) & tainted:
                 return True
-    return False
+        return False
+
+    def _reads_as_python(self, stmt: gast.stmt) -> frozenset[str]:
+        """The variables `stmt` itself reads somewhere other than into an array computation."""
+        found = self._python_reads.get(id(stmt))
+        if found is None:
+            reads = [
+                node
+                for node in _own_nodes(stmt)
+                if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load)
+            ]
+            parents = _parents(stmt) if reads else {}
+            found = frozenset(
+                node.id
+                for node in reads
+                if not _array_use(node, parents, self.counter, self.catches)
+            )
+            self._python_reads[id(stmt)] = found
+        return found
 
 
 def _reads(node: gast.AST, names: set[str]) -> bool:
@@ -189,19 +221,20 @@ def _names(target: gast.AST) -> set[str]:
     return {n.id for n in structure.walk_nodes(target) if isinstance(n, gast.Name)}
 
 
-def _derived(value: gast.AST, names: set[str]) -> bool:
-    """Whether `value` is one of `names`, or made from one by arithmetic, a cast, a tuple...:
-    a value a tracer would stand for (`xs[i]` is an item of `xs`, not made from `i`)."""
+def _passed(value: gast.AST) -> frozenset[str]:
+    """The names `value` is, or is made from by arithmetic, a cast, a tuple...: a value a tracer
+    of one of them would stand for (`xs[i]` is an item of `xs`, not made from `i`)."""
     if isinstance(value, gast.Name):
-        return value.id in names
+        return frozenset((value.id,))
     if isinstance(value, gast.Call):
-        passes = naming.runtime_operator(value.func) in _PASSING_RUNTIME
-        return passes and any(_derived(a, names) for a in value.args)
+        if naming.runtime_operator(value.func) not in _PASSING_RUNTIME:
+            return frozenset()
+        return frozenset().union(*(_passed(a) for a in value.args))
     if isinstance(value, gast.IfExp):
-        return _derived(value.body, names) or _derived(value.orelse, names)
+        return _passed(value.body) | _passed(value.orelse)
     if isinstance(value, _VALUE_PASSING):
-        return any(_derived(c, names) for c in structure.children(value))
-    return False
+        return frozenset().union(*(_passed(c) for c in structure.children(value)))
+    return frozenset()
 
 
 def _bindings(stmt: gast.stmt):
@@ -219,17 +252,22 @@ def _bindings(stmt: gast.stmt):
 
 
 def _own_nodes(stmt: gast.stmt):
-    """The nodes of `stmt` itself, not of its nested blocks (they are statements of their own)."""
-    stack = [stmt]
+    """The nodes of `stmt` itself, not of its nested blocks (they are statements of their own);
+    less contexts and operators (see `structure.children`)."""
+    yield stmt
+    stack = []
+    fields = stmt.__dict__
+    for field in structure.node_fields(type(stmt)):
+        value = fields.get(field)
+        for child in value if type(value) is list else [value]:
+            if isinstance(child, gast.stmt) and field in _BLOCK_FIELDS:
+                continue
+            if isinstance(child, gast.AST):
+                stack.append(child)
     while stack:
         node = stack.pop()
         yield node
-        for field, value in gast.iter_fields(node):
-            for child in value if isinstance(value, list) else [value]:
-                if isinstance(child, gast.stmt) and node is stmt and field in _BLOCK_FIELDS:
-                    continue
-                if isinstance(child, gast.AST):
-                    stack.append(child)
+        stack.extend(structure.children(node))
 
 
 _BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
