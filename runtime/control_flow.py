@@ -605,6 +605,14 @@ def _identities(
             out[index] = a
         elif not (a is _NEW and b is _NEW) and names[index] in aliased:
             kind = type(out[index]).__name__
+            if isinstance(out[index], MaybeUnbound):
+                raise StagingError(
+                    f"{_label(names[index], site)} is bound after the staged "
+                    f"{site.construct} ({site}) on some paths only (a `del`, or a binding in "
+                    f"one branch), and holds a {type(out[index].value).__name__} that is "
+                    "changed in place or that another name may hold: a staged program cannot "
+                    "follow which object it is. Bind it (or delete it) on every path."
+                )
             fix = (
                 f"Choose between copies ({kind}(a) if c else {kind}(b))"
                 if names[index] == "<value>"
@@ -787,6 +795,15 @@ def _compare_branches(first, second, names, site, state, untouched=frozenset()):
         undefined = [w for w, v in values.items() if isinstance(v, Undefined)]
         if len(undefined) == 1:
             defined = "false" if undefined == ["true"] else "true"
+            if values[undefined[0]].deleted:
+                raise StagingError(
+                    f"'{name}' is deleted (`del {name}`) in the {undefined[0]} branch of a "
+                    f"staged if ({site}) and kept in the {defined} branch, and it is used after "
+                    "the if: whether it is bound there depends on the condition, which a "
+                    "staged program follows for arrays only, and its value is "
+                    f"{describe_tree(values[defined])}. Delete it in both branches (or after the "
+                    "if), or leave it bound."
+                )
             raise StagingError(
                 f"'{name}' is set in the {defined} branch but not in the {undefined[0]} branch "
                 f"({site}), and it is used after the if, but its value there is "

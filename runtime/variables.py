@@ -14,10 +14,11 @@ class Undefined:
     `ld` raises the error Python would have raised.
     """
 
-    __slots__ = ("symbol_name",)
+    __slots__ = ("symbol_name", "deleted")
 
-    def __init__(self, symbol_name: str):
+    def __init__(self, symbol_name: str, *, deleted: bool = False):
         self.symbol_name = symbol_name
+        self.deleted = deleted  # unbound by a `del` (see `deleted`), for errors
 
     def __repr__(self) -> str:
         return f"Undefined({self.symbol_name!r})"
@@ -39,7 +40,7 @@ def _unbound(name: str) -> UnboundLocalError:
 def deleted(value, name: str) -> Undefined:
     """Functional form of `del name`: raises as Python would if it is unbound."""
     ld(value)
-    return Undefined(name)
+    return Undefined(name, deleted=True)
 
 
 def ld(value, *, checked=True):

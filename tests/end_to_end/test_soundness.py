@@ -723,6 +723,54 @@ def test_a_del_in_a_staged_branch_unbinds_after_it():
         jax.block_until_ready(jax.jit(transpiler.convert(delete_in_a_branch_then_read))(1.0))
 
 
+def delete_a_parameter(x, opt=None):
+    y = x * 3
+    if opt is None:
+        y = x * 2
+    if x > 0:
+        del opt
+    return y
+
+
+def delete_a_parameter_read_before(x):
+    y = x + 1
+    if y > 1:
+        del x
+    return y
+
+
+def delete_a_parameter_before_a_loop(x, n):
+    t = x
+    del n
+    for _ in range(3):
+        t = t + x
+    return t
+
+
+def delete_a_string_in_a_branch(x):
+    s = "hi"
+    if x > 0:
+        del s
+    if x < 0:
+        print(s)
+    return x
+
+
+def test_a_del_of_a_parameter_unbinds_it_only_where_it_runs():
+    # The parameter is bound where the function starts: no placeholder replaces the argument.
+    for x in (-1.0, 1.0):
+        check_jit(delete_a_parameter, x)
+        check_jit(delete_a_parameter_read_before, x)
+    assert jax.jit(jax.grad(transpiler.convert(delete_a_parameter)))(-1.0) == 2.0
+    check_jit(delete_a_parameter_before_a_loop, 1.5, 4)
+    check_python(delete_a_parameter_before_a_loop, 1.5, 4)
+
+
+def test_a_del_of_a_value_no_staged_program_holds_is_refused_by_name():
+    with pytest.raises(StagingError, match=r"'s' is deleted \(`del s`\) in the true branch"):
+        jax.jit(transpiler.convert(delete_a_string_in_a_branch))(1.0)
+
+
 def first_above(xs, tol):
     for x in xs:
         if x > tol:

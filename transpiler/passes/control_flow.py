@@ -423,7 +423,8 @@ class _ControlFlow(Transformer):
         if isinstance(node, gast.For):  # the item, bound before each iteration
             live = live - activity.of(node.target).bound
         read = [n for n in names if n in live and n not in self.namer.generated]
-        sums = [n for n in read if _adds_to_first(node.body, n) and _only_added(node.body, n)]
+        only_added = _only_added(node.body, read)
+        sums = [n for n in read if n in only_added and _adds_to_first(node.body, n)]
         # A variable the body uses as a Python value (`isinstance(n, int)`) counts as read: a
         # restart from its promoted value would compute that use differently.
         plain = [n for n in names if n not in read and n not in self.namer.generated]
@@ -539,22 +540,32 @@ def _adds_to_first(body: list[gast.stmt], name: str) -> bool:
     return _first_use(body, name) != "reads"
 
 
-def _only_added(body: list[gast.stmt], name: str) -> bool:
-    """Whether `body` reads `name` only to add to it (`steps += 1`): a restart computes the sum
-    in the dtype it is staged with (int32, float32), exactly where the value after the first
-    iteration fits it, but what else the iteration computes from it (`c * c`, `t + 0.5`) Python
-    computes with its own numbers (unbounded ints, float64)."""
-    added = set()
+def _only_added(body: list[gast.stmt], names) -> frozenset[str]:
+    """Those of `names` that `body` reads only to add to them (`steps += 1`): a restart computes
+    the sum in the dtype it is staged with (int32, float32), exactly where the value after the
+    first iteration fits it, but what else the iteration computes from it (`c * c`, `t + 0.5`)
+    Python computes with its own numbers (unbounded ints, float64)."""
+    wanted = set(names)
+    added = set()  # the left operands of `name = name + e`
     for node in activity.walk_scope(body):
-        if isinstance(node, gast.stmt) and _increments(node, name):
-            if isinstance(node, gast.Assign):  # `name = name + e`: its left operand
-                added.add(id(node.value.left))
-    return all(
-        id(node) in added
+        if (
+            isinstance(node, gast.Assign)
+            and isinstance(node.value, gast.BinOp)
+            and isinstance(node.value.left, gast.Name)
+            and node.value.left.id in wanted
+            and _increments(node, node.value.left.id)
+        ):
+            added.add(id(node.value.left))
+    read_otherwise = {
+        node.id
         for stmt in body
         for node in structure.walk_nodes(stmt)
-        if isinstance(node, gast.Name) and node.id == name and isinstance(node.ctx, gast.Load)
-    )
+        if isinstance(node, gast.Name)
+        and node.id in wanted
+        and isinstance(node.ctx, gast.Load)
+        and id(node) not in added
+    }
+    return frozenset(wanted - read_otherwise)
 
 
 def _first_use(stmts: list[gast.stmt], name: str) -> str | None:

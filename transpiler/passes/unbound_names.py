@@ -48,9 +48,10 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
         if names:
             ctx.analyzed = None
             _Reads(names).visit_scope(scope)
+            # A parameter is bound where the function starts (a `del` may unbind it later).
             inits = [
                 stmt
-                for name in sorted(names)
+                for name in sorted(names - _parameters(scope))
                 for stmt in templates.replace(
                     f"name = {RUNTIME}.Undefined(label)", name=name, label=templates.constant(name)
                 )
@@ -58,6 +59,12 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
             start = structure.docstring_length(scope.body)
             scope.body[start:start] = inits
     return fn_node
+
+
+def _parameters(scope: gast.FunctionDef) -> frozenset[str]:
+    args = scope.args
+    params = [*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg]
+    return frozenset(p.id for p in params if p is not None)
 
 
 def _possibly_unbound_state(scope: gast.FunctionDef) -> frozenset[str]:
