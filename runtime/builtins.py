@@ -245,7 +245,8 @@ def _best_by_key(items, keys, beats, site):
                     "graph, so they must have one shape (Python would give each its own): "
                     "reshape one of them."
                 )
-        wins = staging.compare(beats, value_key, best_key)
+        # (a scalar: keys of one item, `key=lambda v: v.reshape(1)`, must not reshape the items)
+        wins = jnp.reshape(staging.compare(beats, value_key, best_key), ())
         best = jax.tree_util.tree_map(lambda v, b, wins=wins: _chosen(wins, v, b), value, best)
         best_key = _chosen(wins, value_key, best_key)
     return best

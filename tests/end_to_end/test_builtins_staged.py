@@ -77,6 +77,17 @@ def test_max_of_two_arrays_compares_them_as_python_does():
         transpiler.jit(larger)(jnp.array([1.0, 5.0]), jnp.array([3.0, 2.0]))
 
 
+def larger_by_a_vector_key(a, b):
+    return max(a, b, key=lambda v: v.reshape(1))
+
+
+def test_max_by_a_key_of_one_item_gives_an_item_of_its_own_shape():
+    # The key's shape (1,) is the comparison's, not the result's: Python gives `a` or `b`.
+    for args in ((jnp.float32(1.0), jnp.float32(2.0)), (jnp.float32(3.0), jnp.float32(2.0))):
+        got = transpiler.jit(larger_by_a_vector_key)(*args)
+        assert got.shape == () and float(got) == float(larger_by_a_vector_key(*args))
+
+
 def among_itself(x):
     return x in [x, x + 1], x not in (x,)
 
