@@ -32,7 +32,7 @@ from runtime.lists import (
     list_update,
     stack_list,
 )
-from runtime.logical import and_, in_, not_, not_in, or_
+from runtime.logical import and_, and_or, in_, not_, not_in, or_
 from runtime.loops import while_stmt
 from runtime.powers import pow_
 from runtime.staging import CANNOT_STAGE, raise_cannot_stage
@@ -46,6 +46,7 @@ __all__ = [
     "UndefinedReturnValue",
     "all_",
     "and_",
+    "and_or",
     "any_",
     "assert_",
     "bool_",

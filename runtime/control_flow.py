@@ -75,13 +75,14 @@ def if_stmt(
     return if_true(*state) if pred else if_false(*state)
 
 
-def if_exp(pred, if_true, if_false, *, aliased=False, owned=False):
+def if_exp(pred, if_true, if_false, *, aliased=False, owned=False, construct=None):
     """Functional form of `if_true() if pred else if_false()`; a traced `pred` -> `lax.cond`.
     `aliased`: the value is assigned to a name whose containers the function changes in place;
-    `owned`, to one that owns its containers."""
+    `owned`, to one that owns its containers. `construct`: what the user wrote, for errors (an
+    `a and b or c`), if not a conditional expression."""
     pred = staging.condition(pred)
     if is_staged(pred):
-        site = Site("conditional expression")
+        site = Site(construct or "conditional expression")
         effects = Effects((if_true, if_false), site)
 
         def stage(state, names, wrap):

@@ -53,6 +53,41 @@ def or_(a, b, lazy=False, truth=False):
     return a or b()
 
 
+def and_or(a, b, c, lazy=False, lazy_else=False):
+    """Functional form of `a and b() or c()`, Python's conditional idiom: `b()` where `a` and
+    `b()` are true, else `c()` (where `a` is false, `a and b()` is `a`, which `or` passes
+    over). `lazy`, `lazy_else`: as `and_`'s `lazy`, for `b` and `c`.
+
+    With a traced `a`, `a and b()` alone is an operand of one type or another (a bool or
+    `b()`'s float), which no staged value holds; the whole expression is not: it is `b()` or
+    `c()`, chosen in the graph as a conditional expression chooses (`b() if a and b() else
+    c()`), `b()` evaluated once, where Python evaluates it: where `b` may have effects (it
+    calls user code), in a branch of a `cond` taken where `a` is true."""
+    if not is_staged(a):
+        return or_(and_(a, b, lazy), c, lazy_else)
+    if lazy:
+
+        def where_a():  # `b()` if it is true, else `c()`: the branches exclude each other
+            value = b()
+            return control_flow.if_exp(value, lambda: value, c, construct=_AND_OR)
+
+        return control_flow.if_exp(a, where_a, c, construct=_AND_OR)
+    site = Site(_AND_OR)
+    left = staging.scalar_predicate(a, site, "left operand")
+    value = _evaluated_where(b, left, True)
+    if value is _RAISES:
+        return or_(and_(a, b, lazy), c, lazy_else)
+    right = _truth(value, site)
+    if not is_staged(right):
+        pred = left if right else False
+    else:
+        pred = staging.both(left, right)
+    return control_flow.if_exp(pred, lambda: value, c, construct=_AND_OR)
+
+
+_AND_OR = "'a and b or c' expression"
+
+
 def _truths(a, b, lazy: bool, op: str, site: Site):
     """The truth of `a and b()` (`a or b()`) for a traced `a`: `b()` is evaluated where Python
     evaluates it (where `a` is true for `and`), in a `lax.cond` branch if `lazy`."""

@@ -100,6 +100,63 @@ def test_or_with_traced_values_selects_an_operand():
         check_grad(value_or, jnp.float32(x), jnp.float32(7.0), argnums=(0, 1))
 
 
+def doubled_or_halved(x):
+    return x > 1 and x * 2 or x / 2
+
+
+def shifted_or_five(x):
+    return x > 0 and x - 1 or 5.0  # x == 1: `x - 1` is 0, false: 5.0
+
+
+def sign_of(x, y):
+    out = []
+    for v in (x, y):
+        out.append(v > 0 and 1.0 or -1.0)
+    return out
+
+
+def scaled_or_zero(x):
+    return x > 0 and _scaled(x) or 0.0
+
+
+def _scaled(x):
+    return 2 * x
+
+
+@pytest.mark.parametrize("x", [3.0, 0.5, 1.0, 2.0, -2.0])
+def test_the_and_or_idiom_with_a_traced_condition_is_one_of_two_values(x):
+    # `a and b or c`: b where a and b are true, else c; `a and b` alone (a bool, or b) is
+    # never the result.
+    for fn in (doubled_or_halved, shifted_or_five):
+        check_python(fn, x)
+        check_jit(fn, jnp.float32(x))
+        check_grad(fn, jnp.float32(x))
+    check_jit(sign_of, jnp.float32(x), jnp.float32(-x))
+    check_vmap(shifted_or_five, jnp.array([1.0, 2.0, -2.0, x]))
+
+
+def printed_or_zero(x):
+    return x > 0 and _printed(x) or 0.0
+
+
+def _printed(x):
+    print("scaled", x)
+    return 2 * x
+
+
+@pytest.mark.parametrize("x", [2.0, -1.0])
+def test_the_and_or_idiom_calling_user_code_calls_it_where_python_does(x, capsys):
+    # `b` calls user code: evaluated only where `a` is true (a cond), as Python evaluates it.
+    check_python(scaled_or_zero, x)
+    check_jit(scaled_or_zero, jnp.float32(x))
+    check_grad(scaled_or_zero, jnp.float32(x))
+    expected = printed_or_zero(x)
+    printed = capsys.readouterr().out
+    got = jax.block_until_ready(jax.jit(transpiler.convert(printed_or_zero))(x))
+    assert float(got) == expected
+    assert capsys.readouterr().out == printed  # "scaled 2.0" where x > 0, else nothing
+
+
 def test_not_of_python_values():
     def f(a):
         return not a

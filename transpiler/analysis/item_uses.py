@@ -36,6 +36,7 @@ _ARRAY_SAFE_RUNTIME = frozenset(
         "fstring",
         "ld",
         "and_",
+        "and_or",
         "or_",
         "not_",
         "in_",

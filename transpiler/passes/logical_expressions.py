@@ -2,7 +2,8 @@
 
 The right operand becomes a thunk, so Python values keep Python's short-circuit semantics:
 
-    a and b or c     ->   rt__.or_(rt__.and_(a, lambda: b), lambda: c)
+    a or b or c      ->   rt__.or_(a, lambda: rt__.or_(b, lambda: c))
+    a and b or c     ->   rt__.and_or(a, lambda: b, lambda: c)  (`b if a and b else c`)
     a and f(x)       ->   rt__.and_(a, lambda: rt__.call(f, x), lazy=True)   (user code: a cond)
     if a and b:      ->   if rt__.and_(a, lambda: b, truth=True):  (only its truth is tested)
     not x            ->   rt__.not_(x)
@@ -35,6 +36,8 @@ class _LogicalExpressions(Transformer):
 
     def visit_BoolOp(self, node):
         tested = anno.hasanno(node, anno.Static.TRUTH_TEST)
+        if not tested and _conditional_idiom(node):
+            return self._conditional(node)
         node = self.generic_visit(node)
         op = "and_" if isinstance(node.op, gast.And) else "or_"
         result = node.values[-1]
@@ -50,6 +53,19 @@ class _LogicalExpressions(Transformer):
                 f"{RUNTIME}.{op}({arguments})", left=left, right=result
             )
         return result
+
+    def _conditional(self, node):
+        """`a and b or c` -> `rt__.and_or(a, lambda: b, lambda: c)`: `b` if `a` and `b` are
+        true, else `c` (with a traced `a`, one of two values of one type, where `a and b`
+        alone would be a bool or `b`)."""
+        (a, b), c = [self.visit(v) for v in node.values[0].values], self.visit(node.values[1])
+        options = []
+        if may_have_effects(b):
+            options.append("lazy=True")
+        if may_have_effects(c):
+            options.append("lazy_else=True")
+        arguments = ", ".join(["a", "lambda: b", "lambda: c", *options])
+        return templates.replace_as_expression(f"{RUNTIME}.and_or({arguments})", a=a, b=b, c=c)
 
     def visit_UnaryOp(self, node):
         node = self.generic_visit(node)
@@ -86,6 +102,17 @@ class _LogicalExpressions(Transformer):
                 template = f"{RUNTIME}.and_(left, lambda: right, lazy=True)"
             result = templates.replace_as_expression(template, left=comparison, right=result)
         return result
+
+
+def _conditional_idiom(node: gast.BoolOp) -> bool:
+    """Whether `node` is `a and b or c` (each operand itself any expression)."""
+    return (
+        isinstance(node.op, gast.Or)
+        and len(node.values) == 2
+        and isinstance(node.values[0], gast.BoolOp)
+        and isinstance(node.values[0].op, gast.And)
+        and len(node.values[0].values) == 2
+    )
 
 
 def may_have_effects(node: gast.expr) -> bool:
