@@ -78,7 +78,7 @@ class TracedRange:
             )
         length = self.trip_count()
         if is_staged(index):
-            position = jnp.where(index < 0, length + index, index)
+            position = staging.where(index < 0, length + index, index)
         else:
             position = length + index if index < 0 else index
 

@@ -267,7 +267,7 @@ class StagedList:
         known = self.known_length()
         length = self.length if known is None else known
         if staged:
-            return jnp.where(index < 0, index + length, index)
+            return staging.where(index < 0, index + length, index)
         return index + length if index < 0 else index
 
     def _item_at(self, position):

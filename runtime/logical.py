@@ -257,4 +257,4 @@ def _staged_select(a, truth, b, op, site):
             "same shape."
         )
     staging.check_same_dtypes(a, given, f"the operands of '{op}'", site)
-    return jnp.where(truth, b, a) if op == "and" else jnp.where(truth, a, b)
+    return staging.where(truth, b, a) if op == "and" else staging.where(truth, a, b)

@@ -961,14 +961,17 @@ def negated(a):
 
 def where(pred, x, y):
     """`jnp.where(pred, x, y)`, typed as it types it; one `select` where `pred` is a boolean
-    array of the shape of `x` and `y` (see `_one_dtype`), without `jnp.where`'s jitted function
-    (a trace of its own for each new combination of types, and a call in the graph)."""
+    scalar or array of the shape of `x` and `y` (see `_one_dtype`), without `jnp.where`'s
+    jitted function (a trace of its own for each new combination of types, and a call in the
+    graph)."""
     pair = _one_dtype(x, y)
     if pair is None or not (
-        isinstance(pred, jax.Array) and pred.dtype == jnp.bool_ and pred.shape == pair[0].shape
+        isinstance(pred, jax.Array)
+        and pred.dtype == jnp.bool_
+        and pred.shape in ((), pair[0].shape)
     ):
         return jnp.where(pred, x, y)
-    return lax.select(pred, *pair)
+    return lax.select_n(pred, pair[1], pair[0])
 
 
 def compare(op, a, b):
