@@ -33,7 +33,7 @@ def and_(a, b, lazy=False, truth=False):
         right = _evaluated_where(b, truth, True)
         if right is _RAISES:  # where Python evaluates it: in a branch, raised where it runs
             return control_flow.if_exp(a, b, lambda: a)
-        return _staged_select(a, truth, right, "and", site)
+        return _staged_select(a, truth, right, b, "and", site)
     return a and b()
 
 
@@ -49,7 +49,7 @@ def or_(a, b, lazy=False, truth=False):
         right = _evaluated_where(b, truth, False)
         if right is _RAISES:
             return control_flow.if_exp(a, lambda: a, b)
-        return _staged_select(a, truth, right, "or", site)
+        return _staged_select(a, truth, right, b, "or", site)
     return a or b()
 
 
@@ -60,29 +60,17 @@ def and_or(a, b, c, lazy=False, lazy_else=False):
 
     With a traced `a`, `a and b()` alone is an operand of one type or another (a bool or
     `b()`'s float), which no staged value holds; the whole expression is not: it is `b()` or
-    `c()`, chosen in the graph as a conditional expression chooses (`b() if a and b() else
-    c()`), `b()` evaluated once, where Python evaluates it: where `b` may have effects (it
-    calls user code), in a branch of a `cond` taken where `a` is true."""
+    `c()`, chosen in the graph as conditional expressions choose (`(b() if b() else c()) if a
+    else c()`, `b()` evaluated once, in the branch where `a` is true): a select where that is
+    cheap and safe (no NaN from the branch not taken in a gradient), else a `cond`."""
     if not is_staged(a):
         return or_(and_(a, b, lazy), c, lazy_else)
-    if lazy:
 
-        def where_a():  # `b()` if it is true, else `c()`: the branches exclude each other
-            value = b()
-            return control_flow.if_exp(value, lambda: value, c, construct=_AND_OR)
+    def where_a():  # `b()` if it is true, else `c()`: the branches exclude each other
+        value = b()
+        return control_flow.if_exp(value, lambda: value, c, construct=_AND_OR)
 
-        return control_flow.if_exp(a, where_a, c, construct=_AND_OR)
-    site = Site(_AND_OR)
-    left = staging.scalar_predicate(a, site, "left operand")
-    value = _evaluated_where(b, left, True)
-    if value is _RAISES:
-        return or_(and_(a, b, lazy), c, lazy_else)
-    right = _truth(value, site)
-    if not is_staged(right):
-        pred = left if right else False
-    else:
-        pred = staging.both(left, right)
-    return control_flow.if_exp(pred, lambda: value, c, construct=_AND_OR)
+    return control_flow.if_exp(a, where_a, c, construct=_AND_OR)
 
 
 _AND_OR = "'a and b or c' expression"
@@ -232,9 +220,10 @@ def not_in(item, container):
     return not_(in_(item, container))
 
 
-def _staged_select(a, truth, b, op, site):
+def _staged_select(a, truth, b, evaluate, op, site):
     """`a and b` (`a or b`) for a traced `a` whose truth is `truth`: one of the operands,
-    chosen in the graph."""
+    chosen in the graph. `b` is the right operand, evaluated alongside (`evaluate()` gives it),
+    for its type."""
     # A Python bool on the right of a traced bool: Python's answer is known now, or it is `a`.
     # (`traced and x.shape == y.shape`: a branch Python never runs is not traced at all.)
     if type(b) is bool and jnp.result_type(a) == jnp.bool_ and jnp.ndim(a) == 0:
@@ -257,4 +246,12 @@ def _staged_select(a, truth, b, op, site):
             "same shape."
         )
     staging.check_same_dtypes(a, given, f"the operands of '{op}'", site)
-    return staging.where(truth, b, a) if op == "and" else staging.where(truth, a, b)
+    if a.dtype == jnp.bool_ and b.dtype == jnp.bool_:
+        return staging.where(truth, b, a) if op == "and" else staging.where(truth, a, b)
+    # Chosen as a conditional expression chooses (`b if a else a`), `b` evaluated again in
+    # its branch: a select only where that is safe in a gradient (no NaN from the operand not
+    # taken: `x or jnp.sqrt(x - 1)`), else a cond. (The evaluation alongside is left unused.)
+    construct = f"'{op}' expression"
+    if op == "and":
+        return control_flow.if_exp(truth, evaluate, lambda: a, construct=construct)
+    return control_flow.if_exp(truth, lambda: a, evaluate, construct=construct)

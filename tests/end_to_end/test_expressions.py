@@ -115,6 +115,35 @@ def sign_of(x, y):
     return out
 
 
+def root_or_zero(x):
+    return x > 0 and jnp.sqrt(x) or 0.0
+
+
+def inverse_or_zero(x):
+    return x != 0 and 1.0 / x or 0.0
+
+
+def value_or_root(x):
+    return x or jnp.sqrt(x - 1.0)
+
+
+def root_if(x, y):
+    return y and jnp.sqrt(x)
+
+
+@pytest.mark.parametrize("x", [-1.0, 0.0, 0.5, 4.0])
+def test_and_or_take_no_nan_from_the_operand_not_taken_in_a_gradient(x):
+    # `where(x > 0, sqrt(x), 0)` has a NaN gradient at x = -1 (0 * inf); Python's is 0.
+    for fn in (root_or_zero, inverse_or_zero):
+        check_grad(fn, jnp.float32(x))
+        assert jax.jit(jax.grad(transpiler.convert(fn)))(x) == jax.grad(fn)(x)
+    if x > 0:
+        assert jax.jit(jax.grad(transpiler.convert(value_or_root)))(x) == 1.0
+    assert jax.jit(jax.grad(transpiler.convert(root_if)))(x, 0.0) == 0.0
+    grads = jax.vmap(jax.grad(transpiler.convert(root_or_zero)))(jnp.array([x, 4.0]))
+    assert float(grads[0]) == float(jax.grad(root_or_zero)(x)) and float(grads[1]) == 0.25
+
+
 def scaled_or_zero(x):
     return x > 0 and _scaled(x) or 0.0
 
