@@ -250,6 +250,39 @@ def test_generators_are_rejected_with_file_and_line():
     )
 
 
+def unbound_default(x):
+    y = x
+    if x > 0:
+        del y
+    return locals().get("y", -100.0)
+
+
+def evaluated(x, text):
+    if x > 0:
+        x = x + 1
+    return eval(text)  # noqa: S307 - the construct under test
+
+
+def evaluated_in(x, text):
+    if x > 0:
+        x = x + 1
+    return eval(text, {"x": x})  # noqa: S307 - the construct under test
+
+
+def test_reading_the_frame_is_refused_with_file_and_line():
+    # Converted code keeps variables in the functions it generates: locals() there is not
+    # Python's (here: `y` after the staged `del`).
+    line = line_of(unbound_default, "locals()")
+    with pytest.raises(transpiler.ConversionError) as e:
+        transpiler.convert(unbound_default)
+    message = str(e.value)
+    assert message.startswith(f"{HERE}:{line}:12: locals() reads the variables of the frame")
+    assert "build what you need" in message.lower()
+    with pytest.raises(transpiler.ConversionError, match=r"eval\(\) reads the variables"):
+        transpiler.convert(evaluated)
+    assert float(jax.jit(transpiler.convert(evaluated_in), static_argnums=1)(2.0, "x * 2")) == 6.0
+
+
 def test_reserved_prefix_is_rejected():
     def f(x):
         rt__x = x

@@ -59,7 +59,45 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
             )
         if isinstance(node, structure.TRY):
             _check_finally(node.finalbody)
+        if isinstance(node, gast.Call):
+            _check_frame_reads(node, ctx.globals)
     return fn_node
+
+
+# Builtins that read the variables of the frame they are called in, and the number of
+# arguments up to which they do (`vars(obj)`, `eval(text, namespace)` do not).
+_FRAME_READS = {"locals": 0, "vars": 0, "dir": 0, "eval": 1, "exec": 1}
+
+
+def _check_frame_reads(call: gast.Call, globals_: dict) -> None:
+    """Refuses `locals()`, `vars()`, `dir()`, and `eval(text)`, `exec(text)` without a namespace:
+    converted code keeps the function's variables in the functions it generates (one per staged
+    block, each with the state it passes on) and closes over the runtime (`rt__`), so the frame
+    they read is not Python's. (A function with nothing to convert runs as written: see
+    `straight_line`.)"""
+    func = call.func
+    if not activity.reads_builtin(func, globals_, _FRAME_READS):
+        return
+    if len(call.args) + len(call.keywords) > _FRAME_READS[func.id]:
+        return
+    if any(isinstance(a, gast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return  # (unknown: a `*args` may hold a namespace)
+    instead = (
+        f"give {func.id} a namespace of its own ({func.id}(text, {{'y': y}}))"
+        if func.id in ("eval", "exec")
+        else "build what you need from the variables explicitly ({'y': y, ...})"
+    )
+    raise ConversionError(
+        f"{func.id}() reads the variables of the frame it runs in, which converted code does "
+        "not keep as Python does (each staged block is a function of its own, given the "
+        "variables it uses, and the runtime is a variable of the function): its answer would "
+        "differ from Python's",
+        _origin(call),
+        f"{instead[0].upper()}{instead[1:]}, or keep the function out of converted code "
+        "(transpiler.do_not_convert).",
+    )
 
 
 def _is_generator(fn: gast.FunctionDef) -> bool:
