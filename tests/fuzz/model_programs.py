@@ -94,8 +94,13 @@ class _Generator(ProgramWriter):
         if r < 0.8:
             op = self.rng.choice(["+", "-", "*"])
             return f"(({self.expr(ctx, depth + 1)} {op} {self.expr(ctx, depth + 1)}) % 97)"
-        if r < 0.9:
+        if r < 0.88:
             return f"helper({self.expr(ctx, depth + 1)})"
+        if r < 0.94:  # Python's conditional idiom: b where a and b are true, else c
+            return (
+                f"({self.cond(ctx, depth + 1)} and {self.expr(ctx, depth + 1)} "
+                f"or {self.expr(ctx, depth + 1)})"
+            )
         return (
             f"({self.expr(ctx, depth + 1)} if {self.cond(ctx, depth + 1)} "
             f"else {self.expr(ctx, depth + 1)})"
