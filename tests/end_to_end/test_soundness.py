@@ -435,6 +435,21 @@ def test_walrus_in_lazy_operands_binds_where_python_binds():
         compiled(-3.0)[1].block_until_ready()
 
 
+def walrus_in_the_and_or_idiom(x):
+    y = 0.0
+    r = x > 0 and (y := x - 1) or (y := 100.0)
+    return r, y
+
+
+def test_walrus_in_the_and_or_idiom_binds_where_python_binds():
+    # `a and b or c` is one value (b or c) even where b or c binds a name: x = 1 makes
+    # `y := x - 1` zero, false, so `c` runs too and binds y again.
+    for x in (3.0, 1.0, -1.0):
+        check_python(walrus_in_the_and_or_idiom, x)
+        check_jit(walrus_in_the_and_or_idiom, x)
+    check_vmap(walrus_in_the_and_or_idiom, jnp.array([3.0, 1.0, -1.0]))
+
+
 def read_only_where_bound(x):
     if x > 1 and (z := x + 1) < 10:
         out = z

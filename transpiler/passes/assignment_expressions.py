@@ -42,8 +42,23 @@ def _binds(node: gast.AST) -> bool:
     return any(isinstance(n, gast.NamedExpr) for n in structure.walk_nodes(node))
 
 
+def _conditional_idiom(node: gast.AST) -> bool:
+    """Whether `node` is `a and b or c` (see the logical-expressions pass, which makes it one
+    value, `b` or `c`: here, where `b` or `c` binds, an `if`)."""
+    return (
+        isinstance(node, gast.BoolOp)
+        and isinstance(node.op, gast.Or)
+        and len(node.values) == 2
+        and isinstance(node.values[0], gast.BoolOp)
+        and isinstance(node.values[0].op, gast.And)
+        and len(node.values[0].values) == 2
+    )
+
+
 def _lazy_parts(node: gast.AST) -> list[gast.expr]:
     """The operands of `node` that Python may not evaluate."""
+    if _conditional_idiom(node):
+        return [node.values[0].values[1], node.values[1]]
     if isinstance(node, gast.BoolOp):
         return node.values[1:]
     if isinstance(node, gast.IfExp):
@@ -178,7 +193,20 @@ class _AssignmentExpressions(Transformer):
         return templates.replace("name = value", name=name, value=child)
 
     def _desugar(self, node) -> tuple[list[gast.stmt], gast.expr]:
-        if isinstance(node, gast.BoolOp):
+        if _conditional_idiom(node):
+            # `b` where `a` and `b` are true, else `c`: one value, as the logical-expressions
+            # pass makes it (not `a and b`, a bool or `b`, then `or`).
+            result = self.namer.new("chosen")
+            (a, b), c = node.values[0].values, node.values[1]
+            stmts = templates.replace(
+                "if a:\n    result = b\n    if not result:\n        result = c\n"
+                "else:\n    result = c",
+                a=a,
+                b=b,
+                c=c,
+                result=result,
+            )
+        elif isinstance(node, gast.BoolOp):
             is_and = isinstance(node.op, gast.And)
             result = self.namer.new("and_value" if is_and else "or_value")
             rest = node.values[1:]

@@ -25,17 +25,21 @@ def test_boolean_operators():
     generated, new, old = apply(
         """
         def f(a, b, c):
-            return a and b or not c
+            return (a or b) and not c or b
         """,
         logical_expressions,
     )
     assert generated == textwrap.dedent(
         """\
         def f(a, b, c):
-            return rt__.or_(rt__.and_(a, lambda: b), lambda: rt__.not_(c))"""
+            return rt__.and_or(rt__.or_(a, lambda: b), lambda: rt__.not_(c), lambda: b)"""
     )
-    for args in [(0, 1, 0), (1, 0, 1), (1, 2, 3), ([], None, "")]:
+    for args in [(0, 1, 0), (1, 0, 1), (1, 2, 3), ([], None, ""), (0, 0, 0)]:
         assert new(*args) == old(*args)
+    generated, _, _ = apply(
+        "def f(a, b, c, d):\n    return a and b and c or d", logical_expressions
+    )
+    assert "rt__.or_(rt__.and_(a, lambda: rt__.and_(b, lambda: c)), lambda: d)" in generated
 
 
 def test_chained_comparisons():
