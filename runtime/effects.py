@@ -31,6 +31,7 @@ import jax
 import numpy as np
 
 from runtime import errors, identity, staging
+from runtime import lists as lists_
 from runtime.errors import StagingError
 
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, range, type(Ellipsis))
@@ -809,10 +810,12 @@ class Effects:
             labels = (*names, *(change.label for change in self.carried))
             self._entered, self._orders, self._bound_outside = extended, {}, {}
             self._paths, self._creation_orders = [], set()
+            marks = lists_.probe_marks(state)
             try:
                 with identity.loop_runs() as runs:
                     out = stage(extended, labels, self.wrap)
             except NewEffects as e:
+                lists_.rewind_probes(marks)
                 self._add(e.changes)
                 continue
             may_skip = loop and not runs  # a loop that may run no iteration

@@ -672,6 +672,27 @@ class ProbeList(list):
         self.appended.append(item)
         super().append(item)
 
+    def mark(self) -> tuple:
+        """What it has counted so far, to go back to (`rewind`)."""
+        return (
+            list(self),
+            self.count,
+            self.pops,
+            self.unbounded,
+            len(self.appended),
+            self.conditional,
+            self.where,
+            self.guessed,
+        )
+
+    def rewind(self, mark: tuple) -> None:
+        """Back to `mark`: the appends of a trace that is thrown away (a statement in the body,
+        traced again: a promotion, an effect found) must not count twice."""
+        items, self.count, self.pops, self.unbounded, n, self.conditional, self.where, _ = mark
+        self.guessed = mark[-1]
+        self[:] = items
+        del self.appended[n:]
+
     def traced_length(self):
         """Its length as the staged loop sees it: traced (in the loop, a list's length is
         the loop's count, so what a test on it decides is decided in the graph: `if len(st) >
@@ -739,3 +760,14 @@ class ProbeList(list):
             element = STAND_IN if self.element is None else self.element
             return jnp.zeros(element.shape, element.dtype)
         return super().__getitem__(index)
+
+
+def probe_marks(values) -> list[tuple[ProbeList, tuple]]:
+    """The probe lists among `values` (a statement's state), each with its `mark`: what a
+    statement traced again must `rewind_probes` to before its next attempt."""
+    return [(value, value.mark()) for value in values if isinstance(value, ProbeList)]
+
+
+def rewind_probes(marks: list[tuple[ProbeList, tuple]]) -> None:
+    for probe, mark in marks:
+        probe.rewind(mark)

@@ -18,22 +18,26 @@ from runtime.staging import describe, is_staged
 
 
 def and_(a, b, lazy=False, truth=False):
-    """Functional form of `a and b()`. With a traced `a`, `b()` is computed alongside and
-    selected, or, if `lazy` (it may have effects: it calls user code), in a `lax.cond` branch
-    that runs only where Python would evaluate it. `truth`: only the result's truth is tested
+    """Functional form of `a and b()`. With a traced boolean `a`, `b()` is computed alongside
+    (the `and` of two booleans: one operation); with another traced `a` (`x or default`), or if
+    `lazy` (it may have effects: it calls user code), `b()` is chosen as a conditional
+    expression chooses (`b() if a else a`). `truth`: only the result's truth is tested
     (an `if` test), which is the `and` of the operands' truths, whatever their shapes and
     dtypes."""
     if is_staged(a):
         site = Site("'and' expression")
         if truth:
             return _truths(a, b, lazy, "and", site)
-        if lazy:
-            return control_flow.if_exp(a, b, lambda: a)
+        if lazy or not _boolean(a):
+            # In a branch taken where `a` is true: a select where that is cheap and safe in a
+            # gradient (no NaN from `b()` where it is not taken), else a cond; `b()` evaluated
+            # once (its effects, a `jax.debug.print` in it, happen once).
+            return control_flow.if_exp(a, b, lambda: a, construct=site.construct)
         truth = staging.scalar_predicate(a, site, "left operand")
         right = _evaluated_where(b, truth, True)
         if right is _RAISES:  # where Python evaluates it: in a branch, raised where it runs
             return control_flow.if_exp(a, b, lambda: a)
-        return _staged_select(a, truth, right, b, "and", site)
+        return _staged_select(a, truth, right, "and", site)
     return a and b()
 
 
@@ -43,13 +47,13 @@ def or_(a, b, lazy=False, truth=False):
         site = Site("'or' expression")
         if truth:
             return _truths(a, b, lazy, "or", site)
-        if lazy:
-            return control_flow.if_exp(a, lambda: a, b)
+        if lazy or not _boolean(a):  # (see `and_`)
+            return control_flow.if_exp(a, lambda: a, b, construct=site.construct)
         truth = staging.scalar_predicate(a, site, "left operand")
         right = _evaluated_where(b, truth, False)
         if right is _RAISES:
             return control_flow.if_exp(a, lambda: a, b)
-        return _staged_select(a, truth, right, b, "or", site)
+        return _staged_select(a, truth, right, "or", site)
     return a or b()
 
 
@@ -220,10 +224,9 @@ def not_in(item, container):
     return not_(in_(item, container))
 
 
-def _staged_select(a, truth, b, evaluate, op, site):
-    """`a and b` (`a or b`) for a traced `a` whose truth is `truth`: one of the operands,
-    chosen in the graph. `b` is the right operand, evaluated alongside (`evaluate()` gives it),
-    for its type."""
+def _staged_select(a, truth, b, op, site):
+    """`a and b` (`a or b`) for a traced boolean `a` whose truth is `truth`: one of the
+    operands, chosen in the graph (booleans: the `and`/`or` of them)."""
     # A Python bool on the right of a traced bool: Python's answer is known now, or it is `a`.
     # (`traced and x.shape == y.shape`: a branch Python never runs is not traced at all.)
     if type(b) is bool and jnp.result_type(a) == jnp.bool_ and jnp.ndim(a) == 0:
@@ -246,12 +249,8 @@ def _staged_select(a, truth, b, evaluate, op, site):
             "same shape."
         )
     staging.check_same_dtypes(a, given, f"the operands of '{op}'", site)
-    if a.dtype == jnp.bool_ and b.dtype == jnp.bool_:
-        return staging.where(truth, b, a) if op == "and" else staging.where(truth, a, b)
-    # Chosen as a conditional expression chooses (`b if a else a`), `b` evaluated again in
-    # its branch: a select only where that is safe in a gradient (no NaN from the operand not
-    # taken: `x or jnp.sqrt(x - 1)`), else a cond. (The evaluation alongside is left unused.)
-    construct = f"'{op}' expression"
-    if op == "and":
-        return control_flow.if_exp(truth, evaluate, lambda: a, construct=construct)
-    return control_flow.if_exp(truth, lambda: a, evaluate, construct=construct)
+    return staging.where(truth, b, a) if op == "and" else staging.where(truth, a, b)
+
+
+def _boolean(a) -> bool:
+    return jnp.result_type(a) == jnp.bool_

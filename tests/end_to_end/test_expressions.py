@@ -144,6 +144,31 @@ def test_and_or_take_no_nan_from_the_operand_not_taken_in_a_gradient(x):
     assert float(grads[0]) == float(jax.grad(root_or_zero)(x)) and float(grads[1]) == 0.25
 
 
+_HOST_CALLS = []
+
+
+def value_or_noted(x, y):
+    return x or jax.debug.callback(_HOST_CALLS.append, y) or y
+
+
+def first_nonzero(a, b, c, d, e, f, g, h):
+    return a or b or c or d or e or f or g or h
+
+
+def test_the_right_operand_of_or_runs_once_and_chains_stay_linear():
+    # The right operand is evaluated once, in its branch: its effects happen once, where
+    # Python's do, and a chain of `or`s is one branch per operand.
+    _HOST_CALLS.clear()
+    for x in (0.0, 2.0):
+        out = transpiler.jit(value_or_noted)(jnp.float32(x), jnp.float32(3.0))
+        jax.effects_barrier()
+        assert float(out) == (x or 3.0)
+    assert [float(v) for v in _HOST_CALLS] == [3.0]
+    args = [jnp.float32(v) for v in (0, 0, 0, 0, 0, 0, 5, 7)]
+    check_jit(first_nonzero, *args)
+    assert primitives(first_nonzero, *args).count("cond[") <= 7
+
+
 def scaled_or_zero(x):
     return x > 0 and _scaled(x) or 0.0
 

@@ -358,6 +358,39 @@ def test_a_loop_staged_again_for_a_promotion_probes_its_body_once(monkeypatch):
     assert score.dtype == jnp.float32 and count == 4
 
 
+def appended_in_nested_loops_with_a_cell(x):
+    acc = []
+    last = lambda: a  # noqa: E731, F841 - `a` lives in a cell: its staging finds an effect
+    for _ in range(3):
+        for _ in range(4):
+            a = 97
+            acc.append(x)
+    return len(acc)
+
+
+def appended_in_a_branch_staged_again(xs):
+    acc = []
+    y = 0
+    for i in range(3):
+        if xs[i] > 0:
+            acc.append(xs[i])
+            y = 1
+        else:
+            acc.append(-xs[i])
+            y = xs[i] * 2.0  # the `if` is traced again: y's int becomes a float32
+    return len(acc), y
+
+
+def test_appends_of_a_statement_traced_again_count_once():
+    # A loop's probe counts the appends of one iteration; a statement in the body traced again
+    # (an effect found, a promotion) counted its appends twice: 20 items for 12, 5 for 3.
+    check_jit(appended_in_nested_loops_with_a_cell, jnp.float32(0.0))
+    assert int(jax.jit(transpiler.convert(appended_in_nested_loops_with_a_cell))(0.0)) == 12
+    xs = jnp.array([1.0, -2.0, 3.0])
+    count, _ = jax.jit(transpiler.convert(appended_in_a_branch_staged_again))(xs)
+    assert int(count) == 3
+
+
 def noisy_steps(x):
     np.random.seed(0)
     i = 0

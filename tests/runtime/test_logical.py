@@ -29,12 +29,17 @@ def test_staged_values_select_an_operand():
 
 
 def test_staged_operands_must_be_arrays_of_one_shape():
-    with pytest.raises(StagingError, match="the right operand of 'or' is None"):
+    # A traced number on the left: the result is chosen as a conditional expression chooses
+    # (`x if x else None`), with its errors, naming the construct.
+    with pytest.raises(StagingError, match=r"float32\[\] in the true branch but None.*'or' exp"):
         jax.jit(lambda x: rt.or_(x, lambda: None))(1.0)
-    with pytest.raises(
-        StagingError, match="the operands of 'and' are float32\\[\\] and float32\\[2\\]"
-    ):
+    with pytest.raises(StagingError, match=r"\[2\] in the true branch.*'and' expression"):
         jax.jit(lambda x: rt.and_(x, lambda: jnp.ones(2)))(1.0)
+    # A traced bool on the left, and the operands' own errors.
+    with pytest.raises(StagingError, match="the right operand of 'or' is None"):
+        jax.jit(lambda x: rt.or_(x > 0, lambda: None))(1.0)
+    with pytest.raises(StagingError, match=r"the operands of 'and' are bool\[\] and float32\[2\]"):
+        jax.jit(lambda x: rt.and_(x > 0, lambda: jnp.ones(2)))(1.0)
 
 
 def _typed(x):
