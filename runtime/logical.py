@@ -3,8 +3,8 @@
 `a and b` is written `and_(a, lambda: b)`: the left operand is always evaluated, the right one
 only when Python would evaluate it. A traced left operand cannot be decided while tracing, so the
 right operand is traced too and the result is chosen by the left operand's truthiness in the
-graph: `jnp.logical_and(a, b)` for booleans, `jnp.where` otherwise (Python returns an operand,
-not a bool: `x or default`).
+graph: one `and`/`or` for booleans; otherwise the operand is chosen as a conditional expression
+chooses it (Python returns an operand, not a bool: `x or default` is `x if x else default`).
 """
 
 from __future__ import annotations
