@@ -1399,10 +1399,11 @@ def check_consumed(iterator, what: str) -> None:
     for snapshot in staging.trackers():
         if snapshot.reaches(iterator):
             raise StagingError(
-                f"{what} advances a Python iterator ({type(iterator).__name__}) in staged code, "
-                "where tracing would advance it once for every run of the code and whichever "
-                "branch runs. Take the items out of it before the staged if or loop (`items = "
-                "list(it)`), or keep the iterator out of staged code."
+                f"{what} advances a Python iterator ({type(iterator).__name__}) in staged code "
+                f"({errors.Site(what)}: a branch or loop body under a traced condition, an "
+                "operand of `and`/`or` after a traced one), where tracing would advance it once "
+                "for every run of the code and whichever branch runs. Take the items out of it "
+                "before (`items = list(it)`), or keep the iterator out of staged code."
             )
 
 
