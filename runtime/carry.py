@@ -468,13 +468,9 @@ def staged_with(stage, state, names):
     while True:
         token = _PROMOTIONS.set(promotions)  # for the loop's own `Carry` (see `Promoted`)
         sized_token = _SIZED.set(sized)
-        marks = lists_.probe_marks(state)  # an outer loop's probe: a retried attempt's appends
         try:
-            try:
+            with lists_.probes_rewound(state):
                 return stage(state)
-            except staging.Retrace:
-                lists_.rewind_probes(marks)
-                raise
         except Unbinds as request:
             i = request.index
             bound = MaybeUnbound(state[i], jnp.asarray(True), names[i])

@@ -154,11 +154,10 @@ def staged_cond(
     fixes = _Retrace()
     options = dict(logged=logged, aliased=aliased, refused=refused, owned=owned)
     for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
-        marks = lists.probe_marks(state)  # an outer loop's probe: a retried attempt's appends
         try:
-            return _cond_once(pred, if_true, if_false, state, names, site, fixes, **options)
+            with lists.probes_rewound(state):
+                return _cond_once(pred, if_true, if_false, state, names, site, fixes, **options)
         except _Retrace as retrace:
-            lists.rewind_probes(marks)
             fixes = _Retrace(
                 {**fixes.casts, **retrace.casts},
                 {**fixes.placeholders, **retrace.placeholders},

@@ -810,12 +810,10 @@ class Effects:
             labels = (*names, *(change.label for change in self.carried))
             self._entered, self._orders, self._bound_outside = extended, {}, {}
             self._paths, self._creation_orders = [], set()
-            marks = lists_.probe_marks(state)
             try:
-                with identity.loop_runs() as runs:
+                with identity.loop_runs() as runs, lists_.probes_rewound(state):
                     out = stage(extended, labels, self.wrap)
             except NewEffects as e:
-                lists_.rewind_probes(marks)
                 self._add(e.changes)
                 continue
             may_skip = loop and not runs  # a loop that may run no iteration

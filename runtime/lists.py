@@ -16,6 +16,7 @@ length, for code that masks the padding itself).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import types
@@ -688,8 +689,16 @@ class ProbeList(list):
     def rewind(self, mark: tuple) -> None:
         """Back to `mark`: the appends of a trace that is thrown away (a statement in the body,
         traced again: a promotion, an effect found) must not count twice."""
-        items, self.count, self.pops, self.unbounded, n, self.conditional, self.where, _ = mark
-        self.guessed = mark[-1]
+        (
+            items,
+            self.count,
+            self.pops,
+            self.unbounded,
+            n,
+            self.conditional,
+            self.where,
+            self.guessed,
+        ) = mark
         self[:] = items
         del self.appended[n:]
 
@@ -762,12 +771,16 @@ class ProbeList(list):
         return super().__getitem__(index)
 
 
-def probe_marks(values) -> list[tuple[ProbeList, tuple]]:
-    """The probe lists among `values` (a statement's state), each with its `mark`: what a
-    statement traced again must `rewind_probes` to before its next attempt."""
-    return [(value, value.mark()) for value in values if isinstance(value, ProbeList)]
-
-
-def rewind_probes(marks: list[tuple[ProbeList, tuple]]) -> None:
-    for probe, mark in marks:
-        probe.rewind(mark)
+@contextlib.contextmanager
+def probes_rewound(values):
+    """Around one attempt at tracing a statement whose state is `values`: where the attempt is
+    thrown away (`staging.Retrace`: traced again for a promotion, an effect found, a cast), the
+    probe lists among `values` (an outer loop's, see `ProbeList`) go back to what they had
+    counted before it, so that its appends do not count twice."""
+    marks = [(value, value.mark()) for value in values if isinstance(value, ProbeList)]
+    try:
+        yield
+    except staging.Retrace:
+        for probe, mark in marks:
+            probe.rewind(mark)
+        raise

@@ -26,6 +26,7 @@ import gast
 from transpiler import anno, structure, templates
 from transpiler.context import PassContext
 from transpiler.errors import ConversionError
+from transpiler.passes import logical_expressions
 from transpiler.transformer import Transformer
 
 # What the pipeline looks for before running this pass, and what it may add (features.py).
@@ -42,22 +43,9 @@ def _binds(node: gast.AST) -> bool:
     return any(isinstance(n, gast.NamedExpr) for n in structure.walk_nodes(node))
 
 
-def _conditional_idiom(node: gast.AST) -> bool:
-    """Whether `node` is `a and b or c` (see the logical-expressions pass, which makes it one
-    value, `b` or `c`: here, where `b` or `c` binds, an `if`)."""
-    return (
-        isinstance(node, gast.BoolOp)
-        and isinstance(node.op, gast.Or)
-        and len(node.values) == 2
-        and isinstance(node.values[0], gast.BoolOp)
-        and isinstance(node.values[0].op, gast.And)
-        and len(node.values[0].values) == 2
-    )
-
-
 def _lazy_parts(node: gast.AST) -> list[gast.expr]:
     """The operands of `node` that Python may not evaluate."""
-    if _conditional_idiom(node):
+    if logical_expressions.conditional_idiom(node):
         return [node.values[0].values[1], node.values[1]]
     if isinstance(node, gast.BoolOp):
         return node.values[1:]
@@ -193,7 +181,7 @@ class _AssignmentExpressions(Transformer):
         return templates.replace("name = value", name=name, value=child)
 
     def _desugar(self, node) -> tuple[list[gast.stmt], gast.expr]:
-        if _conditional_idiom(node):
+        if logical_expressions.conditional_idiom(node):
             # `b` where `a` and `b` are true, else `c`: one value, as the logical-expressions
             # pass makes it (not `a and b`, a bool or `b`, then `or`).
             result = self.namer.new("chosen")

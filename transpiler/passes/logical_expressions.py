@@ -36,7 +36,7 @@ class _LogicalExpressions(Transformer):
 
     def visit_BoolOp(self, node):
         tested = anno.hasanno(node, anno.Static.TRUTH_TEST)
-        if not tested and _conditional_idiom(node):
+        if not tested and conditional_idiom(node):
             return self._conditional(node)
         node = self.generic_visit(node)
         op = "and_" if isinstance(node.op, gast.And) else "or_"
@@ -104,10 +104,11 @@ class _LogicalExpressions(Transformer):
         return result
 
 
-def _conditional_idiom(node: gast.BoolOp) -> bool:
+def conditional_idiom(node: gast.AST) -> bool:
     """Whether `node` is `a and b or c` (each operand itself any expression)."""
     return (
-        isinstance(node.op, gast.Or)
+        isinstance(node, gast.BoolOp)
+        and isinstance(node.op, gast.Or)
         and len(node.values) == 2
         and isinstance(node.values[0], gast.BoolOp)
         and isinstance(node.values[0].op, gast.And)

@@ -51,7 +51,7 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
             # A parameter is bound where the function starts (a `del` may unbind it later).
             inits = [
                 stmt
-                for name in sorted(names - _parameters(scope))
+                for name in sorted(names - activity.params_of(scope.args))
                 for stmt in templates.replace(
                     f"name = {RUNTIME}.Undefined(label)", name=name, label=templates.constant(name)
                 )
@@ -59,12 +59,6 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
             start = structure.docstring_length(scope.body)
             scope.body[start:start] = inits
     return fn_node
-
-
-def _parameters(scope: gast.FunctionDef) -> frozenset[str]:
-    args = scope.args
-    params = [*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg]
-    return frozenset(p.id for p in params if p is not None)
 
 
 def _possibly_unbound_state(scope: gast.FunctionDef) -> frozenset[str]:
