@@ -118,6 +118,9 @@ _CHEAP = _ZERO_SAFE | frozenset(
         "reduce_and",
         "reduce_or",
         "is_finite",
+        # the truth of a float (`staging.truth`: its bits, so that no flush of subnormals to
+        # zero makes 1e-45 false)
+        "bitcast_convert_type",
     }
 )
 

@@ -920,21 +920,25 @@ def scalar_predicate(pred, site: Site, role: str):
     return _nonzero(pred)
 
 
-# The unsigned integer of each floating-point width, for `_nonzero`.
-_BITS = types.MappingProxyType({2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint64})
+# The signed integer of each floating-point width, for `_nonzero`.
+_BITS = types.MappingProxyType({2: jnp.int16, 4: jnp.int32, 8: jnp.int64})
 
 
 def _nonzero(x):
-    """`x != 0`, as Python's truth test reads a number. A real float is compared by its bits
-    (all but the sign): XLA on a CPU flushes a subnormal to zero in a comparison (`1e-40 != 0`
-    is false there), where Python's `bool(1e-40)` is true. NaN is true, -0.0 false."""
+    """`x != 0`, as Python's truth test reads a number. A real float is read by its bits:
+    XLA on a CPU flushes a subnormal to zero in a comparison (`1e-40 != 0` is false there),
+    where Python's `bool(1e-40)` is true. NaN is true, -0.0 false.
+
+    The bits, as a signed integer, are nonzero and not the sign bit alone (-0.0, the smallest
+    integer) exactly where `abs` of them is positive (that of the smallest integer wraps to
+    itself). The plainer `bits & 0x7fff... != 0` is turned back into a float comparison with
+    0.0 by LLVM wherever the kernel XLA fuses it into also reads `x` as a float (`x or y`: a
+    select of `x`), and that comparison flushes subnormals."""
     dtype = np.dtype(x.dtype)
     if not (jnp.issubdtype(dtype, jnp.floating) and dtype.itemsize in _BITS):
         return x != 0
-    unsigned = _BITS[dtype.itemsize]
-    magnitude = np.iinfo(unsigned).max >> 1  # every bit but the sign
-    bits = lax.bitcast_convert_type(x, unsigned)
-    return lax.bitwise_and(bits, jnp.asarray(magnitude, unsigned)) != 0
+    bits = lax.bitcast_convert_type(x, _BITS[dtype.itemsize])
+    return lax.abs(bits) > 0
 
 
 def both(a, b, *, tested: bool = False):

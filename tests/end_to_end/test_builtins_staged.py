@@ -380,8 +380,35 @@ def truth_of(g):
     return 0
 
 
-@pytest.mark.parametrize("value", [1e-40, -1e-40, -0.0, float("nan"), 0.0])
+def kept_if_true(g):
+    if g:
+        return g
+    return g - g + 5
+
+
+def kept_or_five(g):
+    return g or g - g + 5
+
+
+def scaled_if_true(g):
+    return g * 2 if g else -g
+
+
+@pytest.mark.parametrize("value", [1e-40, -1e-40, 1e-45, -0.0, float("nan"), 0.0])
 def test_the_truth_of_a_float_is_pythons_for_subnormals_zeros_and_nan(value):
     # XLA on a CPU flushes a float32 subnormal to zero in `x != 0`; Python's truth does not.
     x = jnp.float32(value)
     assert int(jax.jit(transpiler.convert(truth_of))(x)) == truth_of(x) == bool(value)
+    # Read by its bits, also where the kernel XLA fuses the test into reads `x` as a float
+    # (a select of `x`): LLVM turns `bits & 0x7fffffff != 0` into a flushing `x != 0.0` there.
+    for fn in (kept_if_true, kept_or_five, scaled_if_true):
+        for dtype in (jnp.float32, jnp.bfloat16, jnp.float16):
+            x = jnp.asarray(value, dtype)
+            if float(x) == 0 and value != 0:  # not a subnormal of this dtype: it is 0 there
+                continue
+            expected = np.asarray(fn(x), np.float32)  # eager: each operation its own kernel
+            got = np.asarray(jax.jit(transpiler.convert(fn))(x), np.float32)
+            np.testing.assert_array_equal(got, expected)
+            xs = jnp.stack([x, jnp.asarray(3, dtype)])
+            got = np.asarray(jax.jit(jax.vmap(transpiler.convert(fn)))(xs), np.float32)
+            np.testing.assert_array_equal(got[0], expected)

@@ -157,7 +157,8 @@ def first_nonzero(a, b, c, d, e, f, g, h):
 
 def test_the_right_operand_of_or_runs_once_and_chains_stay_linear():
     # The right operand is evaluated once, in its branch: its effects happen once, where
-    # Python's do, and a chain of `or`s is one branch per operand.
+    # Python's do. A chain of `or`s of plain values is a chain of selects (each truth test is
+    # cheap: `staging.truth` reads a float's bits), never a cond per operand.
     _HOST_CALLS.clear()
     for x in (0.0, 2.0):
         out = transpiler.jit(value_or_noted)(jnp.float32(x), jnp.float32(3.0))
@@ -166,7 +167,10 @@ def test_the_right_operand_of_or_runs_once_and_chains_stay_linear():
     assert [float(v) for v in _HOST_CALLS] == [3.0]
     args = [jnp.float32(v) for v in (0, 0, 0, 0, 0, 0, 5, 7)]
     check_jit(first_nonzero, *args)
-    assert primitives(first_nonzero, *args).count("cond[") <= 7
+    assert primitives(first_nonzero, *args).count("cond[") == 0
+    # -0.0 is false, a subnormal and NaN are true, as Python reads them
+    for values in ((-0.0, 0, 1e-45, 0, 0, 0, 5, 7), (0, -0.0, 0, float("nan"), 0, 0, 0, 7)):
+        check_jit(first_nonzero, *[jnp.float32(v) for v in values])
 
 
 def scaled_or_zero(x):
