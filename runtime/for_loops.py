@@ -78,6 +78,7 @@ class TracedRange:
             )
         length = self.trip_count()
         if is_staged(index):
+            index = _python_int(index)  # the item is a Python int, whatever indexes it
             position = staging.where(index < 0, length + index, index)
         else:
             position = length + index if index < 0 else index
@@ -133,7 +134,7 @@ class EnumeratedRange:
     loop over it (staged as a while loop over its trip count)."""
 
     def __init__(self, items: TracedRange, start):
-        self.items, self.start = items, start
+        self.items, self.start = items, _python_int(start)
 
     def counted(self):
         """(how many items, item j as a function of a traced j)."""
@@ -211,12 +212,26 @@ def range_(*args):
             raise errors.python_error(
                 TypeError(f"'{kind}' object cannot be interpreted as an integer")
             )
+    # Its items, its length and its bounds are Python ints: weakly typed int32s, however the
+    # bounds are typed (`h * len(range(n))` of a uint8 `h` is a uint8, as in Python).
+    args = [_python_int(a) for a in args]
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
     if not is_staged(step) and step == 0:
         raise errors.python_error(ValueError("range() arg 3 must not be zero"))
     if is_staged(step):
         _check_step(step)
     return TracedRange(start, stop, step)
+
+
+def _python_int(value):
+    """A traced integer (or bool) `value` as the Python int it stands for in staged code: a
+    weakly typed int32 (`staging.python_number`); anything else as it is."""
+    if not is_staged(value) or jax.typeof(value).weak_type and value.dtype == _INT:
+        return value
+    return staging.python_number(value, _INT)
+
+
+_INT = jnp.result_type(int)  # what JAX makes a Python int: int32 (int64 with jax_enable_x64)
 
 
 def _check_step(step) -> None:

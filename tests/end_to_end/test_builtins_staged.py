@@ -251,6 +251,31 @@ def test_len_index_and_in_of_a_range_of_traced_bound(n):
     assert jax.tree.map(int, got) == jax.tree.map(int, expected)
 
 
+def range_values_times(h, n, k):
+    total = h * len(range(n)) + h * range(n)[-1] + h * range(1, n, 3)[k]
+    for i in reversed(range(n)):
+        total = total + h * i
+    for i in range(n, 0, -2):
+        total = total + h * (i + 1)
+    for j, i in enumerate(range(k, n), k):
+        total = total + h * (i - j)
+    return total
+
+
+@pytest.mark.parametrize("dtype", [jnp.uint8, jnp.int8, jnp.int16, jnp.bfloat16])
+def test_the_items_and_length_of_a_range_of_traced_bound_are_python_ints(dtype):
+    # Weakly typed ints, however the bounds are typed: a uint8 `h` times one is a uint8 (which
+    # wraps), as in Python. They were int32s where a bound or the index was typed.
+    for n_dtype in (jnp.int32, jnp.uint8, jnp.int8):
+        n, k = jnp.asarray(5, n_dtype), jnp.int8(0)
+        h = jnp.asarray(100 if dtype != jnp.int8 else 10, dtype)
+        expected = range_values_times(h, n, k)
+        got = transpiler.jit(range_values_times)(h, n, k)
+        assert got.dtype == expected.dtype == dtype
+        assert jax.typeof(got).weak_type == jax.typeof(expected).weak_type
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
+
+
 def item_past_the_end(n):
     return range(n)[5]
 
