@@ -181,7 +181,7 @@ class Carry:
                 f"'{name}' is appended to in a staged {site.construct} ({site}){where} whose "
                 "number of iterations is not known, so the list has no fixed size. Put "
                 "`transpiler.loop_options(max_iterations=N)` as the first statement of the loop "
-                "body to bound it, or loop over a range."
+                "body to bound it, or loop over a range with a Python bound (`range(N)`)."
             )
         staged = isinstance(value, lists_.StagedList)
         items = probed.appended + ([] if staged else list(value))

@@ -305,7 +305,12 @@ def _cond_or_select(pred, true_fn, false_fn, log_site=None, false_keeps=False) -
         ]
         if any(strong):  # as a select (or Python) gives it: the strongly typed branch's type
             run_true, run_false = _strong(run_true, strong), _strong(run_false, strong)
-        outs = lax.cond(pred, run_true, run_false)
+        if true_jaxpr.effects and false_jaxpr is not None and false_jaxpr.effects:
+            # Both print (or check): the true branch first, where `jax.vmap` of a batched
+            # condition runs both, as the `if` reads (`lax.cond` runs its false branch first).
+            outs = lax.cond(jnp.logical_not(pred), run_false, run_true)
+        else:
+            outs = lax.cond(pred, run_true, run_false)
         lowering = "lax.cond"
     if log_site:
         log.staged(log_site, lowering)

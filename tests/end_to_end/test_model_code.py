@@ -265,7 +265,7 @@ def test_append_in_a_staged_while_without_a_bound_says_what_to_do():
         f"'out' is appended to in a staged while loop ({HERE}:{line}, while loop) whose number "
         "of iterations is not known, so the list has no fixed size. Put "
         "`transpiler.loop_options(max_iterations=N)` as the first statement of the loop body to "
-        "bound it, or loop over a range."
+        "bound it, or loop over a range with a Python bound (`range(N)`)."
     )
 
 
