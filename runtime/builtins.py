@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import collections.abc
+import math
 import types
 
 import jax
@@ -346,6 +347,8 @@ def any_(iterable, /, *, lazy=False):
 
 
 def _all_or_any(iterable, lazy, stops_on, site):
+    if isinstance(iterable, lists.StagedList) and iterable.known_length() is None:
+        return _all_or_any_of_traced_length(iterable, stops_on, site)
     combine = jnp.logical_or if stops_on else jnp.logical_and
     items = iter(iterable)
     staged = None
@@ -359,6 +362,20 @@ def _all_or_any(iterable, lazy, stops_on, site):
             return _rest_in_a_branch(truth, items, stops_on, site)
         staged = truth if staged is None else combine(staged, truth)
     return (not stops_on) if staged is None else staged
+
+
+def _all_or_any_of_traced_length(items: lists.StagedList, stops_on, site):
+    """`any(items)` (`all(items)`) of a list of traced length: the truths of its items, the
+    padding past its length left out. Each item is read as Python's truth test reads it: one
+    element (an item of more, which Python refuses, is refused whatever the length)."""
+    buffer, length = items.buffer, items.length
+    if math.prod(buffer.shape[1:]) != 1:
+        staging.scalar_predicate(buffer[0], site, "item")  # raises: not a single value
+    truths = staging.truths(buffer.reshape(-1))
+    kept = jnp.arange(buffer.shape[0]) < length
+    if stops_on:
+        return jnp.any(truths & kept)
+    return jnp.all(truths | ~kept)
 
 
 def _rest_in_a_branch(truth, items, stops_on, site):

@@ -915,9 +915,13 @@ def scalar_predicate(pred, site: Site, role: str):
         )
     if pred.shape:
         pred = pred.reshape(())
-    if pred.dtype == jnp.bool_:
-        return pred
-    return _nonzero(pred)
+    return truths(pred)
+
+
+def truths(values):
+    """The truth of each element of `values` (an array), as Python's truth test reads a
+    number."""
+    return values if values.dtype == jnp.bool_ else _nonzero(values)
 
 
 # The signed integer of each floating-point width, for `_nonzero`.

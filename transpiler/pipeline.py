@@ -13,6 +13,7 @@ from transpiler.passes import (
     assignment_expressions,
     break_statements,
     call_trees,
+    comprehensions,
     conditional_expressions,
     continue_statements,
     control_flow,
@@ -38,6 +39,9 @@ PASSES = (
     declarations,
     # Before the early-exit passes, which move loop bodies around: the directive must be first.
     directives,
+    # Before every pass that converts loops, ifs, appends and truth tests: the loops it makes
+    # of comprehensions are theirs to convert. (It leaves those that bind with `:=` as they are.)
+    comprehensions,
     # Before the early-exit passes, so a return in a case is a return in an if branch; before
     # the walrus pass, so a `:=` in a guard is one in an `and` operand, which that pass rewrites.
     match_statements,

@@ -1,0 +1,169 @@
+"""Comprehensions with an `if` filter: staged where the filter is traced, Python's elsewhere."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import transpiler
+from runtime.errors import StagingError
+from tests.end_to_end.checks import check_grad, check_jit, check_vmap
+from tests.end_to_end.test_errors import line_of
+
+HERE = "test_comprehensions.py"
+
+
+def kept_stats(x):
+    kept = [v * 2 for v in x if v > 0]
+    return sum(kept), len(kept), max(kept, default=-1.0), min(kept, default=-1.0)
+
+
+def positive_sum(a, b, c):
+    return sum(v * v for v in [a, b, c] if v > 0)
+
+
+def positive_sum_from(x, start):
+    return sum((v for v in x if v > 0), start)
+
+
+def largest_below(x, limit):
+    return max((v for v in x if v < limit), default=0.0), min(v for v in x if v > -limit)
+
+
+def pairs_above(x, t):
+    # two generators, two filters: Python's order (a's filter before b's loop)
+    return sum(a * b for a in x if a > 0 for b in x if a + b > t)
+
+
+@pytest.mark.parametrize(
+    "x", [jnp.array([1.0, -2.0, 3.0]), jnp.array([-1.0, -2.0, -3.0]), jnp.zeros(3)]
+)
+def test_a_traced_filter_makes_a_list_of_traced_length(x):
+    check_jit(kept_stats, x)
+    check_jit(positive_sum_from, x, jnp.float32(0.5))
+    check_jit(largest_below, x, 2.0)
+    check_jit(pairs_above, x, 1.0)
+    check_vmap(positive_sum_from, jnp.stack([x, -x]), jnp.array([0.5, 1.5]))
+
+
+@pytest.mark.parametrize("args", [(1.0, -2.0, 3.0), (-1.0, -2.0, -3.0), (0.0, 2.0, 0.5)])
+def test_a_traced_filter_over_a_python_list_of_traced_values(args):
+    check_jit(positive_sum, *[jnp.float32(a) for a in args])
+    if any(a > 0 for a in args):  # else Python's sum is the int 0, which has no gradient
+        check_grad(positive_sum, *[jnp.float32(a) for a in args], argnums=(0, 1, 2))
+
+
+def test_the_gradient_of_a_filtered_sum_counts_the_kept_items_only():
+    x = jnp.array([1.0, -2.0, 3.0, 0.0])
+    grad = jax.jit(jax.grad(lambda x: transpiler.convert(positive_sum_from)(x, 0.0)))(x)
+    np.testing.assert_array_equal(np.asarray(grad), [1.0, 0.0, 1.0, 0.0])
+
+
+def named_weights(params):
+    return [name for name in params if name.startswith("w") if params[name] is not None]
+
+
+def nested(rows):
+    return [[v for v in row if v % 2] for row in rows if len(row) > 1]
+
+
+def test_a_python_filter_gives_python_s_list():
+    params = {"w1": 1, "b1": 2, "w2": None, "w3": 3}
+    converted = transpiler.convert(named_weights)(params)
+    assert converted == named_weights(params) == ["w1", "w3"] and type(converted) is list
+    rows = [[1, 2, 3], [4], [5, 7, 8]]
+    assert transpiler.convert(nested)(rows) == nested(rows) == [[1, 3], [5, 7]]
+
+
+_CALLS = []
+
+
+def noted(v):
+    _CALLS.append(v)
+    return v
+
+
+def filtered_in_order(xs):
+    return [noted(-v) for v in xs if noted(v) > 1]
+
+
+def test_items_and_filters_run_in_python_s_order():
+    _CALLS.clear()
+    assert transpiler.convert(filtered_in_order)([1, 2, 3]) == [-2, -3]
+    assert _CALLS == [1, 2, -2, 3, -3]
+
+
+def scaled_while_large(x, scale):
+    steps = 0
+    while sum(v for v in x if v > 1.0) > 2.0 and steps < 10:
+        x = x * scale
+        steps += 1
+    return x, steps
+
+
+def kept_per_row(x, t):
+    total = 0.0
+    for row in x:
+        total = total + sum(v - t for v in row if v > t)  # reads the loop's `t`
+        t = t + 0.5
+    return total
+
+
+def test_in_a_staged_loop_and_its_test_it_reads_the_loop_s_variables():
+    x = jnp.array([1.5, 3.0, 0.5])
+    check_jit(scaled_while_large, x, 0.5)
+    rows = jnp.array([[1.0, 2.0], [0.5, 3.0], [2.0, 2.5]])
+    check_jit(kept_per_row, rows, jnp.float32(0.75))
+
+
+def any_noted(xs):
+    return any(noted(v) for v in xs if v > 0)
+
+
+def bound_in_filter(xs):
+    return [y for v in xs if (y := v * 2) > 2], y
+
+
+def test_lazy_generators_and_walrus_stay_python():
+    # `any` stops at the first true item: its generator is not turned into a list
+    _CALLS.clear()
+    assert transpiler.convert(any_noted)([0, 1, 2]) is True
+    assert _CALLS == [1]
+    # `:=` binds in the enclosing function: left as it is
+    assert transpiler.convert(bound_in_filter)([1, 2, 3]) == bound_in_filter([1, 2, 3])
+
+
+def kept_pairs(x):
+    return [(v, -v) for v in x if v > 0]
+
+
+def test_what_a_list_of_traced_length_cannot_hold_is_refused_at_the_comprehension():
+    line = line_of(kept_pairs, "return [(v, -v)")
+    with pytest.raises(StagingError, match=f"{HERE}:{line}, if statement"):
+        jax.jit(transpiler.convert(kept_pairs))(jnp.array([1.0, -2.0]))
+
+
+def test_the_comprehension_is_a_nested_function_in_the_generated_source():
+    source = transpiler.to_source(positive_sum)
+    assert "def comprehension(items):" in source
+    assert "return rt__.sum_(rt__.call(comprehension, [a, b, c]))" in source
+
+
+def any_and_all_kept(x):
+    return any([v > 1 for v in x if v > 0]), all([v > 1 for v in x if v > 0])
+
+
+def any_of_kept_rows(x):
+    out = []
+    for v in x:
+        if v > 0:
+            out.append(jnp.stack([v, v]))
+    return any(out)
+
+
+@pytest.mark.parametrize("x", [[1.0, -2.0, 3.0], [-1.0, -2.0], [0.5, 2.0], [2.0, 0.0, 3.0]])
+def test_any_and_all_of_a_list_of_traced_length_leave_out_its_padding(x):
+    check_jit(any_and_all_kept, jnp.array(x))
+    # Python refuses the truth of a row of two; here whatever the length (it may be 0)
+    with pytest.raises(StagingError, match="the item is float32"):
+        jax.jit(transpiler.convert(any_of_kept_rows))(jnp.array(x))
