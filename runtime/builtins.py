@@ -158,7 +158,14 @@ def _extreme(python_fn, args, key, default):
         len(args) == 1 and isinstance(args[0], lists.StagedList) and args[0].known_length() is None
     )
     if (default is not _NO_DEFAULT and not traced_length) or not has_staged(args):
-        return errors.python_call(python_fn, *args, key=key, **kwargs)
+        try:
+            return errors.python_call(python_fn, *args, key=key, **kwargs)
+        except jax.errors.TracerBoolConversionError:
+            # Concrete arrays, compared where JAX traces every operation (a branch traced
+            # inside `jax.vmap`): the comparison is traced. As staged values, then; a
+            # comparison has no effect to repeat (a key function may: its error stands).
+            if key is not None or default is not _NO_DEFAULT:
+                raise
     if len(args) == 1:
         (items,) = args
         if isinstance(items, lists.StagedList) and items.known_length() is None:
@@ -233,10 +240,17 @@ def _best_by_key(items, keys, beats, site):
     best, best_key = items[0], keys[0]
     for value, value_key in zip(items[1:], keys[1:]):
         if not (is_staged(value_key) or is_staged(best_key)):
-            # Two Python keys (`max(1e5, 2e5, x)`): Python decides, as it would.
-            if (value_key > best_key) if beats is lax.gt else (value_key < best_key):
-                best, best_key = value, value_key
-            continue
+            # Two Python keys (`max(1e5, 2e5, x)`): Python decides, as it would; unless they
+            # are concrete arrays compared where JAX traces every operation (a branch traced
+            # inside `jax.vmap`): their comparison is traced, and staged below.
+            try:
+                wins = bool((value_key > best_key) if beats is lax.gt else (value_key < best_key))
+            except jax.errors.TracerBoolConversionError:
+                wins = None
+            if wins is not None:
+                if wins:
+                    best, best_key = value, value_key
+                continue
         for v, b in zip(jax.tree_util.tree_leaves(value), jax.tree_util.tree_leaves(best)):
             staging.check_same_dtypes(b, v, "the items compared", site)
             if jnp.shape(v) != jnp.shape(b):  # Python gives one of them, with its own shape

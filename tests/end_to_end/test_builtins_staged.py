@@ -437,3 +437,22 @@ def test_the_truth_of_a_float_is_pythons_for_subnormals_zeros_and_nan(value):
             xs = jnp.stack([x, jnp.asarray(3, dtype)])
             got = np.asarray(jax.jit(jax.vmap(transpiler.convert(fn)))(xs), np.float32)
             np.testing.assert_array_equal(got[0], expected)
+
+
+def capped_in_a_branch(x):
+    b = jnp.float32(0.25)
+    if x <= 2:
+        z = 0.0 * b
+    else:
+        z = max(b, 1.5) + min(jnp.sin(b), 2.0, b)
+    return z
+
+
+def test_min_and_max_of_concrete_arrays_in_a_branch_traced_inside_vmap():
+    # Inside the branch JAX traces every operation, the comparison of two concrete values
+    # too: Python's max raised TracerBoolConversionError on its truth.
+    xs = jnp.array([1.0, 3.0])
+    expected = np.stack([np.asarray(capped_in_a_branch(x)) for x in xs])
+    got = jax.vmap(transpiler.convert(capped_in_a_branch))(xs)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-6)
+    assert float(jax.jit(transpiler.convert(capped_in_a_branch))(3.0)) == float(expected[1])
