@@ -786,8 +786,8 @@ class Effects:
                 f"`{store}` stores '{stored}' in another container in the staged "
                 f"{self.site.construct} ({self.site}), and the function changes '{stored}' in "
                 f"place after it: Python's container then holds the changed object, the staged "
-                f"one a copy of it as it was. Store a copy ({store.split(' = ')[0]} = "
-                f"copy.deepcopy({stored})), or store it outside the {self.site.construct}."
+                f"one a copy of it as it was. Store a copy there (`copy.deepcopy({stored})`), "
+                f"or store it outside the {self.site.construct}."
             )
         since = identity.mark()
         if self.site.construct.endswith("loop"):
