@@ -167,3 +167,62 @@ def test_any_and_all_of_a_list_of_traced_length_leave_out_its_padding(x):
     # Python refuses the truth of a row of two; here whatever the length (it may be 0)
     with pytest.raises(StagingError, match="the item is float32"):
         jax.jit(transpiler.convert(any_of_kept_rows))(jnp.array(x))
+
+
+def start_read_first(xs):
+    box = [0]
+
+    def keep(v):
+        box[0] += 1
+        return v > 0
+
+    return sum((v for v in xs if keep(v)), box[0])
+
+
+def exhausted_in_filter(xs):
+    it = iter([1])
+    try:
+        return sum(v for v in xs if next(it, None) is not None or _raise_stop())
+    except RuntimeError:
+        return "RuntimeError"
+
+
+def _raise_stop():
+    raise StopIteration
+
+
+def test_python_s_order_and_a_generator_s_stop_iteration_are_kept():
+    # `start` is evaluated before the items: a start that is not a constant stays Python's
+    assert transpiler.convert(start_read_first)([1, -1, 2]) == start_read_first([1, -1, 2]) == 3
+    # PEP 479: a StopIteration raised in a generator is a RuntimeError
+    assert transpiler.convert(exhausted_in_filter)([1, 2]) == "RuntimeError"
+
+
+def kept_then_changed(x):
+    k = [v for v in x if v is not None]
+    k.append(x[0])
+    k[0] = x[1]
+    last = k.pop()
+    return isinstance(k, list), len(k), k[0], last
+
+
+def popped_from_kept(x):
+    k = [v for v in x if v > 0]
+    last = k.pop()
+    return last, len(k), sum(k)
+
+
+def test_the_list_is_python_s_where_its_length_is_known_and_changes_in_place():
+    x = jnp.array([1.0, -2.0, 3.0])
+    check_jit(kept_then_changed, x)
+    check_jit(popped_from_kept, x)
+
+
+def kept_of_kept(x):
+    return sum([v for v in [w * 2 for w in x if w > 0] if v < 3], 0.0)
+
+
+def test_a_filtered_comprehension_in_the_first_iterable_of_another_is_converted():
+    source = transpiler.to_source(kept_of_kept)
+    assert source.count("def comprehension") == 2
+    assert transpiler.convert(kept_of_kept)([1.0, -2.0, 3.0]) == 2.0

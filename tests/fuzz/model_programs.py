@@ -366,6 +366,9 @@ class _Generator(ProgramWriter):
     # -- 9: conditional appends + reductions --------------------------------------------------
 
     def c9(self, indent: int, ctx: _Ctx) -> None:
+        if self.chance(0.25):
+            self.filtered_comprehension(indent, ctx)
+            return
         if ctx.bounded and ctx.loop and self.chance(0.4):
             self.emit(indent, f"if {self.cond(ctx)}:")
             self.emit(indent + 1, f"acc.append({self.expr(ctx)})")
@@ -392,6 +395,42 @@ class _Generator(ProgramWriter):
         else:
             self.emit(indent, "for item in acc:")
             self.emit(indent + 1, "a = ((a * 3 + item) % 97)")
+
+    def filtered_comprehension(self, indent: int, ctx: _Ctx) -> None:
+        """A comprehension whose filter reads the item and `a`/`b` (traced under jit): a list
+        of traced length, reduced; or a filtered generator that `sum`/`max`/`min` consume."""
+        v = self.fresh("v")
+        items = self.rng.choice(["[a, b, x, y]", "range(4)", "[a, x + 1]", "range(n0)"])
+        if items == "range(n0)":
+            self.emit(indent, f"n0 = {self.rng.randint(0, 3)}")
+        inner = ctx.nest(names=ctx.names + (v,))
+        test = self.rng.choice(
+            [f"{v} {self.rng.choice(['<', '>', '!='])} {self.expr(ctx)}", self.cond(inner)]
+        )
+        if self.rng.random() < 0.3:  # two filters: the second read only where the first holds
+            test = f"{test} if {v} % {self.rng.choice([2, 3])} != 0"
+        elt = self.rng.choice([v, f"(({v} + {self.atom(ctx)}) % 97)", f"({v} * 2)"])
+        r = self.rng.random()
+        if r < 0.25:
+            self.emit(indent, f"b = ((b + sum({elt} for {v} in {items} if {test})) % 97)")
+        elif r < 0.4:
+            how = self.rng.choice(["max", "min"])
+            self.emit(
+                indent, f"a = ((a + {how}(({elt} for {v} in {items} if {test}), default=3)) % 97)"
+            )
+        else:
+            kept = self.fresh("kept")
+            self.emit(indent, f"{kept} = [{elt} for {v} in {items} if {test}]")
+            use = self.rng.choice(
+                [
+                    f"a = ((a + len({kept})) % 97)",
+                    f"b = ((b + sum({kept}, 1)) % 97)",
+                    f"a = ((a + max({kept}, default=0)) % 97)",
+                    "b = ((b + any([k > 50 for k in [a, b, x] if k % 2 == 0])) % 97)",
+                    f"b = ((b + all([k > 5 for k in {kept}])) % 97)",
+                ]
+            )
+            self.emit(indent, use)
 
     # -- 10: jax.grad / jax.vmap of user helpers ----------------------------------------------
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import gast
 
-from transpiler import structure
+from transpiler import anno, structure
 from transpiler.analysis import activity
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Visitor
@@ -274,6 +274,8 @@ def _makes_or_keeps(value, name: str) -> bool:
     if value is None:
         return False
     if isinstance(value, _MAKERS) or isinstance(value, gast.BinOp):
+        return True
+    if anno.hasanno(value, anno.Static.NEW_LIST):  # a comprehension, made a function's call
         return True
     if isinstance(value, gast.Name):
         return value.id == name  # `best += ...` (recorded as its own target)

@@ -29,7 +29,7 @@ import builtins
 
 import gast
 
-from transpiler import libraries, structure, templates
+from transpiler import anno, libraries, structure, templates
 from transpiler.analysis import activity
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
@@ -160,6 +160,8 @@ class _CallTrees(Transformer):
         call = templates.replace_as_expression(f"{RUNTIME}.{operator}(func)", func=func)
         call.args += node.args
         call.keywords = node.keywords
+        if anno.hasanno(node, anno.Static.NEW_LIST):  # a comprehension's: a new list still
+            anno.setanno(call, anno.Static.NEW_LIST, True)
         return call
 
     def _library_value(self, func: gast.expr):

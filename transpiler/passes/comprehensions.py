@@ -40,6 +40,7 @@ import gast
 from transpiler import anno, origins, structure, templates
 from transpiler.analysis import activity
 from transpiler.context import PassContext
+from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
 APPLIES_TO = (gast.ListComp, gast.GeneratorExp)
@@ -64,8 +65,18 @@ _NOT_OWN = (
 
 
 class _Comprehensions(Transformer):
-    def __init__(self, ctx: PassContext):
+    def __init__(self, ctx: PassContext, fn_node: gast.FunctionDef):
         self.ctx = ctx
+        # The names an argument of `sum`/`max` may read (`sum(..., start)`): the function's
+        # own, which nothing the items run can rebind (no `global` or `nonlocal` of them).
+        declared = {
+            name
+            for node in structure.walk_nodes(fn_node)
+            if isinstance(node, (gast.Global, gast.Nonlocal))
+            for name in node.names
+        }
+        own = activity.local_names(fn_node) | activity.params_of(fn_node.args)
+        self.stable = frozenset(own - declared)
 
     def visit_FunctionDef(self, node):
         node.body = self._block(node.body)
@@ -96,52 +107,82 @@ class _Comprehensions(Transformer):
                 for i, child in enumerate(items):
                     if not isinstance(child, gast.AST):
                         continue
-                    new = self._replacement(node, child, helpers)
+                    new = self._replacement(stmt, node, child, helpers)
                     if new is not None:
                         if type(value) is list:
                             value[i] = new
                         else:
                             setattr(node, field, new)
+                        stack.append(new)  # its first iterable, evaluated where it stands
                     elif not isinstance(child, _NOT_OWN):
                         stack.append(child)
         return helpers
 
-    def _replacement(self, parent: gast.AST, node: gast.AST, helpers: list) -> gast.expr | None:
+    def _replacement(
+        self, stmt: gast.stmt, parent: gast.AST, node: gast.AST, helpers: list
+    ) -> gast.expr | None:
         """The call that stands for `node` (a comprehension this pass rewrites, its helper
         appended to `helpers`), else None."""
-        if isinstance(node, gast.ListComp):
-            pass
-        elif not (isinstance(node, gast.GeneratorExp) and self._consumed(parent, node)):
+        generator = isinstance(node, gast.GeneratorExp)
+        if not (isinstance(node, gast.ListComp) or generator and self._consumed(parent, node)):
             return None
         if not self._rewritable(node):
             return None
         function = self.ctx.namer.new("comprehension")
-        items, kept = self.ctx.namer.new("items"), self.ctx.namer.new("kept_items")
+        items = self.ctx.namer.new("items")
+        # Named as the user's list (`kept = [...]`), so that errors name it: in the function,
+        # a name of its own, where the comprehension does not read the outer one.
+        target = (
+            stmt.targets[0] if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 else None
+        )
+        own = (
+            target.id
+            if not generator
+            and stmt.value is node
+            and isinstance(target, gast.Name)
+            and target.id
+            not in {n.id for n in structure.walk_nodes(node) if isinstance(n, gast.Name)}
+            else None
+        )
+        kept = own or self.ctx.namer.new("kept_items")
         first = node.generators[0]
         iterable, first.iter = first.iter, gast.Name(items, gast.Load(), None, None)
         body = templates.replace(f"{kept}.append(elt)", elt=node.elt)
-        for generator in reversed(node.generators):
-            for test in reversed(generator.ifs):
+        for generator_node in reversed(node.generators):
+            for test in reversed(generator_node.ifs):
                 body = [gast.If(test=test, body=body, orelse=[])]
             body = [
                 gast.For(
-                    target=generator.target,
-                    iter=generator.iter,
+                    target=generator_node.target,
+                    iter=generator_node.iter,
                     body=body,
                     orelse=[],
                     type_comment=None,
                 )
             ]
+        if generator:  # which turns a StopIteration raised in it into a RuntimeError (PEP 479)
+            body = templates.replace(
+                """
+                try:
+                    loop
+                except StopIteration as stopped:
+                    raise RuntimeError("generator raised StopIteration") from stopped
+                """,
+                loop=body,
+            )
+        # A list of known length is the Python list of its items, as the comprehension's.
         definition = templates.replace(
             f"""
             def {function}({items}):
                 {kept} = []
                 loop
-                return {kept}
+                return {RUNTIME}.handed_list({kept}, 'list comprehension')
             """,
             loop=body,
         )
         call = templates.replace_as_expression(f"{function}(iterable)", iterable=iterable)
+        anno.setanno(call, anno.Static.NEW_LIST, True)
+        anno.setanno(definition[0], anno.Static.NEW_LIST, True)
         if anno.hasanno(node, anno.Static.ORIGIN):  # errors in them name the comprehension's
             origin = anno.getanno(node, anno.Static.ORIGIN)
             origins.fill_missing(definition[0], origin)
@@ -151,7 +192,9 @@ class _Comprehensions(Transformer):
         return call
 
     def _consumed(self, parent: gast.AST, node: gast.GeneratorExp) -> bool:
-        """Whether `parent` is a call of a builtin that consumes `node` at once (`sum`...)."""
+        """Whether `parent` is a call of a builtin that consumes `node` at once (`sum`...), its
+        other arguments constants or the function's own names (Python evaluates them before it
+        takes the first item, the function's call after)."""
         if not (isinstance(parent, gast.Call) and parent.args and parent.args[0] is node):
             return False
         func = parent.func
@@ -161,9 +204,12 @@ class _Comprehensions(Transformer):
         extra_args = 1 if func.id == "sum" else 0
         return (
             len(parent.args) <= 1 + extra_args
-            and not any(isinstance(a, gast.Starred) for a in parent.args)
             and None not in keywords
             and keywords <= set(_CONSUMERS[func.id])
+            and all(
+                _constant(a) or isinstance(a, gast.Name) and a.id in self.stable
+                for a in [*parent.args[1:], *(k.value for k in parent.keywords)]
+            )
         )
 
     def _rewritable(self, node: gast.ListComp | gast.GeneratorExp) -> bool:
@@ -179,5 +225,12 @@ class _Comprehensions(Transformer):
         return True
 
 
+def _constant(node: gast.expr) -> bool:
+    """A constant, or one negated (`-1.0`)."""
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        node = node.operand
+    return isinstance(node, gast.Constant)
+
+
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
-    return _Comprehensions(ctx).visit(fn_node)
+    return _Comprehensions(ctx, fn_node).visit(fn_node)
