@@ -52,8 +52,8 @@ class Static(enum.Enum):
     )
     LOOP_OPTIONS = "a dict on a loop node: option name -> expression, from transpiler.loop_options"
     NEW_LIST = (
-        "True on the function the comprehensions pass makes of a comprehension, and on its call: "
-        "the call gives a new list, as the comprehension did, and only iterates its argument"
+        "True on the call the comprehensions pass makes of a comprehension's function: it gives "
+        "a new list, as the comprehension did, and only iterates its argument"
     )
     AS_WRITTEN = (
         "True on a nested function the passes leave as written (a generator: it runs as Python)"

@@ -226,3 +226,41 @@ def test_a_filtered_comprehension_in_the_first_iterable_of_another_is_converted(
     source = transpiler.to_source(kept_of_kept)
     assert source.count("def comprehension") == 2
     assert transpiler.convert(kept_of_kept)([1.0, -2.0, 3.0]) == 2.0
+
+
+def not_in_seen(xs):
+    seen = []
+    for i in range(3):
+        seen.append(xs[i])
+    return sum(v for v in xs if v not in seen)
+
+
+def scaled_by_log(xs):
+    log = []
+    log.append(2.0)
+    return sum([v * len(log) for v in xs if v > 0])
+
+
+def in_tests_and_loops(xs):
+    total = 0.0
+    if len([v for v in xs if v > 0]) > 1:
+        total = total + 1.0
+    for v in [u for u in xs if u > 1]:
+        total = total + v
+    while len([u for u in xs if u > total]) > 2:
+        total = total + 1.0
+    assert len([u for u in xs if u > -10]) > 0
+    return total, [v for v in xs if len([u for u in xs if u > v]) > 0]
+
+
+def test_lists_read_only_in_a_comprehension_keep_their_appends():
+    # The list's only read is in the comprehension's function: its appends must stay.
+    xs = jnp.array([1.0, 2.0, 3.0, 4.0])
+    check_jit(not_in_seen, xs)
+    check_jit(scaled_by_log, xs)
+    assert transpiler.convert(scaled_by_log)([1.0, -2.0]) == scaled_by_log([1.0, -2.0]) == 1.0
+
+
+def test_comprehensions_in_tests_loops_and_other_comprehensions():
+    xs = [1.0, -2.0, 3.0, 0.5]
+    assert transpiler.convert(in_tests_and_loops)(xs) == in_tests_and_loops(xs)

@@ -130,21 +130,12 @@ class _Comprehensions(Transformer):
             return None
         function = self.ctx.namer.new("comprehension")
         items = self.ctx.namer.new("items")
-        # Named as the user's list (`kept = [...]`), so that errors name it: in the function,
-        # a name of its own, where the comprehension does not read the outer one.
+        # Named after the user's list (`kept = [...]`: `kept_items`), so that errors say which.
         target = (
             stmt.targets[0] if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 else None
         )
-        own = (
-            target.id
-            if not generator
-            and stmt.value is node
-            and isinstance(target, gast.Name)
-            and target.id
-            not in {n.id for n in structure.walk_nodes(node) if isinstance(n, gast.Name)}
-            else None
-        )
-        kept = own or self.ctx.namer.new("kept_items")
+        named = isinstance(target, gast.Name) and stmt.value is node
+        kept = self.ctx.namer.new(f"{target.id}_items" if named else "kept_items")
         first = node.generators[0]
         iterable, first.iter = first.iter, gast.Name(items, gast.Load(), None, None)
         body = templates.replace(f"{kept}.append(elt)", elt=node.elt)
@@ -182,7 +173,6 @@ class _Comprehensions(Transformer):
         )
         call = templates.replace_as_expression(f"{function}(iterable)", iterable=iterable)
         anno.setanno(call, anno.Static.NEW_LIST, True)
-        anno.setanno(definition[0], anno.Static.NEW_LIST, True)
         if anno.hasanno(node, anno.Static.ORIGIN):  # errors in them name the comprehension's
             origin = anno.getanno(node, anno.Static.ORIGIN)
             origins.fill_missing(definition[0], origin)

@@ -99,10 +99,8 @@ def private_lists(
         if isinstance(arg, gast.Lambda)
     }
     nodes += [n for node in nodes if id(node) in thunks for n in activity.walk_scope([node.body])]
-    # The functions the comprehensions pass made are read as the comprehensions they were:
-    # their code as part of this scope, their argument only iterated.
-    helpers = [n for n in nodes if isinstance(n, gast.FunctionDef) and _comprehension(n)]
-    nodes += [n for helper in helpers for n in activity.walk_scope(helper.body)]
+    # The function the comprehensions pass made of a comprehension only iterates its argument
+    # (its code is a nested function's: the names it reads may keep references).
     allowed.update(
         id(arg)
         for node in nodes
@@ -135,8 +133,6 @@ def private_lists(
         if isinstance(node, gast.Lambda) and id(node) in thunks:
             allowed.add(id(node.body))  # what it returns is read (printed), not kept
             continue
-        if isinstance(node, gast.FunctionDef) and _comprehension(node):
-            continue  # its code: walked above
         if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
             shared.update(n.id for n in structure.walk_nodes(node) if isinstance(n, gast.Name))
         elif isinstance(node, gast.Assign) and all(
@@ -272,11 +268,6 @@ def _returned(value: gast.expr | None) -> list[gast.expr]:
         else:
             found.append(node)
     return found
-
-
-def _comprehension(node: gast.FunctionDef) -> bool:
-    """Whether `node` is a function the comprehensions pass made of a comprehension."""
-    return anno.hasanno(node, anno.Static.NEW_LIST)
 
 
 def _new_list(value: gast.expr, globals_: dict) -> bool:
