@@ -14,7 +14,8 @@ container (`first = operator.itemgetter(0)(layers)`), are caught here: the detac
 recorded (`detached`) until the converted call being traced returns, what they hold is taken
 when the statement ends (`settle`), and a call made from converted code that changes one of
 them in place (`held`, `check_unchanged`), or any change found as a converted call returns
-(`stop_recording`), is refused.
+(`stop_recording`) or as a staged statement ends, of the objects of a variable that lived in it
+(`settle`: a branch's, read before it went), is refused.
 """
 
 from __future__ import annotations
@@ -218,6 +219,12 @@ def settle(since: int, names, out) -> None:
         name = entry.label.strip("'")
         if name in outs and not entry.alive():
             entry.value = outs[name]
+        elif entry.held and not entry.alive() and entry.changed():
+            # Its variable lived in this statement (a branch's, an iteration's) and is gone
+            # with it; its objects changed in place since, by code in it that conversion could
+            # not follow (`with holding(params) as p: p[0] = 0`): the variable may have been
+            # read stale before it went.
+            raise StagingError(_changed_message(entry, None))
     for record in stack:
         for entry in record:
             if not entry.held:

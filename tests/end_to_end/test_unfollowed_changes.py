@@ -587,3 +587,36 @@ def test_what_cannot_show_the_difference_is_exact(fn, x):
 def test_what_cannot_show_the_difference_under_vmap_and_grad(fn):
     check_vmap(fn, jnp.array([1.5, -1.0, 3.0], jnp.float32))
     check_grad(fn, jnp.float32(1.5))
+
+
+@contextlib.contextmanager
+def _holding(value):
+    yield value
+
+
+def read_in_the_branch_then_gone(x, n):
+    total = x
+    if x > 0:
+        layer = [x, 1.0]
+        cur = layer
+        i = 0
+        while i < n:
+            cur = layer
+            i += 1
+        with _holding(layer) as held:
+            held[0] = 97.0  # `cur` is that list in Python: it reads 97
+        total = cur[0]
+    return _doubled(total)  # a call, after which the function's return checks no entry
+
+
+def _doubled(v):
+    return v * 2.0
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_a_change_the_branch_makes_before_its_variable_goes_is_refused(n):
+    # The loop's `cur` lives only in the branch: nothing is checked as the function returns
+    # (a call after it dropped the entry before). It is checked as the branch ends.
+    with pytest.raises(StagingError, match="'cur' is bound to a list another name holds") as e:
+        jax.jit(transpiler.convert(read_in_the_branch_then_gone))(jnp.float32(1.0), n)
+    assert "changed it in place after the statement" in str(e.value)

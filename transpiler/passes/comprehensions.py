@@ -7,30 +7,35 @@ with a `for` loop, an `if` and `append`:
                 for v in items:
                     if v > 0:
                         kept_items.append(v * 2)
-                return kept_items
+                return rt__.handed_list(kept_items, 'list comprehension')
             kept = comprehension(xs)
 
 The control-flow and list passes then convert that loop as any other: where the filter is a
 Python value the list is Python's, and where it is traced (`v > 0` of an array's items) the `if`
 is staged and the list has a traced length (see `runtime.lists`), which `sum`, `len`, `max`,
-`min` and a staged loop take. Unconverted, the comprehension would ask Python for the truth of
-the traced filter (JAX's `TracerBoolConversionError`).
+`min`, `any`, `all` and a staged loop take. A list of known length comes back as the Python
+list of its items (`handed_list`), as the comprehension's. Unconverted, the comprehension would
+ask Python for the truth of the traced filter (JAX's `TracerBoolConversionError`).
 
 Exact, because the function is the comprehension's own scope: its first iterable is evaluated
 where the comprehension stands (the argument), the rest and every filter and item inside, in
 Python's order, the names it reads resolved as the comprehension resolves them (the enclosing
 function's, at call time), its variables its own. It is defined just before the statement that
 holds the comprehension, in the same block: inside a staged loop or branch it closes over that
-block's variables.
+block's variables. Every analysis sees it as the nested function it is (the names it reads may
+keep references); its call is marked (`NEW_LIST`): it makes a new list and only iterates its
+argument. A generator's function turns a `StopIteration` raised in it into a `RuntimeError`,
+as Python's generators do (PEP 479).
 
 Rewritten: a list comprehension with a filter; a generator expression with a filter that is the
 one positional argument of the builtin `sum` (a `start` too), `max` or `min` (a `default=`, no
 `key=`), `list` or `tuple`, which consume it at once, in order, with nothing between its
-items. Left as Python: comprehensions without a filter (their length is known), set and dict
-comprehensions, generator expressions anywhere else (lazy: `any` stops early, a consumer may
-interleave effects), async ones, those that bind with `:=` (in the enclosing scope), yield, or
-call `next`, `super` or the frame readers (`locals`, `vars`, `dir`, `eval`, `exec`), and those
-in a lambda, a default value or a decorator.
+items, where that other argument is a constant or a name of the function's own (Python
+evaluates it before the first item). Left as Python: comprehensions without a filter (their
+length is known), set and dict comprehensions, generator expressions anywhere else (lazy: `any`
+stops early, a consumer may interleave effects), async ones, those that bind with `:=` (in the
+enclosing scope), yield, or call `next`, `super` or the frame readers (`locals`, `vars`, `dir`,
+`eval`, `exec`), and those in a lambda, a default value or a decorator.
 """
 
 from __future__ import annotations
