@@ -264,3 +264,12 @@ def test_lists_read_only_in_a_comprehension_keep_their_appends():
 def test_comprehensions_in_tests_loops_and_other_comprehensions():
     xs = [1.0, -2.0, 3.0, 0.5]
     assert transpiler.convert(in_tests_and_loops)(xs) == in_tests_and_loops(xs)
+
+
+def reads_names_like_the_generated_ones(xs):
+    stopped, items, comprehension = 2, 3, 4
+    return sum(v * stopped for v in xs if v > 0) + sum([v * items * comprehension for v in xs if v])
+
+
+def test_the_generated_names_shadow_none_of_the_user_s():
+    assert transpiler.convert(reads_names_like_the_generated_ones)([1, -2, 3]) == 8 + 24

@@ -157,12 +157,13 @@ class _Comprehensions(Transformer):
                 )
             ]
         if generator:  # which turns a StopIteration raised in it into a RuntimeError (PEP 479)
+            stopped = self.ctx.namer.new("stopped")  # a name of its own: the items may read one
             body = templates.replace(
-                """
+                f"""
                 try:
                     loop
-                except StopIteration as stopped:
-                    raise RuntimeError("generator raised StopIteration") from stopped
+                except StopIteration as {stopped}:
+                    raise RuntimeError("generator raised StopIteration") from {stopped}
                 """,
                 loop=body,
             )
