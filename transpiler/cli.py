@@ -21,6 +21,7 @@ import pathlib
 import re
 import sys
 import tokenize
+import traceback
 
 DTYPES = {
     "bool": "bool",
@@ -101,6 +102,15 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `astgraph graph ... | head`: the reader has all it wants
         sys.stdout = open(os.devnull, "w")  # as Python advises for this case
         return 0
+    except OSError as e:  # an output or artifact path that cannot be written or read
+        print(f"astgraph {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - the function cannot be converted, traced or run
+        # In one message, with the notes that name the user's line; no traceback into the
+        # library.
+        notes = "".join(f"\n  {note}" for note in getattr(e, "__notes__", ()) if "----" not in note)
+        print(f"astgraph {args.command}: {type(e).__name__}: {e}{notes}", file=sys.stderr)
+        return 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -172,7 +182,17 @@ def _load_function(target: str, function: str | None = None):
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.resolve().parent))  # as `python FILE` would: its imports work
     sys.modules.setdefault(name, module)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise UsageError(f"{target}:{e.lineno}: SyntaxError: {e.msg}") from None
+    except Exception as e:  # noqa: BLE001 - the user's module raised as it was imported
+        own = str(path.resolve())
+        frames = [
+            f for f in traceback.extract_tb(e.__traceback__) if os.path.abspath(f.filename) == own
+        ]
+        where = f"{target}:{frames[-1].lineno}: " if frames else f"{target}: "
+        raise UsageError(f"{where}importing it raised {type(e).__name__}: {e}") from None
     fn = module
     for part in function.split("."):
         fn = getattr(fn, part, None)
@@ -234,12 +254,19 @@ def _graph(args) -> int:
 
 def _export(args) -> int:
     import transpiler
+    from transpiler import exporting
 
     specs = parse_specs(args.args)
     fn = _load_function(args.target)
     platforms = None
     if args.platforms:
         platforms = tuple(p.strip() for p in args.platforms.split(",") if p.strip())
+        unknown = [p for p in platforms if p not in exporting.PLATFORMS]
+        if unknown:
+            raise UsageError(
+                f"--platforms {args.platforms}: {', '.join(unknown)} is not one of "
+                f"{', '.join(exporting.PLATFORMS)}"
+            )
     try:
         artifact = transpiler.export(
             fn,
@@ -274,7 +301,11 @@ def _run(args) -> int:
 
         jax.config.update("jax_enable_x64", True)  # before any array of its inputs is made
     artifact = transpiler.load(args.artifact)
-    expected = [(s.dtype.name, tuple(s.shape)) for s in artifact.in_specs]
+    import jax
+
+    # Its arguments' leaves (a pytree argument, a dict of parameters, is one leaf per array).
+    leaves, tree = jax.tree_util.tree_flatten(artifact.in_specs)
+    expected = [(s.dtype.name, tuple(s.shape)) for s in leaves]
     if args.args is not None:
         given = [(dtype, shape) for dtype, shape in parse_specs(args.args)]
         if given != expected:
@@ -284,8 +315,7 @@ def _run(args) -> int:
             )
     rng = np.random.default_rng(args.seed)
     inputs = [_random(rng, dtype, shape) for dtype, shape in expected]
-    outputs = artifact(*inputs)
-    import jax
+    outputs = artifact(*jax.tree_util.tree_unflatten(tree, inputs))
 
     print(f"{_signature(artifact)}, random inputs (seed {args.seed}):")
     for i, value in enumerate(inputs):
@@ -327,8 +357,12 @@ def _show(value) -> str:
 
 
 def _signature(artifact) -> str:
-    ins = ", ".join(format_spec(s.dtype.name, tuple(s.shape)) for s in artifact.in_specs)
     import jax
+
+    ins = ", ".join(
+        format_spec(s.dtype.name, tuple(s.shape))
+        for s in jax.tree_util.tree_leaves(artifact.in_specs)
+    )
 
     outs = ", ".join(
         format_spec(s.dtype.name, tuple(s.shape))

@@ -45,6 +45,10 @@ class ArtifactError(ValueError):
 _CHECKS = ("assert", "raise", "check")
 
 
+PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+"""The platforms an artifact may name (`jax.export`'s lowering platforms)."""
+
+
 def export(
     fn: Callable,
     *args_or_specs,
@@ -84,6 +88,12 @@ def export(
 
     _check_choice("prints", prints)
     _check_choice("checks", checks)
+    unknown = [p for p in platforms or () if p not in PLATFORMS]
+    if unknown:
+        raise ValueError(
+            f"platforms={tuple(platforms)!r}: {', '.join(map(repr, unknown))} is not one of "
+            f"JAX's platforms ({', '.join(PLATFORMS)})"
+        )
     drop = {"print"} if prints == "drop" else set()
     if checks == "drop":
         drop.update(_CHECKS)
@@ -240,6 +250,10 @@ def unpack(data: bytes, source: str = "the data") -> tuple[dict, bytes]:
         header = json.loads(body[:header_length].decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ArtifactError(f"{source} has a malformed header: {e}") from None
+    if not isinstance(header, dict):
+        raise ArtifactError(
+            f"{source} has a malformed header: a JSON {type(header).__name__}, not an object"
+        )
     return header, body[header_length:]
 
 
@@ -266,9 +280,11 @@ def load(path_or_bytes: str | os.PathLike | bytes | bytearray) -> Artifact:
     if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         data, source = bytes(path_or_bytes), "the data"
     elif isinstance(path_or_bytes, (str, os.PathLike)):
+        source = os.fspath(path_or_bytes)
+        if os.path.isdir(source):
+            raise ArtifactError(f"{source} is a directory, not an artifact file")
         with open(path_or_bytes, "rb") as f:
             data = f.read()
-        source = os.fspath(path_or_bytes)
     else:
         raise TypeError(
             f"load() takes a path or bytes, not {type(path_or_bytes).__name__}: "

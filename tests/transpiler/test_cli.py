@@ -224,3 +224,62 @@ def test_the_astgraph_script_is_the_cli():
     assert scripts == 'astgraph = "transpiler.cli:main"'
     module, _, name = "transpiler.cli:main".partition(":")
     assert getattr(__import__(module, fromlist=[name]), name) is main
+
+
+def test_a_file_that_fails_to_import_is_bad_input_with_its_line(tmp_path, capsys):
+    (tmp_path / "bad_syntax.py").write_text("def f(x)\n    return x\n")
+    (tmp_path / "raises.py").write_text("X = 1\nY = X / 0\n\ndef f(x):\n    return x\n")
+    assert main(["source", str(tmp_path / "bad_syntax.py") + "::f"]) == 2
+    assert "bad_syntax.py:1: SyntaxError" in capsys.readouterr().err
+    assert main(["source", str(tmp_path / "raises.py") + "::f"]) == 2
+    assert "raises.py:2: importing it raised ZeroDivisionError" in capsys.readouterr().err
+
+
+FUNCTIONS = """
+import jax.numpy as jnp
+
+
+def gen(x):
+    yield x
+
+
+def choose(x):
+    if x > 0:
+        x = jnp.ones(3)
+    return x
+
+
+def good(x, y):
+    return x + y
+"""
+
+
+def test_what_cannot_be_converted_traced_or_written_is_one_line_not_a_traceback(tmp_path, capsys):
+    path = tmp_path / "functions.py"
+    path.write_text(FUNCTIONS)
+    assert main(["graph", f"{path}::gen", "--args", "f32[3]"]) == 1
+    err = capsys.readouterr().err
+    assert "functions.py:6:5: generators ('yield') cannot be converted" in err
+    assert "Traceback" not in err
+    assert main(["graph", f"{path}::choose", "--args", "f32[]"]) == 1
+    err = capsys.readouterr().err
+    assert "StagingError: 'x' is float32[3] in the true branch" in err and "Traceback" not in err
+    for bad in (["--platforms", "nope", "-o", str(tmp_path / "x.bin")], ["-o", "/no/such/dir/x"]):
+        assert main(["export", f"{path}::good", "--args", "f32[], f32[]", *bad]) == 2
+        assert "astgraph export: error:" in capsys.readouterr().err
+
+
+def _affine(params, x):
+    return params["w"] * x + params["b"]
+
+
+def test_run_takes_an_artifact_with_pytree_arguments(tmp_path, capsys):
+    import jax.numpy as jnp
+
+    import transpiler
+
+    path = tmp_path / "affine.bin"
+    transpiler.export(_affine, {"w": jnp.ones(3), "b": jnp.zeros(3)}, jnp.ones(3)).save(path)
+    assert main(["run", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "_affine(f32[3], f32[3], f32[3]) -> (f32[3])" in out and "in 2  = f32[3]" in out

@@ -181,6 +181,10 @@ def test_truncated_damaged_and_foreign_files_are_refused(artifact, tmp_path):
         "the data is damaged or was changed after export: its contents do not match the "
         "SHA-256 it was written with"
     )
+    cases[exporting.pack(["not", "an", "object"], data[54 + header_length :])] = (
+        "the data has a malformed header: a JSON list, not an object"
+    )
+    cases[str(tmp_path)] = f"{tmp_path} is a directory, not an artifact file"
     for given, message in cases.items():
         with pytest.raises(transpiler.ArtifactError) as e:
             transpiler.load(given)
@@ -263,6 +267,8 @@ def test_options_are_checked():
     with pytest.raises(ValueError) as e:
         transpiler.export(clipped_steps, jnp.ones(3), 2, prints="skip")
     assert str(e.value) == 'prints=\'skip\': expected "keep" or "drop"'
+    with pytest.raises(ValueError, match="'nope' is not one of JAX's platforms"):
+        transpiler.export(clipped_steps, jnp.ones(3), 2, platforms=("cpu", "nope"))
     with pytest.raises(TypeError) as e:
         transpiler.load(42)
     assert str(e.value) == "load() takes a path or bytes, not int: transpiler.load('f.bin')"

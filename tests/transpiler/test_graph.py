@@ -242,3 +242,25 @@ class Scaler:
 def test_a_bound_method_is_converted_first():
     summary = transpiler.graph(Scaler(3.0).step)(jnp.ones(2)).summary()
     assert summary.control_flow == [(line("METHOD IF"), "cond", 1)]
+
+
+def stops_at_a_negative_sine(xs, x):
+    acc = jnp.zeros(())
+    for v in xs:
+        if jnp.sin(v) < 0:  # EXIT_FOR
+            break
+        acc = acc + jnp.cos(v)
+    while x < 100.0:
+        if jnp.tanh(x) < -0.5:  # EXIT_WHILE
+            break
+        x = x * 2.0
+    return acc, x
+
+
+def test_a_loop_s_exit_test_maps_to_its_if_not_to_the_loop():
+    # The leading `if C: break` becomes the loop's exit-test function: its line is the if's.
+    text = transpiler.graph(stops_at_a_negative_sine)(jnp.ones(3), 1.0).text()
+    assert re.search(rf"= sin \w+\s+# {re.escape(line('EXIT_FOR'))}\b", text), text
+    assert re.search(rf"= tanh \w+\s+# {re.escape(line('EXIT_WHILE'))}\b", text), text
+    source = transpiler.to_source(stops_at_a_negative_sine, source_map=True)
+    assert f"jnp.sin(v) < 0  # {line('EXIT_FOR')}" in source

@@ -54,6 +54,16 @@ def _has_early_exit(node: gast.stmt) -> bool:
     )
 
 
+def _exit_test_at(stmts: list[gast.stmt], loop_exit: str, guard: gast.If) -> None:
+    """Gives the `return` of the exit-test function `loop_exit` (among `stmts`) the location
+    of the `if C: break` it stands for, not the loop's: its line is the test's."""
+    if not anno.hasanno(guard, _A.ORIGIN):
+        return
+    for stmt in stmts:
+        if isinstance(stmt, gast.FunctionDef) and stmt.name == loop_exit:
+            anno.setanno(stmt.body[-1], _A.ORIGIN, anno.getanno(guard, _A.ORIGIN))
+
+
 def _exit_guard(node: gast.stmt) -> gast.If | None:
     """The `if C: ...; break` that starts a loop body, left by the break pass for this pass."""
     loop = isinstance(node, (gast.For, gast.While))
@@ -321,6 +331,8 @@ class _ControlFlow(Transformer):
             options=options,
             **replacements,
         )
+        if guard is not None:
+            _exit_test_at(stmts, replacements["loop_exit"], guard)
         return stmts + node.orelse
 
     def visit_For(self, node):
@@ -372,6 +384,8 @@ class _ControlFlow(Transformer):
         self._visit_blocks(node)
         self.range_indices.pop()
         stmts = self._assign_state(template, names, names, cells, body=node.body, **replacements)
+        if guard is not None:
+            _exit_test_at(stmts, replacements["loop_exit"], guard)
         return stmts + node.orelse
 
     def _stores_option(self, node, stmts) -> list[gast.keyword]:
