@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import inspect
 import re
 import shutil
 import subprocess
@@ -33,8 +34,9 @@ def graph(fn: Callable, **jit_kwargs) -> Callable[..., Graph]:
     """A function that traces `fn` on its arguments and returns the `Graph` JAX builds.
 
     Args:
-      fn: a converted function, a plain user function (converted first, as `convert` does), a
-        `transpiler.jit` function, or a JAX transformation of any of them
+      fn: a converted function, a plain user function or a model object of the user's class
+        (converted first, as `convert` does), a `transpiler.jit` function, or a JAX
+        transformation of any of them
         (`jax.grad(transpiler.convert(f))`, `jax.vmap(...)`).
       **jit_kwargs: passed to `jax.jit` (`static_argnums`, `static_argnames`, ...).
 
@@ -52,7 +54,7 @@ def graph(fn: Callable, **jit_kwargs) -> Callable[..., Graph]:
     if not jit_kwargs and callable(getattr(target, "trace", None)):
         jitted = target  # already `jax.jit`-ed: trace it as it is
     else:
-        jitted = jax.jit(target, **jit_kwargs)
+        jitted = jax.jit(_hashable(target), **jit_kwargs)
     name = getattr(fn, "__name__", None) or type(fn).__name__
 
     def trace(*args, **kwargs) -> Graph:
@@ -62,13 +64,34 @@ def graph(fn: Callable, **jit_kwargs) -> Callable[..., Graph]:
 
 
 def converted(fn: Callable) -> Callable:
-    """`fn` converted if it is a plain function or method of user code, else `fn` as it is (a
-    converted or jitted function, a JAX transformation of one)."""
-    if isinstance(fn, (types.FunctionType, types.MethodType)) and not libraries.is_library(fn):
-        from transpiler import api
+    """`fn` converted if it is a plain function or method of user code, or a callable object of
+    a user's class (an Equinox or Flax NNX module: its view with a converted `__call__`), else
+    `fn` as it is (a converted or jitted function, a JAX transformation of one)."""
+    from transpiler import api
 
-        return api.convert(fn)
+    if isinstance(fn, (types.FunctionType, types.MethodType)):
+        return fn if libraries.is_library(fn) else api.convert(fn)
+    if callable(fn) and not isinstance(fn, type) and not libraries.is_library(type(fn)):
+        if not getattr(fn, "__transpiler_converted__", False):
+            return api.convert(fn)
     return fn
+
+
+def _hashable(fn: Callable) -> Callable:
+    """`fn`, or a function calling it where `jax.jit` cannot take it (a model object whose
+    fields are lists is not hashable), with its signature (for `static_argnames`)."""
+    try:
+        hash(fn)
+        return fn
+    except TypeError:
+        pass
+
+    def call(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    call.__signature__ = inspect.signature(fn)
+    call.__name__ = call.__qualname__ = getattr(fn, "__name__", type(fn).__name__)
+    return call
 
 
 class Graph:

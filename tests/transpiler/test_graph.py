@@ -264,3 +264,27 @@ def test_a_loop_s_exit_test_maps_to_its_if_not_to_the_loop():
     assert re.search(rf"= tanh \w+\s+# {re.escape(line('EXIT_WHILE'))}\b", text), text
     source = transpiler.to_source(stops_at_a_negative_sine, source_map=True)
     assert f"jnp.sin(v) < 0  # {line('EXIT_FOR')}" in source
+
+
+class Scaled:
+    """A model object of the user's: unhashable (it defines `__eq__`), as an Equinox module
+    with a list field is."""
+
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __eq__(self, other):
+        return isinstance(other, Scaled) and other.scale == self.scale
+
+    def __call__(self, x):
+        if jnp.sum(x) > 0:
+            return x * self.scale
+        return -x
+
+
+def test_a_model_object_is_converted_and_traced_as_a_function_is():
+    g = transpiler.graph(Scaled(2.0))(jnp.ones(3))
+    assert "select_n" in g.text() and g.name == "Scaled"
+    assert transpiler.graph(transpiler.convert(Scaled(2.0)))(jnp.ones(3)).text() == g.text()
+    exported = transpiler.export(Scaled(2.0), jnp.ones(3))
+    assert exported(jnp.full(3, -1.0)).tolist() == [1.0, 1.0, 1.0]
