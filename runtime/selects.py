@@ -194,7 +194,7 @@ def _cheap(jaxpr, spent: list[int]) -> str | None:
         if name not in _CHEAP and name not in _GUARDED:
             return None
         spent[0] += 1
-        spent[1] += sum(math.prod(v.aval.shape) for v in eqn.outvars)
+        spent[1] += sum(_count(v.aval.shape) for v in eqn.outvars)
         if spent[0] > MAX_EQUATIONS or spent[1] > MAX_ELEMENTS:
             return None
         if _differentiable(eqn) and name not in _ZERO_SAFE and not _scaled_by_literal(eqn):
@@ -266,12 +266,21 @@ def _step_kind(jaxpr, spent: list[int]) -> str | None:
             return None
         if name in _CALLS:
             continue
-        spent[0] += sum(math.prod(v.aval.shape) for v in eqn.outvars)
+        spent[0] += sum(_count(v.aval.shape) for v in eqn.outvars)
         if spent[0] > MAX_STEP_ELEMENTS:
             return None
         if _differentiable(eqn) and name not in _ZERO_SAFE and not _scaled_by_literal(eqn):
             found = "guarded select"
     return found
+
+
+def _count(shape) -> int:
+    """The elements of an array of `shape`; for a symbolic one (`jax.export.symbolic_shape`),
+    more than any limit here: its size is known only when the exported program is called."""
+    try:
+        return int(math.prod(shape))
+    except Exception:  # noqa: BLE001 - JAX's InconclusiveDimensionOperation
+        return 1 << 62
 
 
 def _complex(dtype) -> bool:

@@ -282,6 +282,7 @@ def convert(
         setattr(converted, _CONVERTED_FLAG, True)
         converted.__transpiler_source__ = generated.source
         converted.__transpiler_builtins__ = generated.builtins_read
+        converted.__transpiler_recursive__ = recursive  # how, for `to_source(source_map=True)`
         converted = conversions.put(options, converted)
     return converted
 
@@ -600,10 +601,20 @@ def _transformed(target: types.FunctionType, *, recursive: bool) -> tuple[gast.A
 
 def _mapped_source(fn: Callable, *, recursive: bool) -> str:
     """`to_source(fn, source_map=True)`: the source of the original function, converted again
-    (milliseconds), with each statement's user `file:line` as a comment."""
-    target = inspect.unwrap(fn)
+    (milliseconds), with each statement's user `file:line` as a comment. Of a converted
+    function (a model's converted view), the function it was converted from, as it was
+    (`recursive` as given to `convert`; a decorator's wrapper, not the function it wraps)."""
+    target = inspect.unwrap(fn, stop=lambda f: hasattr(f, "__transpiler_source__"))
     if isinstance(target, types.MethodType):
-        target = inspect.unwrap(target.__func__)
+        target = inspect.unwrap(target.__func__, stop=lambda f: hasattr(f, "__transpiler_source__"))
+    target = getattr(target, "__transpiler_converted_from__", target)  # a model's view
+    # `functools.wraps` copies `__transpiler_source__` onto what wraps a converted function
+    # (`transpiler.jit`'s): the converted function is the innermost that has it.
+    while hasattr(getattr(target, "__wrapped__", None), "__transpiler_source__"):
+        target = target.__wrapped__
+    if hasattr(target, "__transpiler_source__") and hasattr(target, "__wrapped__"):
+        recursive = getattr(target, "__transpiler_recursive__", recursive)
+        target = target.__wrapped__  # the function `convert` was given
     if not isinstance(target, types.FunctionType):
         raise ConversionError(f"cannot show the source of {fn!r}: it is not a Python function")
     node, source = _transformed(target, recursive=recursive)

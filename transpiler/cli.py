@@ -306,13 +306,20 @@ def _run(args) -> int:
     # Its arguments' leaves (a pytree argument, a dict of parameters, is one leaf per array).
     leaves, tree = jax.tree_util.tree_flatten(artifact.in_specs)
     expected = [(s.dtype.name, tuple(s.shape)) for s in leaves]
+    symbolic = any(not isinstance(d, int) for _, shape in expected for d in shape)
+    if args.args is None and symbolic:
+        raise UsageError(
+            f"{args.artifact} takes ({', '.join(format_spec(*s) for s in expected)}), with "
+            "symbolic dimensions: give the shapes to run it on with --args"
+        )
     if args.args is not None:
         given = [(dtype, shape) for dtype, shape in parse_specs(args.args)]
-        if given != expected:
+        if not _fits(given, expected):
             raise UsageError(
                 f"{args.artifact} takes ({', '.join(format_spec(*s) for s in expected)}); "
                 f"--args gives ({', '.join(format_spec(*s) for s in given)})"
             )
+        expected = given
     rng = np.random.default_rng(args.seed)
     inputs = [_random(rng, dtype, shape) for dtype, shape in expected]
     outputs = artifact(*jax.tree_util.tree_unflatten(tree, inputs))
@@ -323,6 +330,17 @@ def _run(args) -> int:
     for i, value in enumerate(jax.tree_util.tree_leaves(outputs)):
         print(f"  out {i} = {_show(value)}")
     return 0
+
+
+def _fits(given, expected) -> bool:
+    """Whether the (dtype, shape) specs `given` match `expected`, whose symbolic dimensions
+    (`n`) take any size."""
+    return len(given) == len(expected) and all(
+        dtype == want_dtype
+        and len(shape) == len(want)
+        and all(not isinstance(w, int) or d == w for d, w in zip(shape, want))
+        for (dtype, shape), (want_dtype, want) in zip(given, expected)
+    )
 
 
 def _checked_header(path: pathlib.Path):

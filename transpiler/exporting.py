@@ -149,7 +149,16 @@ def _spec(value):
 def _aval_json(aval) -> dict:
     import numpy as np
 
-    return {"shape": [int(d) for d in aval.shape], "dtype": np.dtype(aval.dtype).name}
+    return {"shape": [_dimension(d) for d in aval.shape], "dtype": np.dtype(aval.dtype).name}
+
+
+def _dimension(d) -> int | str:
+    """A dimension for the header: its size, or the text of a symbolic one (`"n"`,
+    `jax.export.symbolic_shape`), which has no size until the artifact is called."""
+    try:
+        return int(d)
+    except Exception:  # noqa: BLE001 - JAX's InconclusiveDimensionOperation, not exported
+        return str(d)
 
 
 _WHAT = {

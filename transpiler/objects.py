@@ -118,6 +118,7 @@ def _library_bound_method(obj, convert):
             return converted(self.__self__, *args, **kwargs)
 
         call.__transpiler_source__ = converted.__transpiler_source__
+        call.__transpiler_converted_from__ = converted  # for `to_source(view, source_map=True)`
         setattr(converted, _BOUND_CALL, call)
     _check_shareable(obj)
     return _view(obj, _view_class(type(obj), call))
@@ -219,6 +220,9 @@ def _view_class(cls: type, converted_call: types.FunctionType) -> type:
         "__doc__": cls.__doc__,
         # What `transpiler.to_source(view)` shows.
         "__transpiler_source__": converted_call.__transpiler_source__,
+        "__transpiler_converted_from__": getattr(
+            converted_call, "__transpiler_converted_from__", converted_call
+        ),
     }
     with _lock:
         found = made.get(cls)

@@ -1,5 +1,6 @@
 """The public API: convert, jit, to_source, caching, closures, methods."""
 
+import ast
 import functools
 import importlib.util
 import linecache
@@ -652,3 +653,54 @@ def test_the_source_map_comments_stay_out_of_strings():
     assert (
         helper.strip().startswith("def helper(v: int) -> float:  # ") and "test_api.py:" in helper
     )
+
+
+def _doubled_if_positive(x):
+    if x > 0:
+        return x * 2
+    return x
+
+
+def _calls_a_helper(x):
+    return _doubled_if_positive(x) + 1
+
+
+def _returns_zero_above_five(g):
+    @functools.wraps(g)
+    def wrapper(x):
+        if x > 5:
+            return 0.0
+        return g(x)
+
+    return wrapper
+
+
+@_returns_zero_above_five
+def _decremented_above_one(x):
+    if x > 1:
+        x = x - 1
+    return x
+
+
+class _Doubler:
+    def __call__(self, x):
+        if x > 0:
+            return x * 2
+        return x
+
+
+def test_the_source_map_shows_the_code_that_runs():
+    # `source_map=True` converts again what `convert` was given, as it was given: with its
+    # `recursive`, a decorator's wrapper (what runs), a model object's `__call__`.
+    def same(a: str, b: str) -> bool:
+        return ast.dump(ast.parse(a)) == ast.dump(ast.parse(b))
+
+    for converted in (
+        transpiler.convert(_calls_a_helper, recursive=False),
+        transpiler.convert(_decremented_above_one),
+        transpiler.convert(_Doubler()),
+    ):
+        plain = transpiler.to_source(converted)
+        assert same(plain, transpiler.to_source(converted, source_map=True)), plain
+    mapped = transpiler.to_source(transpiler.convert(_decremented_above_one), source_map=True)
+    assert mapped.startswith("def wrapper(x):")

@@ -272,3 +272,26 @@ def test_options_are_checked():
     with pytest.raises(TypeError) as e:
         transpiler.load(42)
     assert str(e.value) == "load() takes a path or bytes, not int: transpiler.load('f.bin')"
+
+
+def _scaled_or_shifted(x, y):
+    if jnp.sum(x) > 0:
+        return x * y
+    return x - y
+
+
+def test_symbolic_dimensions_are_exported_and_named_in_the_header(tmp_path):
+    (n,) = jax.export.symbolic_shape("n")
+    spec = jax.ShapeDtypeStruct((n,), jnp.float32)
+    artifact = transpiler.export(_scaled_or_shifted, spec, spec)
+    assert artifact.header["in_specs"] == [{"shape": ["n"], "dtype": "float32"}] * 2
+    loaded = transpiler.load(bytes(artifact))
+    for size in (2, 5):
+        x = jnp.arange(size, dtype=jnp.float32) - 0.5
+        np.testing.assert_array_equal(loaded(x, 2 * x), _scaled_or_shifted(x, 2 * x))
+    path = tmp_path / "symbolic.bin"
+    artifact.save(path)
+    from transpiler.__main__ import main
+
+    assert main(["run", str(path)]) == 2  # which shapes? --args says
+    assert main(["run", str(path), "--args", "f32[4], f32[4]"]) == 0
