@@ -85,6 +85,13 @@ def parse_function(fn: types.FunctionType) -> ParsedFunction:
     else:
         body = module.body[0].body if indented else module.body
         node = body[0] if body else None
+        if isinstance(node, gast.AsyncFunctionDef) and node.name == code.co_name:
+            raise ConversionError(
+                f"{fn.__qualname__!r} is an async function: a coroutine runs in an event loop, "
+                "outside the trace JAX makes of a function, so it cannot be staged",
+                where,
+                hint="Convert the synchronous function it awaits, and call that.",
+            )
         if not isinstance(node, gast.FunctionDef) or node.name != code.co_name:
             raise ConversionError(
                 f"the source at {where} does not define {fn.__qualname__!r}",

@@ -1,6 +1,7 @@
 """Reading a function's definition from its file."""
 
 import jax
+import pytest
 
 import transpiler
 from transpiler import loading, parsing
@@ -43,3 +44,13 @@ def test_functions_a_comprehension_makes_convert():
     assert float(transpiler.jit(SCALES[2])(3.0)) == 6.0
     assert float(transpiler.jit(SCALES[2])(-3.0)) == 3.0
     assert float(jax.jit(transpiler.convert(SHIFTS[1]))(-3.0)) == -4.0
+
+
+async def _awaited(x):
+    return x
+
+
+def test_an_async_function_is_refused_as_one():
+    with pytest.raises(transpiler.ConversionError, match="'_awaited' is an async function") as e:
+        transpiler.convert(_awaited)
+    assert "test_parsing.py:" in str(e.value) and "decorator" not in str(e.value)
