@@ -599,19 +599,23 @@ def _transformed(target: types.FunctionType, *, recursive: bool) -> tuple[gast.A
         return converted.node, loading.unparse(converted.node)
 
 
+def _converted_itself(f) -> bool:
+    """Whether `f` is what `convert` made: the innermost object with a converted source
+    (`functools.wraps` copies `__transpiler_source__` onto what wraps it, `transpiler.jit`'s)."""
+    return hasattr(f, "__transpiler_source__") and not hasattr(
+        getattr(f, "__wrapped__", None), "__transpiler_source__"
+    )
+
+
 def _mapped_source(fn: Callable, *, recursive: bool) -> str:
     """`to_source(fn, source_map=True)`: the source of the original function, converted again
     (milliseconds), with each statement's user `file:line` as a comment. Of a converted
     function (a model's converted view), the function it was converted from, as it was
     (`recursive` as given to `convert`; a decorator's wrapper, not the function it wraps)."""
-    target = inspect.unwrap(fn, stop=lambda f: hasattr(f, "__transpiler_source__"))
+    target = inspect.unwrap(fn, stop=_converted_itself)
     if isinstance(target, types.MethodType):
-        target = inspect.unwrap(target.__func__, stop=lambda f: hasattr(f, "__transpiler_source__"))
+        target = inspect.unwrap(target.__func__, stop=_converted_itself)
     target = getattr(target, "__transpiler_converted_from__", target)  # a model's view
-    # `functools.wraps` copies `__transpiler_source__` onto what wraps a converted function
-    # (`transpiler.jit`'s): the converted function is the innermost that has it.
-    while hasattr(getattr(target, "__wrapped__", None), "__transpiler_source__"):
-        target = target.__wrapped__
     if hasattr(target, "__transpiler_source__") and hasattr(target, "__wrapped__"):
         recursive = getattr(target, "__transpiler_recursive__", recursive)
         target = target.__wrapped__  # the function `convert` was given

@@ -261,12 +261,10 @@ def _export(args) -> int:
     platforms = None
     if args.platforms:
         platforms = tuple(p.strip() for p in args.platforms.split(",") if p.strip())
-        unknown = [p for p in platforms if p not in exporting.PLATFORMS]
-        if unknown:
-            raise UsageError(
-                f"--platforms {args.platforms}: {', '.join(unknown)} is not one of "
-                f"{', '.join(exporting.PLATFORMS)}"
-            )
+        try:
+            exporting.check_platforms(platforms)
+        except ValueError as e:  # bad input, said before anything is traced
+            raise UsageError(f"--platforms {args.platforms}: {e}") from None
     try:
         artifact = transpiler.export(
             fn,

@@ -88,12 +88,7 @@ def export(
 
     _check_choice("prints", prints)
     _check_choice("checks", checks)
-    unknown = [p for p in platforms or () if p not in PLATFORMS]
-    if unknown:
-        raise ValueError(
-            f"platforms={tuple(platforms)!r}: {', '.join(map(repr, unknown))} is not one of "
-            f"JAX's platforms ({', '.join(PLATFORMS)})"
-        )
+    check_platforms(platforms)
     drop = {"print"} if prints == "drop" else set()
     if checks == "drop":
         drop.update(_CHECKS)
@@ -127,6 +122,16 @@ def export(
         "jax_version": jax.__version__,
     }
     return Artifact(exported, header, pack(header, payload))
+
+
+def check_platforms(platforms: Sequence[str] | None) -> None:
+    """Raises ValueError where `platforms` names one that is not in `PLATFORMS`."""
+    unknown = [p for p in platforms or () if p not in PLATFORMS]
+    if unknown:
+        raise ValueError(
+            f"platforms={tuple(platforms)!r}: {', '.join(map(repr, unknown))} is not one of "
+            f"JAX's platforms ({', '.join(PLATFORMS)})"
+        )
 
 
 def _check_choice(option: str, value: str) -> None:
