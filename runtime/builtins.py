@@ -223,7 +223,10 @@ def _or_default(best, default, nonempty, name: str):
         )
     staging.check_same_dtypes(best, default, f"the items and the default of {name}", site)
     dtype = jnp.result_type(staging.dtype_like(best), staging.dtype_like(jnp.asarray(default)))
-    return jnp.where(nonempty, best, jnp.asarray(default, dtype))
+    chosen = jnp.where(nonempty, best, jnp.asarray(default, dtype))
+    if all(jax.typeof(jnp.asarray(v)).weak_type for v in (best, default)):
+        return staging.python_number(chosen)  # an item or the default: Python numbers both
+    return chosen
 
 
 def _best_by_key(items, keys, beats, site):

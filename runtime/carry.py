@@ -127,8 +127,10 @@ class Carry:
             for i in lists
             if probe_state[i].guessed and probe_state[i].appended
         }
-        stand_in = (lists_.STAND_IN.shape, lists_.STAND_IN.dtype)
-        if any(e is not None and (e.shape, e.dtype) != stand_in for e in learned.values()):
+        stand_in = (lists_.STAND_IN.shape, lists_.STAND_IN.dtype, lists_.STAND_IN.weak_type)
+        if any(
+            e is not None and (e.shape, e.dtype, e.weak_type) != stand_in for e in learned.values()
+        ):
             shapes, probe_state = self._probe(state, unset, lists, probe, probe_args, learned)
         state = list(state)
         for i in unset:

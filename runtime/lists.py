@@ -86,8 +86,12 @@ class StagedList:
     def create(
         cls, items, capacity: int, element: jax.ShapeDtypeStruct, origin: Origin | None = None
     ) -> StagedList:
-        """A list holding `items` (Python) with room for `capacity` items in all."""
-        buffer = jnp.zeros((capacity, *element.shape), element.dtype)
+        """A list holding `items` (Python) with room for `capacity` items in all. A weakly typed
+        `element` (Python numbers) gives a weakly typed buffer: its items promote as they do."""
+        shape = (capacity, *element.shape)
+        buffer = staging.zeros_like(
+            jax.ShapeDtypeStruct(shape, element.dtype, weak_type=element.weak_type)
+        )
         for i, item in enumerate(items):
             buffer = buffer.at[i].set(item)
         return cls(buffer, jnp.asarray(len(items)), origin=origin)
@@ -96,13 +100,29 @@ class StagedList:
     def capacity(self) -> int:
         return self.buffer.shape[0]
 
+    @property
+    def weak(self) -> bool:
+        """Whether the items are weakly typed (Python numbers): they promote as Python's do."""
+        return jax.typeof(self.buffer).weak_type
+
     def resized(self, capacity: int, fixed: bool) -> StagedList:
         """The same items in a buffer of `capacity` rows (never fewer than now)."""
         extra = capacity - self.capacity
         buffer = self.buffer
         if extra > 0:
-            buffer = jnp.concatenate([buffer, jnp.zeros((extra, *buffer.shape[1:]), buffer.dtype)])
+            rows = jax.ShapeDtypeStruct(
+                (extra, *buffer.shape[1:]), buffer.dtype, weak_type=self.weak
+            )
+            buffer = jnp.concatenate([buffer, staging.zeros_like(rows)])
         return self._with(buffer=buffer, fixed=fixed)
+
+    def _stored(self, buffer, item) -> jax.Array:
+        """`buffer` (this list's, with `item` written into it) weakly typed where this list's is
+        and `item` is (a Python number): a strongly typed item makes the list strongly typed,
+        as stacking them would (an update of a row drops the weak type: it is put back)."""
+        if self.weak and jax.typeof(jnp.asarray(item)).weak_type:
+            return staging.python_number(buffer)
+        return buffer
 
     def tree_flatten(self):
         return (self.buffer, self.length), (self.static_length, self.fixed, self.origin)
@@ -130,8 +150,7 @@ class StagedList:
         check_items([item], f"'{self.origin.name}', a list built in staged code,")
         if type(item) in (bool, int, float, complex):
             staging.check_fits(item, self.buffer.dtype)
-        row = jax.ShapeDtypeStruct(self.buffer.shape[1:], self.buffer.dtype)
-        if item_type([item], self.buffer.dtype) != row:
+        if not _fits_row(item, self.buffer):
             raise StagingError(
                 f"'{self.origin.name}.append(...)' appends a "
                 f"{staging.describe(jnp.asarray(item))} to a list of "
@@ -140,9 +159,10 @@ class StagedList:
                 "converts to theirs exactly (an int item into a list of floats, not a float "
                 "into a list of ints). Make the first items of that type (0.0, not 0)."
             )
-        item = jnp.asarray(item, self.buffer.dtype)
+        row = jnp.asarray(item, self.buffer.dtype)
         grown = self if self.fixed else self.resized(self.capacity + 1, fixed=False)
-        buffer = lax.dynamic_update_index_in_dim(grown.buffer, item, self.length, 0)
+        buffer = lax.dynamic_update_index_in_dim(grown.buffer, row, self.length, 0)
+        buffer = self._stored(buffer, item)
         known = self.known_length()
         return self._with(
             buffer=buffer,
@@ -201,7 +221,9 @@ class StagedList:
         return self._with(buffer=jnp.concatenate([items, self.buffer[known:]]))
 
     def stacked(self, what: str = "jnp.stack"):
-        """The items as one array; StagingError if how many there are is known only at run time."""
+        """The items as one array, weakly typed if they are Python numbers (as `jnp.stack` of
+        them gives; `jnp.array` gives a strong one); StagingError if how many there are is
+        known only at run time."""
         known = self.known_length()
         if known is None:
             raise self._traced_length(what)
@@ -221,7 +243,8 @@ class StagedList:
         """The buffer with `fill` in place of the padding after the last item."""
         present = jnp.arange(self.capacity) < self.length
         present = present.reshape((-1,) + (1,) * (self.buffer.ndim - 1))
-        return jnp.where(present, self.buffer, jnp.asarray(fill, self.buffer.dtype))
+        masked = jnp.where(present, self.buffer, jnp.asarray(fill, self.buffer.dtype))
+        return staging.python_number(masked) if self.weak else masked
 
     def check_not_empty(self, what: str) -> None:
         """A check, when the program runs, that the list (of traced length) has items."""
@@ -290,8 +313,7 @@ class StagedList:
             value = update(self._item_at(position), value)
         check_items([value], f"'{self.origin.name}[...] = ...', into a list built in staged code,")
         item = jnp.asarray(value)
-        row = jax.ShapeDtypeStruct(self.buffer.shape[1:], self.buffer.dtype)
-        if item_type([value], self.buffer.dtype) != row:
+        if not _fits_row(value, self.buffer):
             raise StagingError(
                 f"'{self.origin.name}[...] = ...' puts a {staging.describe(item)} into a list of "
                 f"{staging.describe(self.buffer[0])} items built in staged code: its items are "
@@ -302,7 +324,7 @@ class StagedList:
         buffer = lax.dynamic_update_index_in_dim(
             self.buffer, item.astype(self.buffer.dtype), position, 0
         )
-        return self._with(buffer=buffer)
+        return self._with(buffer=self._stored(buffer, value))
 
     def __setitem__(self, index, value):
         raise StagingError(
@@ -428,7 +450,8 @@ class StagedList:
         )
 
     def __jax_array__(self):
-        return self.stacked("an array")
+        items = self.stacked("an array")  # as `jnp.asarray` of the list: strongly typed
+        return lax.convert_element_type(items, items.dtype) if self.weak else items
 
     def __repr__(self) -> str:
         if self.known_length() is not None:  # as the Python list it stands for prints
@@ -484,8 +507,10 @@ def one_array_type(items) -> jax.ShapeDtypeStruct | None:
 def item_type(items, dtype=None) -> jax.ShapeDtypeStruct | None:
     """The one type a staged list of `items` stores: their common shape, and the dtype stacking
     them gives (`jnp.stack` promotion: `[1, 2.5]` -> float32), or `dtype` if every item promotes
-    to it. None if the shapes differ or an item does not fit `dtype`."""
+    to it; weakly typed if every item is (Python numbers: each promotes as they do). None if the
+    shapes differ or an item does not fit `dtype`."""
     items = [jnp.asarray(item) for item in items]
+    weak = all(jax.typeof(item).weak_type for item in items)
     shapes = {item.shape for item in items}
     if len(shapes) != 1:
         return None
@@ -500,7 +525,14 @@ def item_type(items, dtype=None) -> jax.ShapeDtypeStruct | None:
         dtype = jnp.result_type(*proxies)
     elif any(jnp.result_type(dtype, proxy) != dtype for proxy in proxies):
         return None
-    return jax.ShapeDtypeStruct(shapes.pop(), dtype)
+    return jax.ShapeDtypeStruct(shapes.pop(), dtype, weak_type=weak)
+
+
+def _fits_row(item, buffer) -> bool:
+    """Whether `item` can be an item of a staged list held in `buffer`: its shape, and a dtype
+    that promotes to the buffer's."""
+    element = item_type([item], buffer.dtype)
+    return element is not None and element.shape == buffer.shape[1:]
 
 
 def list_append(target, item):
@@ -624,7 +656,10 @@ def stack_list(stack, target, *args, **kwargs):
         target = list(target)  # JAX takes lists, not subclasses of them
     if not isinstance(target, StagedList):
         return stack(target, *args, **kwargs)
-    result = target.stacked(f"{getattr(stack, '__name__', 'stacking')}()")
+    name = getattr(stack, "__name__", "stacking")
+    result = target.stacked(f"{name}()")
+    if target.weak and name != "stack":  # `jnp.array` of Python numbers is strongly typed
+        result = lax.convert_element_type(result, result.dtype)
     axis = kwargs.pop("axis", args[0] if args and isinstance(args[0], int) else 0)
     if axis:
         result = jnp.moveaxis(result, 0, axis)
@@ -766,8 +801,7 @@ class ProbeList(list):
             # 0`, a test the loop decides in the graph): a stand-in of the item type, the one
             # its appends give once a probe learned it (`element`), a float32 scalar until then.
             self.guessed = True
-            element = STAND_IN if self.element is None else self.element
-            return jnp.zeros(element.shape, element.dtype)
+            return staging.zeros_like(STAND_IN if self.element is None else self.element)
         return super().__getitem__(index)
 
 

@@ -658,14 +658,17 @@ def python_number(x, dtype=None):
     int32, which an int8 array meets as an int8: `int(h) * i8` is an int8, as in Python). A bool
     stays a (strong) bool array; a dtype that is not JAX's for its kind (a float16) is a strong
     cast. `lax.full_like` of a Python zero casts a scalar `x` to the zero's weak type (an array
-    element by element: `jax.vmap` of it over `x` flattened, a weak cast between reshapes)."""
+    element by element: `jax.vmap` of it over each axis, which is one weak cast)."""
     zero = _PYTHON_ZERO[np.dtype(dtype or x.dtype).kind]
     if type(zero) is bool or (dtype is not None and jnp.result_type(zero) != dtype):
         return lax.convert_element_type(x, dtype or x.dtype)
-    if jnp.ndim(x) == 0:
-        return lax.full_like(zero, x, shape=())
-    flat = jnp.reshape(x, (-1,))
-    return jax.vmap(lambda e: lax.full_like(zero, e, shape=()))(flat).reshape(jnp.shape(x))
+
+    def weakly(e):
+        return lax.full_like(zero, e, shape=())
+
+    for _ in range(jnp.ndim(x)):
+        weakly = jax.vmap(weakly)
+    return weakly(x)
 
 
 def describe_tree(value) -> str:

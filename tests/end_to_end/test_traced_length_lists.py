@@ -529,3 +529,94 @@ def test_pop_at_a_traced_index_of_a_list_of_known_length(k):
     expected = pop_at_a_traced_index(jnp.float32(1.5), k)
     got = jax.jit(transpiler.convert(pop_at_a_traced_index))(jnp.float32(1.5), k)
     assert [float(v) for v in got] == [float(v) for v in expected]
+
+
+# Python numbers in a list of traced length promote as Python numbers: a uint8 times their sum
+# is a uint8 (wrapping), a float16 times one a float16, as it is in Python.
+
+
+def comprehension_of_ints(h, n):
+    return h * sum([i for i in range(5) if i < n])
+
+
+def loop_appends_ints(h, n):
+    out = []
+    for i in range(5):
+        if i < n:
+            out.append(i)
+    return h * sum(out), h * out[0], h * out[-1], h * max(out)
+
+
+def while_appends_floats(h, n):
+    out = [1.5]
+    i = 0
+    while i < n:
+        transpiler.loop_options(max_iterations=4)
+        out.append(2.5 * i)
+        i += 1
+    return h * out[-1], h * sum(out), h * len(out)
+
+
+def branch_appends_ints(h, n):
+    out = [1, 2]
+    if n > 2:
+        out.append(7)
+    return h * out[-1], h * sum(out)
+
+
+def assigns_and_pops_ints(h, n):
+    out = []
+    for i in range(4):
+        if i < n:
+            out.append(i)
+    out[0] = 9
+    last = out.pop()
+    return h * out[0], h * last, h * sum(out)
+
+
+def one_strong_item_makes_it_strong(h, n):
+    out = [1]
+    for i in range(3):
+        if i < n:
+            out.append(jnp.int32(i))
+    return h * sum(out), h * max(out, default=0)
+
+
+def defaults_of_python_numbers(h, n):
+    out = [i for i in range(4) if i < n]
+    return h * max(out, default=7), h * min(out, default=7)
+
+
+@pytest.mark.parametrize(
+    "fn, h",
+    [
+        (comprehension_of_ints, jnp.uint8(100)),
+        (loop_appends_ints, jnp.uint8(100)),
+        (while_appends_floats, jnp.float16(3.0)),
+        (branch_appends_ints, jnp.int8(100)),
+        (assigns_and_pops_ints, jnp.uint8(30)),
+        (one_strong_item_makes_it_strong, jnp.uint8(200)),
+        (defaults_of_python_numbers, jnp.uint8(200)),
+    ],
+)
+def test_python_numbers_in_a_list_of_traced_length_promote_as_python_numbers(fn, h):
+    expected = fn(h, 3)
+    got = transpiler.jit(fn)(h, 3)
+    got_leaves, expected_leaves = jax.tree.leaves(got), jax.tree.leaves(expected)
+    assert [(v.dtype, v.item()) for v in got_leaves] == [
+        (v.dtype, v.item()) for v in expected_leaves
+    ]
+
+
+def stacked_ints(n):
+    out = []
+    for i in range(3):
+        out.append(i * n)
+    return jnp.stack(out), jnp.array(out)
+
+
+def test_stacking_python_numbers_types_as_jax_does():
+    # jnp.stack of Python numbers is weakly typed, jnp.array of them strongly (as in Python).
+    expected = stacked_ints(2)
+    got = transpiler.jit(stacked_ints)(2)
+    assert [jax.typeof(v).weak_type for v in got] == [jax.typeof(v).weak_type for v in expected]
