@@ -51,7 +51,7 @@ def float_(x=0.0):
     refuses `float()`), so that a derivative is the same compiled or not."""
     if not isinstance(x, jax.core.Tracer):
         return errors.python_call(builtins.float, x)
-    return staging.python_number(_scalar(x, "float").astype(float))
+    return staging.python_float(staging.python_number(_scalar(x, "float").astype(float)))
 
 
 def round_(number, ndigits=None):

@@ -8,6 +8,7 @@ only it can size: a return value or a variable it binds first, and the lists it 
 from __future__ import annotations
 
 import contextvars
+import re
 
 import jax
 import jax.numpy as jnp
@@ -177,6 +178,13 @@ class Carry:
     def _staged_list(self, index, value, probed, trip_count):
         """The list `value` as a fixed StagedList with room for the loop's appends."""
         name, site = self.names[index], self.site
+        if trip_count is None and not site.construct.endswith("loop"):
+            raise StagingError(  # a comprehension (its list has a generated name)
+                f"A {site.construct} with a filter ({site}) loops over items whose number is "
+                "known only when the program runs (a range with a traced bound), so the list it "
+                "builds has no fixed size. Loop over a range with a Python bound and test the "
+                "traced one in the filter (`[v for v in range(N) if v < n and ...]`)."
+            )
         if trip_count is None or probed.unbounded:
             where = "" if trip_count is None else " (in a nested while loop)"
             raise StagingError(
@@ -203,7 +211,13 @@ class Carry:
             )
         appends = probed.count * trip_count
         where = f" at {probed.where}" if probed.where else ""
-        if probed.conditional or not self.stops_early:
+        if not site.construct.endswith("loop"):  # a comprehension's list
+            origin = lists_.Origin(
+                _comprehension_list(name),
+                f"is built by a {site.construct} ({site}) with a traced filter, or over a "
+                "list of traced length",
+            )
+        elif probed.conditional or not self.stops_early:
             origin = lists_.Origin(
                 name,
                 f"is appended to{where} on some paths of the staged {site.construct} ({site}) "
@@ -419,6 +433,13 @@ class Unbinds(staging.Retrace):
 
 
 # {state index: {leaf index: dtype}}: what the loop being staged now promotes (see `Promoted`).
+def _comprehension_list(name: str) -> str:
+    """The name the user's code gives the list a comprehension builds, from the one its loop
+    holds it in (`kept_items` for `kept = [...]`, see `transpiler.passes.comprehensions`)."""
+    base = re.sub(r"_items(_\d+)?$", "", name)
+    return "the list it builds" if base == "kept" or base == name else base
+
+
 _PROMOTIONS: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
     "promotions", default=None
 )

@@ -825,7 +825,8 @@ def _compare_branches(first, second, names, site, state, untouched=frozenset()):
             # of their own, `[x] if p else []`).
             raise _Retrace(lists={index: grown})
         staged = [v for v in (a, b) if isinstance(v, lists.StagedList)]
-        if len(staged) == 1 and type(a if staged[0] is b else b) is list:
+        python_list = len(staged) == 1 and type(a if staged[0] is b else b) is list
+        if python_list and not isinstance(entered, lists.StagedList):
             # A list one branch staged (a staged loop appended to it): stage it on entry.
             item = jax.ShapeDtypeStruct(staged[0].buffer.shape[1:], staged[0].buffer.dtype)
             raise _Retrace(lists={index: (staged[0].capacity, item)})
@@ -863,22 +864,24 @@ def _bound_on_one_path(a, b):
 
 
 def _appended_in_branches(a, b, entered, name, site):
-    """(capacity, item type) if `a` and `b` are the Python list `entered` plus different numbers
-    of appended arrays, all of one shape and dtype (appends under a traced condition); else
-    None. Raises StagingError where an item of such a list is not an array (a tuple)."""
+    """(capacity, item type) if `a` and `b` are the Python list `entered`, each with items
+    popped from its end or appended (arrays of one shape and dtype), of different lengths: a
+    list changed under a traced condition, which the branches then change as a staged list;
+    else None. Raises StagingError where an item of such a list is not an array (a tuple)."""
     if type(a) is not list or type(b) is not list or type(entered) is not list or len(a) == len(b):
         return None
-    n = len(entered)
-    if any(x is not y for x, y in zip(entered, a[:n])) or any(
-        x is not y for x, y in zip(entered, b[:n])
-    ):
-        return None
-    if min(len(a), len(b)) < n:
-        return None  # a branch popped: not a list that only grew
-    items = [*entered, *a[n:], *b[n:]]
+    added = []
+    for branch in (a, b):
+        kept = 0  # the items of `entered` it still starts with
+        while kept < min(len(branch), len(entered)) and branch[kept] is entered[kept]:
+            kept += 1
+        if kept == 0 < len(branch) and entered:
+            return None  # none of the list's items, others: another list (`out = [x]`)
+        added += branch[kept:]
+    items = [*entered, *added]
     lists.check_items(items, f"'{name}', appended to in one branch of the staged if ({site}),")
     element = lists.item_type(items)
-    return None if element is None else (max(len(a), len(b)), element)
+    return None if element is None else (max(len(entered), len(a), len(b)), element)
 
 
 def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:

@@ -790,7 +790,7 @@ class Effects:
                 f"or store it outside the {self.site.construct}."
             )
         since = identity.mark()
-        if self.site.construct.endswith("loop"):
+        if self.site.construct not in _BRANCHING:  # a loop
             token = _LOOP_ALIASED.set(self.aliased)
             try:
                 out = self._run(state, names, stage)
@@ -803,7 +803,7 @@ class Effects:
 
     def _run(self, state, names, stage):
         n = len(names)
-        loop = self.site.construct.endswith("loop")
+        loop = self.site.construct not in _BRANCHING
         self.names = names
         while True:
             extended = (*state, *(_entering(change) for change in self.carried))
@@ -869,7 +869,7 @@ class Effects:
         (what zero iterations leave). Paths that disagree are refused, but where one of them
         leaves the dict as it entered: a dict JAX made, sorted, as it handed the program its
         arguments (`jax.jit(f)(params)`), comes out sorted, as `lax` gives it."""
-        loop = "loop" in self.site.construct
+        loop = self.site.construct not in _BRANCHING
         n = len(out) - (len(entered) - n_state)
         # The value each output had as the statement began (None: a conditional expression's).
         before = (*entered[:n_state], *[None] * (n - n_state), *entered[n_state:])

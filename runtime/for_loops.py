@@ -121,6 +121,10 @@ class EnumeratedList:
         buffer, start = self.items.buffer, self.start
         return self.items.length, lambda j: (start + j, buffer[j])
 
+    def at_most(self) -> int:
+        """How many items there can be: the list's capacity."""
+        return self.items.capacity
+
     def __iter__(self):
         raise TypeError(
             f"enumerate() of '{self.items.origin.name}', a list whose length is traced: only a "
@@ -140,6 +144,10 @@ class EnumeratedRange:
         """(how many items, item j as a function of a traced j)."""
         return self.items.trip_count(), self._item
 
+    def at_most(self) -> None:
+        """How many items there can be: a traced bound has none known now."""
+        return None
+
     def _item(self, j):
         start = self.start
         index = start + j if is_staged(start) else sequences.counted(start, 1, None, j)
@@ -158,15 +166,17 @@ class ZippedCounted:
     traced length, `enumerate` of one) and the others are arrays or ranges: only a for
     statement can loop over it (staged as a while loop over the shortest)."""
 
-    def __init__(self, parts: list[tuple[object, Callable]]):
+    def __init__(self, parts: list[tuple[object, Callable]], bounds: list[int | None]):
         self.parts = parts  # (how many items, item j as a function of a traced j), each
+        self.bounds = bounds  # how many items each can have, where known now
 
     @staticmethod
     def of(iterables) -> ZippedCounted | None:
         """The zip of `iterables`, or None where one is neither of traced length nor an array
         or a range (Python's zip then)."""
-        parts = []
+        parts, bounds = [], []
         for it in iterables:
+            bounds.append(at_most(it))
             if isinstance(it, TracedRange):
                 parts.append((it.trip_count(), it.item))
             elif isinstance(it, (EnumeratedList, EnumeratedRange)):
@@ -184,12 +194,17 @@ class ZippedCounted:
                 parts.append((len(it), jnp.stack(it).__getitem__))
             else:
                 return None
-        return ZippedCounted(parts)
+        return ZippedCounted(parts, bounds)
 
     def counted(self):
         """(how many items, item j as a function of a traced j)."""
         count = functools.reduce(jnp.minimum, [n for n, _ in self.parts])
         return count, lambda j: tuple(item(j) for _, item in self.parts)
+
+    def at_most(self) -> int | None:
+        """How many items there can be: the fewest any iterable can have, where one is known."""
+        known = [bound for bound in self.bounds if bound is not None]
+        return min(known) if known else None
 
     def __iter__(self):
         raise TypeError(
@@ -197,6 +212,21 @@ class ZippedCounted:
             "statement can loop over it (staged as a while loop); a comprehension or a call "
             "such as list() cannot."
         )
+
+
+def at_most(iterable) -> int | None:
+    """How many items a for loop over `iterable` can take, where that is known now though the
+    count may be traced: a list of traced length has at most its capacity (what sizes the
+    lists its loop appends to); a range with a traced bound has no such bound."""
+    if isinstance(iterable, lists_.StagedList):
+        return iterable.capacity
+    if isinstance(iterable, (EnumeratedList, EnumeratedRange, ZippedCounted)):
+        return iterable.at_most()
+    if isinstance(iterable, TracedRange):
+        return None
+    if isinstance(iterable, range | list | tuple) or np.ndim(iterable) > 0:
+        return len(iterable)
+    return None
 
 
 def range_(*args):
@@ -257,6 +287,7 @@ def for_stmt(
     sums=(),
     aliased=(),
     stores=(),
+    construct="for loop",
 ):
     """Functional form of a for statement.
 
@@ -287,9 +318,10 @@ def for_stmt(
     user code with `i`), where a traced item would not be exact. Python state the loop changes
     is carried too, or refused (see `runtime.effects`; `aliased`: the variables whose lists and
     dicts other names may reach and change in place; `stores`: the body's stores of such a
-    container into another, refused when staged).
+    container into another, refused when staged; `construct`: what errors call the loop, a
+    "list comprehension" the comprehensions pass wrote as one).
     """
-    site = Site("for loop")
+    site = Site(construct)
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = check_count(checkpoints, "checkpoints", 2, site)
     effects = Effects((body, extra_test, exit_test, on_exit), site, aliased, stores)
@@ -353,6 +385,7 @@ def for_stmt(
             count, item = iterable.counted()
         else:
             count, item = iterable.length, iterable.buffer.__getitem__
+        bound = at_most(iterable)
 
         def over_items(body, test, exit_, state, names):
             if exit_ is not None:
@@ -371,6 +404,7 @@ def for_stmt(
                 max_iterations,
                 checkpoints,
                 exit_,
+                at_most=bound,
             )
 
         log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
@@ -634,10 +668,22 @@ def _early_exit_loop(
 
 
 def _indexed_while(
-    item_at, count, body, state, names, site, extra_test, exit_, max_iterations, checkpoints=None
+    item_at,
+    count,
+    body,
+    state,
+    names,
+    site,
+    extra_test,
+    exit_,
+    max_iterations,
+    checkpoints=None,
+    at_most=None,
 ):
     """`for j in range(count)`: `body(item_at(j), *state)` while `extra_test` holds and
-    `exit_.test` does not; then, if the exit test stopped it, `exit_.on_exit` on that item."""
+    `exit_.test` does not; then, if the exit test stopped it, `exit_.on_exit` on that item.
+    `at_most`: a bound on a traced `count` (a list's capacity), which sizes the lists the loop
+    appends to."""
 
     def more(j, s):
         going = j < count
@@ -665,7 +711,7 @@ def _indexed_while(
         site,
         max_iterations,
         checkpoints,
-        trip_count=count if isinstance(count, int) else None,
+        trip_count=count if isinstance(count, int) else at_most,
     )
     j, state = final[0], final[1:]
     if exit_ is None:
@@ -686,6 +732,7 @@ def _staged_range_while(
     max_iterations,
     checkpoints=None,
     exit_=None,
+    at_most=None,
 ):
     return _indexed_while(
         r.item,
@@ -698,4 +745,5 @@ def _staged_range_while(
         exit_,
         max_iterations,
         checkpoints,
+        at_most,
     )

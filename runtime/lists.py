@@ -120,7 +120,7 @@ class StagedList:
         """`buffer` (this list's, with `item` written into it) weakly typed where this list's is
         and `item` is (a Python number): a strongly typed item makes the list strongly typed,
         as stacking them would (an update of a row drops the weak type: it is put back)."""
-        if self.weak and jax.typeof(jnp.asarray(item)).weak_type:
+        if self.weak and _promotes_weakly(jnp.asarray(item)):
             return staging.python_number(buffer)
         return buffer
 
@@ -510,7 +510,9 @@ def item_type(items, dtype=None) -> jax.ShapeDtypeStruct | None:
     to it; weakly typed if every item is (Python numbers: each promotes as they do). None if the
     shapes differ or an item does not fit `dtype`."""
     items = [jnp.asarray(item) for item in items]
-    weak = all(jax.typeof(item).weak_type for item in items)
+    weak = not all(item.dtype == jnp.bool_ for item in items) and all(
+        _promotes_weakly(item) for item in items
+    )
     shapes = {item.shape for item in items}
     if len(shapes) != 1:
         return None
@@ -526,6 +528,13 @@ def item_type(items, dtype=None) -> jax.ShapeDtypeStruct | None:
     elif any(jnp.result_type(dtype, proxy) != dtype for proxy in proxies):
         return None
     return jax.ShapeDtypeStruct(shapes.pop(), dtype, weak_type=weak)
+
+
+def _promotes_weakly(item: jax.Array) -> bool:
+    """Whether `item` meets any number as a Python number does: weakly typed, or a bool (which
+    promotes below every number: `True * uint8` is a uint8). Such items, not all bools, keep a
+    list weakly typed."""
+    return jax.typeof(item).weak_type or item.dtype == jnp.bool_
 
 
 def _fits_row(item, buffer) -> bool:

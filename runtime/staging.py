@@ -130,9 +130,11 @@ def _call_staging(fn, args, kwargs, direct: bool):
     token, witness_token = _staged_program.set(True), _witness.set(witness)
     jax_made = not direct and _has_dict((args, kwargs))
     dicts = _jax_dicts.set(_dicts_in((args, kwargs)) if jax_made else {})
+    floats = _python_floats.set({})
     try:
         return fn(*args, **kwargs)
     finally:
+        _python_floats.reset(floats)
         _jax_dicts.reset(dicts)
         _witness.reset(witness_token)
         _staged_program.reset(token)
@@ -886,6 +888,29 @@ def calling_converted():
 # The dicts JAX rebuilt (their keys sorted) as it handed the program being staged its
 # arguments, and the copies the runtime made of them, by id (held: no id is reused meanwhile).
 _jax_dicts: contextvars.ContextVar[dict | None] = contextvars.ContextVar("jax_dicts", default=None)
+
+
+# The traced values `float(x)` made of traced arrays in the program being staged, by id (held:
+# no id is reused meanwhile).
+_python_floats: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "python_floats", default=None
+)
+
+
+def python_float(value):
+    """`value`, the traced result of `float(x)`, marked as such: text shows it as Python shows
+    the float of `x`'s value (every digit of a float32's value, `2.7111098766326904`), where
+    another Python float in staged code shows as its shortest text (see `text`)."""
+    made = _python_floats.get()
+    if made is not None:
+        made[id(value)] = value
+    return value
+
+
+def is_python_float(value) -> bool:
+    """Whether `value` is a traced `float(x)` of the program being staged (`python_float`)."""
+    made = _python_floats.get()
+    return made is not None and made.get(id(value)) is value
 
 
 def made_by_jax(value) -> bool:

@@ -60,9 +60,11 @@ def deferred(build: Callable, *args, **kwargs):
     # `print(log)` must not show in it).
     args, kwargs = _as_now((args, kwargs))
 
+    exact = frozenset(id(leaf) for leaf in leaves if staging.is_python_float(leaf))
+
     def render(values):
         values = iter(values)
-        args_, kwargs_ = _rebuild((args, kwargs), values, concrete=True)
+        args_, kwargs_ = _rebuild((args, kwargs), values, concrete=True, exact=exact)
         return build(*args_, **kwargs_)
 
     now_args, now_kwargs = _rebuild((args, kwargs), iter(leaves), concrete=False)
@@ -200,9 +202,10 @@ def _collect(obj, leaves: list) -> None:
             _collect(item, leaves)
 
 
-def _rebuild(obj, values, concrete: bool):
-    """`obj` with its traced values taken from `values` in order: concrete (NumPy) values, or,
-    while tracing, stand-ins that show their type."""
+def _rebuild(obj, values, concrete: bool, exact: frozenset = frozenset()):
+    """`obj` with its traced values taken from `values` in order: concrete values (NumPy's, or
+    the Python numbers weakly typed ones stand for: see `_value`; `exact`: the ids of `float(x)`
+    results among them), or, while tracing, stand-ins that show their type."""
     if isinstance(obj, DeferredText):
         mine = [next(values) for _ in obj.values]
         return obj.render(mine) if concrete else str(obj)
@@ -211,13 +214,35 @@ def _rebuild(obj, values, concrete: bool):
         if not concrete:
             row = jax.ShapeDtypeStruct(buffer.shape[1:], buffer.dtype)
             return _Shown(buffer, f"a list of traced length, of {staging.describe(row)}")
-        return [item[()] for item in np.asarray(buffer)[: int(np.asarray(length))]]
+        items = np.asarray(buffer)[: int(np.asarray(length))]
+        return [_value(item, obj.weak, exact=False) for item in items]
     if staging.is_staged(obj):
         value = next(values)
-        return np.asarray(value)[()] if concrete else _Shown(value)
+        if not concrete:
+            return _Shown(value)
+        return _value(value, jax.typeof(obj).weak_type, id(obj) in exact)
     if isinstance(obj, (list, tuple, dict)):
-        return _mapped(obj, lambda item: _rebuild(item, values, concrete))
+        return _mapped(obj, lambda item: _rebuild(item, values, concrete, exact))
     return obj
+
+
+def _value(value, weak: bool, exact: bool):
+    """A traced value's value when the program runs, as text shows it. A weakly typed scalar
+    stands for a Python number, and shows as one (`[3]`, not `[np.int32(3)]`): an int as its
+    int; a float made by `float(x)` (`exact`) as Python's float of its value, every digit
+    (`2.7111098766326904`, as `float` of a float32 gives); another float (a Python float staged
+    code computed, held as a float32) as the float its shortest text reads back as (`0.1`)."""
+    value = np.asarray(value)[()]
+    if not weak or np.ndim(value) != 0:
+        return value
+    kind = value.dtype.kind
+    if kind in "iu":
+        return int(value)
+    if kind == "f":
+        return float(value) if exact else float(str(value))
+    if kind == "c":
+        return complex(value) if exact else complex(str(value))
+    return value
 
 
 def _mapped(obj, fn):

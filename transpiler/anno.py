@@ -51,6 +51,10 @@ class Static(enum.Enum):
         "the return flag (str) on a Break the return pass adds: the flag is True when it runs"
     )
     LOOP_OPTIONS = "a dict on a loop node: option name -> expression, from transpiler.loop_options"
+    COMPREHENSION = (
+        "the construct (str: 'list comprehension', 'generator expression') on a For node the "
+        "comprehensions pass makes of one: the runtime's errors name it, not the loop"
+    )
     NEW_LIST = (
         "True on the call the comprehensions pass makes of a comprehension's function: it gives "
         "a new list, as the comprehension did, and only iterates its argument"

@@ -273,3 +273,76 @@ def reads_names_like_the_generated_ones(xs):
 
 def test_the_generated_names_shadow_none_of_the_user_s():
     assert transpiler.convert(reads_names_like_the_generated_ones)([1, -2, 3]) == 8 + 24
+
+
+def filtered_twice(x):
+    pos = [v for v in x if v > 0]
+    big = [v * 2 for v in pos if v > 1]
+    return sum(big, 0.0), len(big), sum(v for v in pos if v < 1)
+
+
+def loops_over_a_filtered_list(x):
+    pos = [v for v in x if v > 0]
+    scaled, pairs = [], []
+    for i, v in enumerate(pos):
+        if v > 1:
+            scaled.append(v * i)
+    for a, b in zip(pos, x):
+        if a > b:
+            pairs.append(a - b)
+    return sum(scaled), len(scaled), sum(pairs), len(pairs)
+
+
+def filtered_per_row(rows):
+    kept = []
+    for row in rows:
+        for v in [v for v in row if v > 0]:
+            kept.append(v)
+    return sum(kept), len(kept)
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (filtered_twice, [0.5, 2.0, -1.0, 3.0]),
+        (filtered_twice, [-0.5, -2.0]),
+        (loops_over_a_filtered_list, [0.5, 2.0, -1.0, 3.0]),
+        (filtered_per_row, [[0.5, 2.0, -1.0], [-3.0, 1.0, 4.0]]),
+    ],
+)
+def test_a_loop_over_a_list_of_traced_length_appends_up_to_its_capacity(fn, x):
+    # The loop takes at most as many items as the list has room for: that sizes its appends.
+    x = jnp.array(x)
+    check_jit(fn, x)
+    check_grad(lambda x: fn(x)[0], x)
+
+
+def odd_below(n):
+    return [v for v in range(n) if v % 2 == 1]
+
+
+def test_a_filtered_comprehension_over_a_traced_range_is_refused_as_itself():
+    line = line_of(odd_below, "return [v")
+    with pytest.raises(StagingError) as raised:
+        transpiler.jit(odd_below)(5)
+    message = str(raised.value)
+    assert f"test_comprehensions.py:{line}" in message
+    assert "A list comprehension with a filter" in message and "range(N) if v < n" in message
+    assert "_items" not in message  # the list's generated name
+
+
+def maps_a_filtered_list(x):
+    keep = [v for v in x if v > 0]
+    squares = [v * v for v in keep]
+    grown = []
+    for v in x:
+        if v < 1:
+            grown.append(v)
+    return sum(squares), len(squares), sum(v * 2 for v in keep), max(v + 1 for v in grown)
+
+
+@pytest.mark.parametrize("x", [[1.0, -2.0, 3.0, 0.5], [-1.0, -2.0, 3.0, 0.5]])
+def test_a_comprehension_without_a_filter_over_a_list_of_traced_length_is_staged(x):
+    x = jnp.array(x)
+    check_jit(maps_a_filtered_list, x)
+    check_grad(lambda x: maps_a_filtered_list(x)[0] + maps_a_filtered_list(x)[3], x)

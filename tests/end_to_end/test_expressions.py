@@ -524,3 +524,29 @@ def test_round_of_a_narrow_traced_int_does_not_wrap(dtype, ndigits):
     for v in (int(info.min), -110, -75, -50, -15, 0, 15, 50, 75, 110, 125, int(info.max)):
         if info.min <= v <= info.max and info.min <= round(v, ndigits) <= info.max:
             assert int(rounded(dtype(v))) == round(v, ndigits), v
+
+
+def logs_python_numbers(x):
+    loss = jnp.sum(x)
+    print("loss", float(loss), "fmt {}".format(float(loss)), "pct %s" % float(loss))  # noqa: UP031, UP032
+    lf = float(loss)
+    print(lf, [lf, 1], repr(lf), f"{lf:.3f} {lf!r}")
+    lr = 0.1
+    if loss > 1:
+        lr = lr * 0.5
+    n = 0
+    for v in x:
+        if v > 0:
+            n += 1
+    print("lr", lr, [lr], "n", n, [n, int(loss)], (n,), [i for i in range(4) if i < n])
+    return loss
+
+
+@pytest.mark.parametrize("x", [[1.3, -0.7, 2.11111], [-1.3, 0.7, -2.1]])
+def test_python_numbers_staged_code_carries_print_as_python_prints_them(x, capsys):
+    # float(loss) with every digit of its float32 value; a counter as an int, also in a list.
+    x = jnp.array(x)
+    logs_python_numbers(x)
+    expected = capsys.readouterr().out
+    transpiler.jit(logs_python_numbers)(x)
+    assert capsys.readouterr().out == expected

@@ -8,6 +8,7 @@ import pytest
 
 import transpiler
 from runtime import StagingError
+from tests.end_to_end import checks
 
 
 def negatives(x):
@@ -582,6 +583,26 @@ def one_strong_item_makes_it_strong(h, n):
     return h * sum(out), h * max(out, default=0)
 
 
+def bools_among_ints(h, n):
+    out = [True]
+    for i in range(3):
+        if i < n:
+            out.append(False)
+        else:
+            out.append(2)
+    if n > 1:
+        out.append(True)
+    return h * out[0], h * out[-1], h * sum(out)
+
+
+def bools_among_floats(h, n):
+    out = [0.5]
+    for i in range(3):
+        if i < n:
+            out.append(True)
+    return h * out[-1], h * sum(out)
+
+
 def defaults_of_python_numbers(h, n):
     out = [i for i in range(4) if i < n]
     return h * max(out, default=7), h * min(out, default=7)
@@ -597,6 +618,8 @@ def defaults_of_python_numbers(h, n):
         (assigns_and_pops_ints, jnp.uint8(30)),
         (one_strong_item_makes_it_strong, jnp.uint8(200)),
         (defaults_of_python_numbers, jnp.uint8(200)),
+        (bools_among_ints, jnp.uint8(200)),
+        (bools_among_floats, jnp.float16(3.0)),
     ],
 )
 def test_python_numbers_in_a_list_of_traced_length_promote_as_python_numbers(fn, h):
@@ -620,3 +643,92 @@ def test_stacking_python_numbers_types_as_jax_does():
     expected = stacked_ints(2)
     got = transpiler.jit(stacked_ints)(2)
     assert [jax.typeof(v).weak_type for v in got] == [jax.typeof(v).weak_type for v in expected]
+
+
+def bubble_sorted(x):
+    out = []
+    for i in range(4):
+        out.append(x[i])
+    for i in range(4):
+        for j in range(3 - i):
+            if out[j] > out[j + 1]:
+                out[j], out[j + 1] = out[j + 1], out[j]
+    return out
+
+
+def unpacks_into_an_item(x):
+    out = []
+    for v in x:
+        if v > 0:
+            out.append(v)
+    k = 0
+    (k, out[k]), m = (1, x[0] * 5), 3  # out[k] reads the k just stored, as in Python
+    return out[0], out[1], k, m, len(out)
+
+
+def test_a_tuple_assignment_stores_into_items_of_a_staged_list_in_python_s_order():
+    x = jnp.array([3.0, 1.0, 4.0, 2.0])
+    checks.check_jit(bubble_sorted, x)
+    checks.check_grad(lambda x: bubble_sorted(x)[0] * 3 + bubble_sorted(x)[3], x)
+    checks.check_jit(unpacks_into_an_item, x)
+    assert transpiler.convert(bubble_sorted)([3.0, 1.0, 4.0, 2.0]) == [1.0, 2.0, 3.0, 4.0]
+
+
+def pops_and_appends_in_branches(x):
+    out = [x[0], x[1], x[2]]
+    if x[0] > 0:
+        out.pop()
+        out.append(x[3] * 2)
+        out.append(x[4])
+    else:
+        out.pop()
+        out.pop()
+    return sum(out), len(out), out[-1], max(out)
+
+
+def pops_its_only_item(x):
+    out = [x[0]]
+    if x[1] > 0:
+        v = out.pop()
+    else:
+        v = x[2]
+    return v * 2, len(out), sum(out, 0.0)
+
+
+def pops_the_first_item(x):
+    out = []
+    for i in range(3):
+        out.append(x[i])
+    if x[0] > 0:
+        out.pop(0)
+    return sum(out), len(out), out[0]
+
+
+@pytest.mark.parametrize(
+    "fn", [pops_and_appends_in_branches, pops_its_only_item, pops_the_first_item]
+)
+@pytest.mark.parametrize("x", [[1.0, -2.0, 3.0, 4.0, -1.0], [-1.0, 2.0, 3.0, 4.0, -1.0]])
+def test_a_list_popped_under_a_traced_condition_is_staged(fn, x):
+    x = jnp.array(x)
+    checks.check_jit(fn, x)
+    checks.check_grad(lambda x: fn(x)[0], x)
+
+
+def stacked_into_its_own_name(x):
+    rows = []
+    for i in range(3):
+        if x[i] > 0:
+            rows.append(x[i] * 2)
+        else:
+            rows.append(x[i])
+    rows = jnp.stack(rows)
+    if rows[0] > 0:
+        rows = rows + 1
+    return rows.sum(), rows.shape
+
+
+def test_a_list_rebound_to_its_stack_is_still_built_in_staged_code():
+    x = jnp.array([1.0, -2.0, 3.0])
+    checks.check_jit(lambda x: stacked_into_its_own_name(x)[0], x)
+    checks.check_grad(lambda x: stacked_into_its_own_name(x)[0], x)
+    assert transpiler.convert(stacked_into_its_own_name)(x)[1] == (3,)

@@ -288,6 +288,8 @@ def _makes_or_keeps(value, name: str) -> bool:
                 first = value.args[0]
                 return first.id in _NEW_CONTAINERS and activity.reads_module(first)
             return value.args[0].id == name  # `best = rt__.list_append(best, v)`
+        if is_runtime(func) and func.attr == "stack_list":
+            return True  # `rows = jnp.stack(rows)`: an array, no container of anyone's
     return False
 
 

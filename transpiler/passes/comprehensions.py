@@ -27,11 +27,13 @@ keep references); its call is marked (`NEW_LIST`): it makes a new list and only 
 argument. A generator's function turns a `StopIteration` raised in it into a `RuntimeError`,
 as Python's generators do (PEP 479).
 
-Rewritten: a list comprehension with a filter; a generator expression with a filter that is the
+Rewritten: a list comprehension with a filter, or whose first iterable is a list the function
+appends to or binds to a filtered comprehension (it may have a traced length, which only a
+staged `for` can loop over); a generator expression of either kind that is the
 one positional argument of the builtin `sum` (a `start` too), `max` or `min` (a `default=`, no
 `key=`), `list` or `tuple`, which consume it at once, in order, with nothing between its
 items, where that other argument is a constant or a name of the function's own (Python
-evaluates it before the first item). Left as Python: comprehensions without a filter (their
+evaluates it before the first item). Left as Python: other comprehensions without a filter (their
 length is known), set and dict comprehensions, generator expressions anywhere else (lazy: `any`
 stops early, a consumer may interleave effects), async ones, those that bind with `:=` (in the
 enclosing scope), yield, or call `next`, `super` or the frame readers (`locals`, `vars`, `dir`,
@@ -82,6 +84,7 @@ class _Comprehensions(Transformer):
         }
         own = activity.local_names(fn_node) | activity.params_of(fn_node.args)
         self.stable = frozenset(own - declared)
+        self.built = _built_lists(fn_node) & self.stable
 
     def visit_FunctionDef(self, node):
         node.body = self._block(node.body)
@@ -135,7 +138,9 @@ class _Comprehensions(Transformer):
             return None
         function = self.ctx.namer.new("comprehension")
         items = self.ctx.namer.new("items")
-        # Named after the user's list (`kept = [...]`: `kept_items`), so that errors say which.
+        # Named after the user's list (`kept = [...]`: `kept_items`), so that errors say which
+        # (as `kept`: see `runtime.carry`). Not `kept` itself: the analyses of the enclosing
+        # function are by name, and would see its `kept` read by a nested function.
         target = (
             stmt.targets[0] if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 else None
         )
@@ -144,18 +149,19 @@ class _Comprehensions(Transformer):
         first = node.generators[0]
         iterable, first.iter = first.iter, gast.Name(items, gast.Load(), None, None)
         body = templates.replace(f"{kept}.append(elt)", elt=node.elt)
+        construct = "generator expression" if generator else "list comprehension"
         for generator_node in reversed(node.generators):
             for test in reversed(generator_node.ifs):
                 body = [gast.If(test=test, body=body, orelse=[])]
-            body = [
-                gast.For(
-                    target=generator_node.target,
-                    iter=generator_node.iter,
-                    body=body,
-                    orelse=[],
-                    type_comment=None,
-                )
-            ]
+            loop = gast.For(
+                target=generator_node.target,
+                iter=generator_node.iter,
+                body=body,
+                orelse=[],
+                type_comment=None,
+            )
+            anno.setanno(loop, anno.Static.COMPREHENSION, construct)
+            body = [loop]
         if generator:  # which turns a StopIteration raised in it into a RuntimeError (PEP 479)
             stopped = self.ctx.namer.new("stopped")  # a name of its own: the items may read one
             body = templates.replace(
@@ -209,7 +215,11 @@ class _Comprehensions(Transformer):
         )
 
     def _rewritable(self, node: gast.ListComp | gast.GeneratorExp) -> bool:
-        if not any(g.ifs for g in node.generators) or any(g.is_async for g in node.generators):
+        first = node.generators[0].iter
+        over_built = isinstance(first, gast.Name) and first.id in self.built
+        if not (over_built or any(g.ifs for g in node.generators)):
+            return False
+        if any(g.is_async for g in node.generators):
             return False
         for inner in structure.walk_nodes(node):
             if isinstance(inner, _UNSAFE_NODES):
@@ -219,6 +229,30 @@ class _Comprehensions(Transformer):
             ):
                 return False
         return True
+
+
+def _built_lists(fn_node: gast.FunctionDef) -> frozenset[str]:
+    """The names `fn_node` appends to (`out.append(v)`) or binds to a filtered comprehension
+    (`kept = [v for v in x if v > 0]`): lists that may have a traced length, which a
+    comprehension over them, filtered or not, must loop over as a staged `for` does."""
+    built = set()
+    for node in structure.walk_nodes(fn_node):
+        if (
+            isinstance(node, gast.Call)
+            and isinstance(node.func, gast.Attribute)
+            and node.func.attr == "append"
+            and isinstance(node.func.value, gast.Name)
+        ):
+            built.add(node.func.value.id)
+        elif (
+            isinstance(node, gast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], gast.Name)
+            and isinstance(node.value, gast.ListComp)
+            and any(g.ifs for g in node.value.generators)
+        ):
+            built.add(node.targets[0].id)
+    return frozenset(built)
 
 
 def _constant(node: gast.expr) -> bool:

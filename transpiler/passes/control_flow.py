@@ -348,6 +348,9 @@ class _ControlFlow(Transformer):
         names, _, cells = self._state(node)
         options += self._restart_options(node, names) + self._aliased_option(node, names)
         options += self._stores_option(node, node.body)
+        if anno.hasanno(node, _A.COMPREHENSION):  # the runtime's errors name it
+            construct = templates.constant(anno.getanno(node, _A.COMPREHENSION))
+            options.append(gast.keyword(arg="construct", value=construct))
         target = node.target
         if isinstance(target, gast.Name) and target.id not in names:
             item, bind_item = target.id, []

@@ -143,6 +143,12 @@ def private_lists(
             targets = node.targets if isinstance(node, gast.Assign) else [node.target]
             if len(targets) == 1 and _new_list(node.value, globals_):
                 allowed.add(id(targets[0]))
+            elif (  # `rows = jnp.stack(rows)`: an array from then on, no reference to a list
+                len(targets) == 1
+                and isinstance(node.value, gast.Call)
+                and _stacks(node.value, globals_)
+            ):
+                allowed.add(id(targets[0]))
             elif (  # `losses, sizes = [], []`
                 len(targets) == 1
                 and isinstance(targets[0], gast.Tuple)
@@ -164,6 +170,8 @@ def private_lists(
                 allowed.update(id(a) for a in node.iter.args)
         elif isinstance(node, gast.Subscript):
             allowed.add(id(node.value))
+        elif isinstance(node, gast.Attribute) and not hasattr(list, node.attr):
+            allowed.add(id(node.value))  # `rows.sum()` of `rows = jnp.stack(rows)`: no list's
         elif isinstance(node, gast.FormattedValue):
             allowed.add(id(node.value))  # `f"{out}"` formats it, keeps nothing
         elif isinstance(node, gast.Compare):
@@ -292,12 +300,29 @@ def _reading_call_args(call: gast.Call, globals_: dict) -> list[gast.expr]:
     if _builtin(call.func, _FIRST_READERS, globals_):
         first_only = call.func.id == "sum" or len(call.args) == 1
         return call.args[:1] if first_only else []
-    path = activity.dotted_path(call.func)
+    if _array_function(call.func, globals_):
+        return [*call.args, *(k.value for k in call.keywords)]
+    return []
+
+
+def _stacks(call: gast.Call, globals_: dict) -> bool:
+    """Whether `call` makes an array of its argument (`jnp.stack(rows)`, `np.asarray(rows)`):
+    a JAX or NumPy function of `_STACKERS`, which keeps no reference to the list."""
+    return (
+        isinstance(call.func, gast.Attribute)
+        and call.func.attr in _STACKERS
+        and _array_function(call.func, globals_)
+    )
+
+
+def _array_function(func: gast.expr, globals_: dict) -> bool:
+    """Whether `func` names a function of JAX or NumPy (`jnp.stack`, `jax.numpy.stack`), of
+    the module a global names (not a local of the same name)."""
+    path = activity.dotted_path(func)
     parts = path.split(".") if path else [None]
-    root = call.func
+    root = func
     while isinstance(root, gast.Attribute):
         root = root.value
-    # The module a global names (`jnp`), not a local of the same name.
     value = globals_.get(parts[0], None) if activity.reads_global(root, globals_) else None
     for part in parts[1:-1]:  # `jax.numpy.stack`: the module that holds the function
         value = getattr(value, part, None) if isinstance(value, types.ModuleType) else None
@@ -305,11 +330,9 @@ def _reading_call_args(call: gast.Call, globals_: dict) -> list[gast.expr]:
         module = value.__name__
     else:
         module = getattr(value, "__module__", None) if callable(value) else None
-    if isinstance(module, str) and any(
+    return isinstance(module, str) and any(
         module == m or module.startswith(m + ".") for m in _ARRAY_MODULES
-    ):
-        return [*call.args, *(k.value for k in call.keywords)]
-    return []
+    )
 
 
 class _Lists(Transformer):
@@ -431,6 +454,8 @@ class _Lists(Transformer):
         pop = self._local(_method_call(node.value, "pop"))
         if pop is not None and len(node.targets) == 1:
             return self._pop(pop, node.targets[0])
+        if len(node.targets) == 1 and self._unpacks_into_items(node.targets[0]):
+            return self._unpacked(node)
         item = self._item(node.targets[0]) if len(node.targets) == 1 else None
         if item is None:
             return node
@@ -453,6 +478,41 @@ class _Lists(Transformer):
             target=item.value.id,
             index=item.slice,
         )
+
+    def _unpacks_into_items(self, target: gast.expr) -> bool:
+        """Whether `target` is a tuple (or list) of targets, without a starred one, that
+        stores into an item of a private list (`out[i], out[j] = out[j], out[i]`)."""
+        if not isinstance(target, (gast.Tuple, gast.List)):
+            return False
+        if any(isinstance(e, gast.Starred) for e in target.elts):
+            return False
+        return any(self._item(e) is not None or self._unpacks_into_items(e) for e in target.elts)
+
+    def _unpacked(self, node: gast.Assign) -> list[gast.stmt]:
+        """`a, out[i] = value` as Python runs it: the value unpacked into names of its own, then
+        each target assigned in turn, left to right (an item's list and index evaluated just
+        before its store), each as the statement it would be on its own."""
+        target = node.targets[0]
+        names = [self.namer.new("unpacked") for _ in target.elts]
+        unpack = gast.Assign(
+            targets=[
+                type(target)(
+                    elts=[gast.Name(n, gast.Store(), None, None) for n in names], ctx=gast.Store()
+                )
+            ],
+            value=node.value,
+            type_comment=None,
+        )
+        stmts = [unpack]
+        for name, element in zip(names, target.elts):
+            assign = gast.Assign(
+                targets=[element], value=gast.Name(name, gast.Load(), None, None), type_comment=None
+            )
+            stmts.extend(_as_list(self.visit_Assign(assign)))
+        if anno.hasanno(node, anno.Static.ORIGIN):
+            for stmt in stmts:
+                origins.fill_missing(stmt, anno.getanno(node, anno.Static.ORIGIN))
+        return stmts
 
     def visit_AugAssign(self, node):
         node = self.generic_visit(node)
@@ -645,3 +705,7 @@ def _as_list(result) -> list:
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     return _Lists(ctx.namer, ctx.globals, frozenset(ctx.return_values)).visit(fn_node)
+
+
+def _as_list(stmts) -> list:
+    return stmts if isinstance(stmts, list) else [stmts]
