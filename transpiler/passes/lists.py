@@ -143,10 +143,10 @@ def private_lists(
             targets = node.targets if isinstance(node, gast.Assign) else [node.target]
             if len(targets) == 1 and _new_list(node.value, globals_):
                 allowed.add(id(targets[0]))
-            elif (  # `rows = jnp.stack(rows)`: an array from then on, no reference to a list
-                len(targets) == 1
-                and isinstance(node.value, gast.Call)
-                and _stacks(node.value, globals_)
+            elif len(targets) == 1 and (  # a new value, which no list's reference is
+                isinstance(node.value, gast.BinOp)  # `rows = rows + 1` (a new list, or array)
+                or isinstance(node.value, gast.Call)
+                and _stacks(node.value, globals_)  # `rows = jnp.stack(rows)`
             ):
                 allowed.add(id(targets[0]))
             elif (  # `losses, sizes = [], []`
@@ -176,6 +176,8 @@ def private_lists(
             allowed.add(id(node.value))  # `f"{out}"` formats it, keeps nothing
         elif isinstance(node, gast.Compare):
             allowed.update(id(e) for e in (node.left, *node.comparators))
+        elif isinstance(node, gast.BinOp):  # `out + [v]`, `2 * out`: a new list
+            allowed.update((id(node.left), id(node.right)))
         elif isinstance(node, (gast.If, gast.While, gast.IfExp, gast.Assert)):
             allowed.update(map(id, _tested(node.test)))
         elif isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
