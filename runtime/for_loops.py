@@ -368,8 +368,17 @@ def for_stmt(
         log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
         return finish(
             staged(
-                lambda body, test, exit_, state, names: _staged_range_while(
-                    iterable, body, state, names, site, test, max_iterations, checkpoints, exit_
+                lambda body, test, exit_, state, names: _indexed_while(
+                    iterable.item,
+                    iterable.trip_count(),
+                    body,
+                    state,
+                    names,
+                    site,
+                    test,
+                    exit_,
+                    max_iterations,
+                    checkpoints,
                 ),
                 state,
                 unfired,
@@ -394,16 +403,18 @@ def for_stmt(
                     lambda j, *s: on_item.test(item(j), *s),
                     lambda j, *s: on_item.on_exit(item(j), *s),
                 )
-            return _staged_range_while(
-                TracedRange(0, count, 1),
+            indices = TracedRange(0, count, 1)
+            return _indexed_while(
+                indices.item,
+                indices.trip_count(),
                 lambda j, *s: body(item(j), *s),
                 state,
                 names,
                 site,
                 test,
+                exit_,
                 max_iterations,
                 checkpoints,
-                exit_,
                 at_most=bound,
             )
 
@@ -720,30 +731,3 @@ def _indexed_while(
     if max_iterations is not None:  # nor by the bound
         stopped = staging.both(stopped, j < max_iterations)
     return exit_.after(stopped, last(j), state, names, site)
-
-
-def _staged_range_while(
-    r: TracedRange,
-    body,
-    state,
-    names,
-    site,
-    extra_test,
-    max_iterations,
-    checkpoints=None,
-    exit_=None,
-    at_most=None,
-):
-    return _indexed_while(
-        r.item,
-        r.trip_count(),
-        body,
-        state,
-        names,
-        site,
-        extra_test,
-        exit_,
-        max_iterations,
-        checkpoints,
-        at_most,
-    )
