@@ -139,7 +139,8 @@ class StagedList:
     def append(self, item):
         raise StagingError(
             f"'{self.origin.name}' is a list built in staged code, held as an array (a new one "
-            "after each append): it can only be appended to through the name it was built "
+            f"after each append; {Site('append')}): it can only be appended to through the "
+            "name it was built "
             "under, where the append rebinds that name, not through another reference (an "
             "argument, an alias), which would keep the list as it was. Append where the list "
             "is built, or build it as a Python list (see docs/semantics.md, Lists)."
@@ -172,9 +173,10 @@ class StagedList:
 
     def pop(self, *index):
         raise StagingError(
-            f"'{self.origin.name}' is a list built in staged code, held as an array: "
-            f"{self.origin.name}.pop() can only be a statement of its own, `item = "
-            f"{self.origin.name}.pop()` or `{self.origin.name}.pop()`, not part of an expression."
+            f"'{self.origin.name}' is a list built in staged code, held as an array "
+            f"({Site('pop()')}): {self.origin.name}.pop() can only be a statement of its own, "
+            f"`item = {self.origin.name}.pop()` or `{self.origin.name}.pop()`, not part of an "
+            "expression."
         )
 
     def popped(self, *index) -> tuple[StagedList, object]:
