@@ -26,6 +26,7 @@ from runtime.for_loops import for_stmt, range_
 from runtime.lists import (
     handed_list,
     list_append,
+    list_item,
     list_pop,
     list_reverse,
     list_setitem,
@@ -58,6 +59,7 @@ __all__ = [
     "len_",
     "handed_list",
     "list_append",
+    "list_item",
     "list_pop",
     "list_reverse",
     "list_setitem",

@@ -424,6 +424,8 @@ def enumerate_(iterable, start=0):
         return for_loops.EnumeratedList(iterable, start)
     if isinstance(iterable, for_loops.TracedRange):
         return for_loops.EnumeratedRange(iterable, start)
+    if isinstance(iterable, for_loops.ZippedCounted):
+        return for_loops.EnumeratedZip(iterable, start)
     base = sequences.as_sequence(iterable)
     if base is None:
         return builtins.enumerate(iterable, start)

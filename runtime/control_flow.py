@@ -828,7 +828,8 @@ def _compare_branches(first, second, names, site, state, untouched=frozenset()):
         python_list = len(staged) == 1 and type(a if staged[0] is b else b) is list
         if python_list and not isinstance(entered, lists.StagedList):
             # A list one branch staged (a staged loop appended to it): stage it on entry.
-            item = jax.ShapeDtypeStruct(staged[0].buffer.shape[1:], staged[0].buffer.dtype)
+            buffer = staged[0].buffer
+            item = jax.ShapeDtypeStruct(buffer.shape[1:], buffer.dtype, weak_type=staged[0].weak)
             raise _Retrace(lists={index: (staged[0].capacity, item)})
         if isinstance(a, lists.StagedList) and isinstance(b, lists.StagedList):
             if (a.capacity, a.static_length) != (b.capacity, b.static_length):
@@ -864,17 +865,16 @@ def _bound_on_one_path(a, b):
 
 
 def _appended_in_branches(a, b, entered, name, site):
-    """(capacity, item type) if `a` and `b` are the Python list `entered`, each with items
-    popped from its end or appended (arrays of one shape and dtype), of different lengths: a
-    list changed under a traced condition, which the branches then change as a staged list;
-    else None. Raises StagingError where an item of such a list is not an array (a tuple)."""
+    """(capacity, item type) if `a` and `b` are the Python list `entered`, each with some of
+    its items popped and others appended (arrays of one shape and dtype), of different
+    lengths: a list changed under a traced condition, which the branches then change as a
+    staged list; else None. Raises StagingError where an item of such a list is not an array
+    (a tuple)."""
     if type(a) is not list or type(b) is not list or type(entered) is not list or len(a) == len(b):
         return None
     added = []
     for branch in (a, b):
-        kept = 0  # the items of `entered` it still starts with
-        while kept < min(len(branch), len(entered)) and branch[kept] is entered[kept]:
-            kept += 1
+        kept = _kept_items(branch, entered)
         if kept == 0 < len(branch) and entered:
             return None  # none of the list's items, others: another list (`out = [x]`)
         added += branch[kept:]
@@ -882,6 +882,20 @@ def _appended_in_branches(a, b, entered, name, site):
     lists.check_items(items, f"'{name}', appended to in one branch of the staged if ({site}),")
     element = lists.item_type(items)
     return None if element is None else (max(len(entered), len(a), len(b)), element)
+
+
+def _kept_items(branch: list, entered: list) -> int:
+    """How many of `branch`'s first items are items of `entered`, in their order there (those
+    `pop` left); the items after them are none of `entered`'s (appended)."""
+    kept, start = 0, 0
+    for item in branch:
+        found = next((j for j in range(start, len(entered)) if entered[j] is item), None)
+        if found is None:
+            break
+        kept, start = kept + 1, found + 1
+    if any(x is y for x in branch[kept:] for y in entered):
+        return 0  # an item of the list after an appended one: not pops and appends
+    return kept
 
 
 def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:

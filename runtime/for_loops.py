@@ -179,7 +179,7 @@ class ZippedCounted:
             bounds.append(at_most(it))
             if isinstance(it, TracedRange):
                 parts.append((it.trip_count(), it.item))
-            elif isinstance(it, (EnumeratedList, EnumeratedRange)):
+            elif isinstance(it, (EnumeratedList, EnumeratedRange, EnumeratedZip)):
                 parts.append(it.counted())
             elif isinstance(it, lists_.StagedList) and it.known_length() is None:
                 parts.append((it.length, it.buffer.__getitem__))
@@ -214,13 +214,42 @@ class ZippedCounted:
         )
 
 
+class EnumeratedZip:
+    """`enumerate(zip(...), start)` of a zip with a traced length (see `ZippedCounted`): only a
+    for statement can loop over it (staged as a while loop over the shortest)."""
+
+    def __init__(self, items: ZippedCounted, start):
+        self.items, self.start = items, _python_int(start)
+
+    def counted(self):
+        """(how many items, item j as a function of a traced j)."""
+        count, item = self.items.counted()
+        start = self.start
+
+        def numbered(j):
+            index = start + j if is_staged(start) else sequences.counted(start, 1, None, j)
+            return index, item(j)
+
+        return count, numbered
+
+    def at_most(self) -> int | None:
+        return self.items.at_most()
+
+    def __iter__(self):
+        raise TypeError(
+            "enumerate() of a zip() with a list of traced length or a range with a traced bound: "
+            "only a for statement can loop over it (staged as a while loop); a call such as "
+            "list() cannot."
+        )
+
+
 def at_most(iterable) -> int | None:
     """How many items a for loop over `iterable` can take, where that is known now though the
     count may be traced: a list of traced length has at most its capacity (what sizes the
     lists its loop appends to); a range with a traced bound has no such bound."""
     if isinstance(iterable, lists_.StagedList):
         return iterable.capacity
-    if isinstance(iterable, (EnumeratedList, EnumeratedRange, ZippedCounted)):
+    if isinstance(iterable, (EnumeratedList, EnumeratedRange, ZippedCounted, EnumeratedZip)):
         return iterable.at_most()
     if isinstance(iterable, TracedRange):
         return None
@@ -384,7 +413,7 @@ def for_stmt(
                 unfired,
             )
         )
-    counted = isinstance(iterable, (EnumeratedList, EnumeratedRange, ZippedCounted))
+    counted = isinstance(iterable, (EnumeratedList, EnumeratedRange, ZippedCounted, EnumeratedZip))
     if counted or (isinstance(iterable, lists_.StagedList) and iterable.known_length() is None):
         # A list of traced length (or `enumerate` of one, or of a traced range): a while loop
         # over its items, however many there are. (No other name may hold `iterable` past

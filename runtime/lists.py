@@ -594,9 +594,20 @@ def _as_python_lists(tree, made: dict):
     return tree
 
 
+def list_item(target, index):
+    """`target[index]` of a list the function keeps private. With a traced index, the program
+    picks the item: a Python list is read as the staged list of its items (arrays of one type,
+    see `picked_by_program`; the index clamped, as a staged list's is)."""
+    if type(target) is list and is_staged(index):
+        return picked_by_program(target, "an item")[index]
+    return target[index]
+
+
 def list_setitem(target, index, value):
     """Functional form of `target[index] = value`: returns the list (the same object, if
-    Python)."""
+    Python; the staged list of its items where a traced index picks the item)."""
+    if type(target) is list and is_staged(index):
+        target = picked_by_program(target, "the item assigned")
     if isinstance(target, StagedList):
         return target.with_item(index, value)
     target[index] = value
@@ -607,6 +618,8 @@ def list_update(target, index, op: str, value):
     """Functional form of `target[index] <op>= value` (`op`: "+", "*", ...): returns the list
     (the same object, if Python)."""
     update = _IN_PLACE[op]
+    if type(target) is list and is_staged(index):
+        target = picked_by_program(target, "the item updated")
     if isinstance(target, StagedList):
         return target.with_item(index, value, update)
     target[index] = update(target[index], value)
@@ -637,19 +650,30 @@ def list_pop(target, *index):
     if isinstance(target, StagedList):
         return target.popped(*index)
     if index and is_staged(index[0]) and type(target) is list:
-        # Which item goes, the program decides: the list as a staged one of its length.
-        element = one_array_type(target)
-        if element is None:
-            raise StagingError(
-                f"pop(i) with a traced i ({Site('pop()')}) of a list whose items are not arrays "
-                "of one shape and dtype: which item it removes, the program decides when it "
-                "runs, and the list must be one array then. Pop with a Python index, or make "
-                "the items arrays of one type."
-            )
-        staged = StagedList.create(target, len(target), element)
-        return staged._with(static_length=len(target)).popped(*index)
+        return picked_by_program(target, "the item popped").popped(*index)
     item = target.pop(*index)
     return target, item
+
+
+def picked_by_program(items: list, what: str) -> StagedList:
+    """The Python list `items` as the staged list of its items, where a traced index picks
+    one (`out[k]`, `out[k] = v`, `out.pop(k)`): which, the program decides when it runs, and
+    the items must be one array then. They must be arrays of one shape, dtype and weak type,
+    or Python numbers of one type (each read back as it is); else a StagingError naming the
+    line and `what` the index picks."""
+    element = one_array_type(items)
+    if element is None and items and len({type(x) for x in items}) == 1:
+        if type(items[0]) in (bool, int, float, complex):
+            element = item_type(items)
+    if element is None:
+        raise StagingError(
+            f"{what} of a list with a traced index ({Site('index')}): which item, the program "
+            "decides when it runs, and the list must be one array then, but its items are not "
+            "arrays of one shape and dtype (nor Python numbers of one type). Index with a "
+            "Python int, or make the items arrays of one type."
+        )
+    staged = StagedList.create(items, len(items), element)
+    return staged._with(static_length=len(items))
 
 
 def list_reverse(target):

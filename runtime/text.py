@@ -232,9 +232,10 @@ def _value(value, weak: bool, exact: bool):
     int; a float made by `float(x)` (`exact`) as Python's float of its value, every digit
     (`2.7111098766326904`, as `float` of a float32 gives); another float (a Python float staged
     code computed, held as a float32) as the float its shortest text reads back as (`0.1`)."""
-    value = np.asarray(value)[()]
-    if not weak or np.ndim(value) != 0:
-        return value
+    value = np.asarray(value)
+    if not weak or value.ndim != 0:
+        return value.view(_ArrayValue)._weakly(weak)
+    value = value[()]
     kind = value.dtype.kind
     if kind in "iu":
         return int(value)
@@ -243,6 +244,40 @@ def _value(value, weak: bool, exact: bool):
     if kind == "c":
         return complex(value) if exact else complex(str(value))
     return value
+
+
+class _ArrayValue(np.ndarray):
+    """A traced array's value when the program runs, shown as JAX shows an array: `str` and
+    `format` as NumPy's (`2.5`), `repr` as JAX's `Array(2.5, dtype=float32)` (in a printed list
+    or dict), where NumPy's would be `np.float32(2.5)`. Otherwise the NumPy array it is."""
+
+    weak = False
+
+    def _weakly(self, weak: bool) -> _ArrayValue:
+        self.weak = weak
+        return self
+
+    def __repr__(self):
+        prefix = "Array("
+        dtype = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak else "")
+        plain = self.view(np.ndarray)
+        width = np.get_printoptions()["linewidth"]
+        if plain.size == 0:
+            shown = f"[], shape={plain.shape}"
+        else:
+            shown = np.array2string(
+                plain, prefix=prefix, suffix=",", separator=", ", max_line_width=width
+            )
+        last_line = len(shown) - shown.rfind("\n") + 1
+        gap = " " * len(prefix) if last_line + len(dtype) + 2 > width else " "
+        return f"{prefix}{shown},{gap}{dtype})"
+
+    def __str__(self):
+        return str(self.view(np.ndarray))
+
+    def __format__(self, spec):
+        plain = self.view(np.ndarray)
+        return format(plain if plain.ndim else plain[()], spec)
 
 
 def _mapped(obj, fn):

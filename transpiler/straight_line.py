@@ -18,8 +18,9 @@ What passes, and nothing else:
 
 - statements: assignments to names (tuples and lists of names), an augmented assignment to a
   name, `pass`, a docstring, a `return` as the last statement;
-- expressions: names, constants, attribute and subscript reads, slices, tuple and list
-  displays, arithmetic and bitwise operators (`**` only with an exponent the powers pass keeps:
+- expressions: names, constants, attribute and subscript reads (not an item of a list it
+  makes picked by an expression, `out[k]`: see `runtime.lists.list_item`), slices, tuple and
+  list displays, arithmetic and bitwise operators (`**` only with an exponent the powers pass keeps:
   a float or an int >= 0), unary `-`, `+` and `~`, one comparison (not `in`, not chained);
 - calls of a function reached through modules from a global name of the function's module
   (`jnp.tanh(x)`, `jax.nn.softmax(z, axis=-1)`, `jnp.linalg.norm(v)`), taken from one of JAX's
@@ -43,7 +44,7 @@ import types
 
 import gast
 
-from transpiler import libraries, naming
+from transpiler import features, libraries, naming
 from transpiler.analysis import activity
 from transpiler.passes import powers
 
@@ -74,6 +75,8 @@ def unchanged(node: gast.FunctionDef, fn: types.FunctionType) -> bool:
     body = node.body
     if node.decorator_list or not all(isinstance(stmt, _STATEMENTS) for stmt in body):
         return False
+    if features.INDEXED_LIST in features.present(node):
+        return False  # `out[k]` of a list it makes: a traced `k` is the lists pass's
     # The names it binds (as `activity.local_names`, which walks every expression too: here
     # only names are assigned, by top-level statements) and its closure's.
     params = activity.params_of(node.args)

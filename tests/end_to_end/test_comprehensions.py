@@ -333,7 +333,7 @@ def test_a_filtered_comprehension_over_a_traced_range_is_refused_as_itself():
 
 def maps_a_filtered_list(x):
     keep = [v for v in x if v > 0]
-    squares = [v * v for v in keep]
+    squares = [v * w + i for i, (v, w) in enumerate(zip(keep, keep))]
     grown = []
     for v in x:
         if v < 1:

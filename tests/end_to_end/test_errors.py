@@ -321,8 +321,11 @@ def test_reverse_mode_through_a_library_while_loop_names_the_line_and_the_fix():
     assert "Write that loop in the converted function" in notes
 
 
+WEIGHTS = [1.0, 2.0, 3.0, 4.0]
+
+
 def weighted_until_large(xs, n):
-    ws = [1.0, 2.0, 3.0, 4.0]
+    ws = WEIGHTS  # a module's list, not one the function makes: `ws[i]` is Python's
     s, i = 0.0, 0
     while s < 100 and i < n:
         s = s + ws[i] * xs[i]

@@ -550,3 +550,24 @@ def test_python_numbers_staged_code_carries_print_as_python_prints_them(x, capsy
     expected = capsys.readouterr().out
     transpiler.jit(logs_python_numbers)(x)
     assert capsys.readouterr().out == expected
+
+
+def logs_metrics(x):
+    loss = jnp.sum(x)
+    out = []
+    for v in x:
+        if v > 0:
+            out.append(v)
+    print("metrics", {"loss": loss, "positive": x[0] > 0}, [x, loss], (loss,), out)
+    print(f"{loss:.3f} {loss} {loss!r}", "%.2f %s %r" % (loss, loss, loss), str(loss), repr(x))  # noqa: UP031
+    return loss
+
+
+def test_arrays_print_as_an_eager_run_prints_them(capsys):
+    # JAX's repr in lists, dicts and tuples (`Array(2.5, dtype=float32)`), not NumPy's.
+    x = jnp.array([1.3, -0.7, 2.11111])
+    logs_metrics(x)
+    expected = capsys.readouterr().out
+    transpiler.jit(logs_metrics)(x)
+    jax.effects_barrier()
+    assert capsys.readouterr().out == expected

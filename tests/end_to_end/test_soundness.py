@@ -1222,7 +1222,7 @@ def shows(x):
 
 def test_text_made_from_traced_values_shows_the_values(capsys):
     x = np.float32(1.5)
-    shows(x)
+    shows(jnp.asarray(x))  # what the function gets under jax.jit: a JAX array, shown as one
     python_printed = capsys.readouterr().out
     jax.jit(transpiler.convert(shows))(x)
     jax.effects_barrier()
@@ -2009,7 +2009,7 @@ def test_a_staged_print_shows_its_arguments_as_they_were_when_it_ran(fn, capsys)
     # The containers were read when the program ran: later changes showed ('main', a key
     # added after the print), and a dict a branch changed after printing crashed the program.
     fn(jnp.float32(2.0))
-    expected = capsys.readouterr().out.replace("Array(2., dtype=float32)", "np.float32(2.0)")
+    expected = capsys.readouterr().out
     jax.block_until_ready(jax.jit(transpiler.convert(fn))(jnp.float32(2.0)))
     jax.effects_barrier()
     assert capsys.readouterr().out == expected

@@ -84,6 +84,7 @@ _RUNTIME_READERS = frozenset(
         "float_",
         "bool_",
         "stack_list",
+        "list_item",
         "ld",
         "deleted",
         "assert_",

@@ -27,15 +27,15 @@ keep references); its call is marked (`NEW_LIST`): it makes a new list and only 
 argument. A generator's function turns a `StopIteration` raised in it into a `RuntimeError`,
 as Python's generators do (PEP 479).
 
-Rewritten: a list comprehension with a filter, or whose first iterable is a list the function
-appends to or binds to a filtered comprehension (it may have a traced length, which only a
-staged `for` can loop over); a generator expression of either kind that is the
-one positional argument of the builtin `sum` (a `start` too), `max` or `min` (a `default=`, no
-`key=`), `list` or `tuple`, which consume it at once, in order, with nothing between its
-items, where that other argument is a constant or a name of the function's own (Python
-evaluates it before the first item). Left as Python: other comprehensions without a filter (their
-length is known), set and dict comprehensions, generator expressions anywhere else (lazy: `any`
-stops early, a consumer may interleave effects), async ones, those that bind with `:=` (in the
+Rewritten: a list comprehension with a filter, or whose first iterable reads a list the function
+appends to or binds to a filtered comprehension (`pos`, `zip(pos, x)`: it may have a traced
+length, which only a staged `for` can loop over); a generator expression of either kind that is
+the one positional argument of the builtin `sum` (a `start` too), `max` or `min` (a `default=`,
+no `key=`), `list` or `tuple`, which consume it at once, in order, with nothing between its
+items, where that other argument is a constant or a name of the function's own (Python evaluates
+it before the first item). Left as Python: other comprehensions without a filter (their length
+is known), set and dict comprehensions, generator expressions anywhere else (lazy: `any` stops
+early, a consumer may interleave effects), async ones, those that bind with `:=` (in the
 enclosing scope), yield, or call `next`, `super` or the frame readers (`locals`, `vars`, `dir`,
 `eval`, `exec`), and those in a lambda, a default value or a decorator.
 """
@@ -215,8 +215,10 @@ class _Comprehensions(Transformer):
         )
 
     def _rewritable(self, node: gast.ListComp | gast.GeneratorExp) -> bool:
-        first = node.generators[0].iter
-        over_built = isinstance(first, gast.Name) and first.id in self.built
+        first = node.generators[0].iter  # `pos`, `zip(pos, x)`, `enumerate(pos)`
+        over_built = any(
+            isinstance(n, gast.Name) and n.id in self.built for n in structure.walk_nodes(first)
+        )
         if not (over_built or any(g.ifs for g in node.generators)):
             return False
         if any(g.is_async for g in node.generators):

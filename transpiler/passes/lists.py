@@ -36,7 +36,13 @@ from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
 
 # What the pipeline looks for before running this pass, and what it may add (features.py).
-APPLIES_TO = ("call:.append", "call:.pop", "call:.extend", features.EXTENDED_BY_DISPLAY)
+APPLIES_TO = (
+    "call:.append",
+    "call:.pop",
+    "call:.extend",
+    features.EXTENDED_BY_DISPLAY,
+    features.INDEXED_LIST,
+)
 ADDS = (gast.Assign, gast.Call)
 
 _STACKERS = frozenset({"stack", "array", "asarray"})
@@ -144,7 +150,7 @@ def private_lists(
             if len(targets) == 1 and _new_list(node.value, globals_):
                 allowed.add(id(targets[0]))
             elif len(targets) == 1 and (  # a new value, which no list's reference is
-                isinstance(node.value, gast.BinOp)  # `rows = rows + 1` (a new list, or array)
+                _plain_operation(node.value, names, globals_)  # `rows = rows + 1`
                 or isinstance(node.value, gast.Call)
                 and _stacks(node.value, globals_)  # `rows = jnp.stack(rows)`
             ):
@@ -176,7 +182,7 @@ def private_lists(
             allowed.add(id(node.value))  # `f"{out}"` formats it, keeps nothing
         elif isinstance(node, gast.Compare):
             allowed.update(id(e) for e in (node.left, *node.comparators))
-        elif isinstance(node, gast.BinOp):  # `out + [v]`, `2 * out`: a new list
+        elif _plain_operation(node, names, globals_):  # `out + [v]`, `2 * out`: a new list
             allowed.update((id(node.left), id(node.right)))
         elif isinstance(node, (gast.If, gast.While, gast.IfExp, gast.Assert)):
             allowed.update(map(id, _tested(node.test)))
@@ -307,6 +313,28 @@ def _reading_call_args(call: gast.Call, globals_: dict) -> list[gast.expr]:
     return []
 
 
+def _plain_operation(node: gast.expr, names: frozenset[str], globals_: dict) -> bool:
+    """Whether `node` is an operator on lists, numbers and arrays only (`out + [v]`, `rows +
+    1`, `2 * jnp.stack(rows)`): its operands are the lists `names`, constants, displays or
+    arrays a JAX or NumPy function made. Such an operation makes a new value and keeps none
+    of its operands; a user object's `__add__` may hand back a list of its own, or keep one."""
+    if not isinstance(node, gast.BinOp):
+        return False
+    for operand in (node.left, node.right):
+        if isinstance(operand, gast.Name):
+            if operand.id not in names:
+                return False
+        elif isinstance(operand, gast.Call):
+            if not _array_function(operand.func, globals_):
+                return False
+        elif not (
+            isinstance(operand, (gast.Constant, gast.List, gast.ListComp, gast.Tuple))
+            or _plain_operation(operand, names, globals_)
+        ):
+            return False
+    return True
+
+
 def _stacks(call: gast.Call, globals_: dict) -> bool:
     """Whether `call` makes an array of its argument (`jnp.stack(rows)`, `np.asarray(rows)`):
     a JAX or NumPy function of `_STACKERS`, which keeps no reference to the list."""
@@ -351,13 +379,15 @@ class _Lists(Transformer):
         lists = _always_lists(node, self.globals)
         if lists:
             node.body = _extends_as_appends(node.body, lists, self.namer)
-        appended, popped = set(), set()
+        appended, popped, indexed = set(), set(), set()
         for call in activity.walk_scope(node.body):
             if _method_call(call, "append") is not None:
                 appended.add(call.func.value.id)
             elif _method_call(call, "pop") is not None:
                 popped.add(call.func.value.id)
-        mutated = (appended | popped) & activity.local_names(node)
+            elif isinstance(call, gast.Subscript) and features.picks_by_expression(call):
+                indexed.add(call.value.id)  # `out[k]`: a traced `k` picks the item at run time
+        mutated = (appended | popped | indexed) & activity.local_names(node)
         private = private_lists(node, mutated, self.globals, self.return_values)
         self.scopes.append(private)
         self.appended.append(frozenset(appended) & private)
@@ -515,6 +545,19 @@ class _Lists(Transformer):
             for stmt in stmts:
                 origins.fill_missing(stmt, anno.getanno(node, anno.Static.ORIGIN))
         return stmts
+
+    def visit_Subscript(self, node):
+        node = self.generic_visit(node)
+        if (
+            isinstance(node.ctx, gast.Load)
+            and features.picks_by_expression(node)
+            and node.value.id in self.scopes[-1]
+        ):
+            # `out[k]`: a traced `k` picks the item when the program runs (`rt__.list_item`).
+            return templates.replace_as_expression(
+                f"{RUNTIME}.list_item(target, index)", target=node.value.id, index=node.slice
+            )
+        return node
 
     def visit_AugAssign(self, node):
         node = self.generic_visit(node)
