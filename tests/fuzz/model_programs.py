@@ -45,6 +45,7 @@ CLASS_NAMES = {
     16: "lists and dicts a staged branch or loop rebinds: aliases, swaps, choices",
     17: "text made before it is printed, names a lambda reads, a float against an int",
     18: "lists a staged branch or loop chooses, changed where conversion cannot see it",
+    19: "list surgery under traced conditions: pop, swaps, loops, comprehensions",
 }
 
 
@@ -57,6 +58,16 @@ class _Ctx(NamedTuple):
 
     def nest(self, **kw):
         return self._replace(depth=self.depth + 1, **kw)
+
+
+class _Lst:
+    """A list class 19 builds: its length where Python knows it (`None` where traced) and the
+    least length it has in Python on any input (what a pop or an index may rely on)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.known: int | None = 0
+        self.least = 0
 
 
 class _Generator(ProgramWriter):
@@ -728,6 +739,239 @@ class _Generator(ProgramWriter):
             self.emit(indent, f"if {self.cond(ctx)}:")
             self.emit(indent + 1, f"{w} = {v}")
             self.emit(indent, f"a = (a + int({w} * 2)) % 97")
+
+    # -- 19: list surgery under traced conditions --------------------------------------------
+
+    def c19(self, indent: int, ctx: _Ctx) -> None:
+        """A list of ints built in the program (appends under traced `if`s in a `for` over a
+        small range), then changed under traced conditions: `pop()` / `pop(0)` (guarded: never
+        of an empty list in Python), tuple swaps of items, `k, out[k] = ...` targets, a `for`
+        over it (or `enumerate`, `zip`) appending to another list, comprehensions with and
+        without a filter that may replace it; with prints of it, its length and `float(a)` in
+        branches and loops; its length, sum and first item folded into `a`/`b`."""
+        out = _Lst(self.fresh("out"))
+        self.build_list(indent, ctx, out)
+        for _ in range(self.rng.randint(1, 3)):
+            op = self.rng.choice(
+                [self.list_pop, self.list_pop, self.list_swap, self.list_loop, self.list_comp]
+            )
+            op(indent, ctx, out)
+        self.list_fold(indent, ctx, out)
+
+    def list_print(self, indent: int, ctx: _Ctx, out: _Lst, extra: tuple = ()) -> None:
+        v = self.rng.choice(["a", "b"] + list(ctx.names) + list(extra))
+        self.emit(
+            indent,
+            self.rng.choice(
+                [
+                    f'print("{out.name}", {out.name})',
+                    f'print("len", len({out.name}))',
+                    f'print("fa", float({v}))',
+                    f'print("i", int({v}), len({out.name}))',
+                    f'print(f"{{len({out.name})}}:{{{v}}}")',
+                ]
+            ),
+        )
+
+    def build_list(self, indent: int, ctx: _Ctx, out: _Lst) -> None:
+        start = self.rng.choice(["[]", "[a % 7]", "[b, 5]", "[x % 11, a, 3]"])
+        out.known = out.least = start.count(",") + (start != "[]")
+        self.emit(indent, f"{out.name} = {start}")
+        i = self.fresh("i")
+        k = self.rng.choice([1, 2, 3, 3, 4])
+        self.emit(indent, f"for {i} in range({k}):")
+        body = self.loop_ctx(ctx, i, True)
+        r = self.rng.random()
+        if r < 0.35:  # both branches append: the length stays known
+            self.emit(indent + 1, f"if {self.cond(body)}:")
+            self.emit(indent + 2, f"{out.name}.append({self.expr(body)})")
+            if self.chance(0.3):
+                self.list_print(indent + 2, body, out)
+            self.emit(indent + 1, "else:")
+            self.emit(indent + 2, f"{out.name}.append(({self.expr(body)} + {i}) % 97)")
+            out.known += k
+            out.least += k
+        elif r < 0.7:  # one branch appends: a traced length
+            self.emit(indent + 1, f"if {self.cond(body)}:")
+            self.emit(indent + 2, f"{out.name}.append({self.expr(body)})")
+            if self.chance(0.3):
+                self.list_print(indent + 2, body, out)
+            out.known = None
+        else:  # an append every iteration, another one under a traced `if`
+            self.emit(indent + 1, f"{out.name}.append(({self.atom(body)} * 3 + {i}) % 97)")
+            out.least += k
+            if self.chance(0.6):
+                self.emit(indent + 1, f"if {self.cond(body)}:")
+                self.emit(indent + 2, f"{out.name}.append({i})")
+                out.known = None
+            else:
+                out.known += k
+        if self.chance(0.25):
+            self.list_print(indent + 1, body, out)
+        if ctx.depth < 2 and self.chance(0.2):  # no break/continue: `least` counts every pass
+            self.block(indent + 1, body._replace(loop=False), (1, 1))
+
+    def list_pop(self, indent: int, ctx: _Ctx, out: _Lst) -> None:
+        n = out.name
+        r = self.rng.random()
+        pop = self.rng.choice([f"{n}.pop()", f"{n}.pop(0)", f"{n}.pop(-1)"])
+        if r < 0.3:  # one branch pops, guarded
+            guard = self.rng.choice([f"{n} and", f"len({n}) > 0 and", f"len({n}) >= 1 and"])
+            self.emit(indent, f"if {guard} ({self.cond(ctx)}):")
+            if self.chance(0.5):
+                v = self.fresh("v")
+                self.emit(indent + 1, f"{v} = {pop}")
+                self.emit(indent + 1, f"a = ((a + {v} * 2) % 97)")
+            else:
+                self.emit(indent + 1, pop)
+            if self.chance(0.3):
+                self.list_print(indent + 1, ctx, out)
+            out.known = None
+            out.least = max(out.least - 1, 0)
+        elif r < 0.6 and out.least >= 1:  # both branches pop: the list is never empty here
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            v = self.fresh("v")  # `v = out.pop()`: a pop inside an expression is refused
+            self.emit(indent + 1, f"{v} = {pop}")
+            self.emit(indent + 1, f"b = ((b + {v}) % 97)")
+            self.emit(indent, "else:")
+            self.emit(indent + 1, self.rng.choice([f"{n}.pop()", f"{n}.pop(0)"]))
+            if self.chance(0.3):
+                self.list_print(indent + 1, ctx, out)
+            out.least -= 1
+            if out.known is not None:
+                out.known -= 1
+        elif r < 0.85:  # an append in one branch, a guarded pop in the other
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            self.emit(indent + 1, f"{n}.append({self.expr(ctx)})")
+            self.emit(indent, "else:")
+            self.emit(indent + 1, f"if {n}:")
+            v = self.fresh("v")
+            self.emit(indent + 2, f"{v} = {pop}")
+            self.emit(indent + 2, f"a = ((a + {v}) % 97)")
+            if self.chance(0.3):
+                self.list_print(indent + 2, ctx, out)
+            out.known = None
+            out.least = max(out.least - 1, 0)
+        else:  # pops in a loop, each guarded, mixed with appends
+            i = self.fresh("i")
+            self.emit(indent, f"for {i} in range({self.rng.randint(1, 3)}):")
+            body = self.loop_ctx(ctx, i, True)
+            self.emit(indent + 1, f"if len({n}) > {i} and ({self.cond(body)}):")
+            v = self.fresh("v")
+            self.emit(indent + 2, f"{v} = {pop}")
+            self.emit(indent + 2, f"b = ((b + {v} * {i}) % 97)")
+            self.emit(indent + 1, f"elif {self.cond(body)}:")
+            self.emit(indent + 2, f"{n}.append(({self.expr(body)} + {i}) % 97)")
+            if self.chance(0.3):
+                self.list_print(indent + 1, body, out)
+            out.known = None
+            out.least = 0
+
+    def list_swap(self, indent: int, ctx: _Ctx, out: _Lst) -> None:
+        n = out.name
+        r = self.rng.random()
+        if r < 0.4:  # Python indices: in range where the list is long enough
+            i, j = self.rng.sample(range(-3, 3), 2)
+            need = max(i if i >= 0 else -i - 1, j if j >= 0 else -j - 1) + 1
+            if out.least >= need and self.chance(0.6):
+                self.emit(indent, f"if {self.cond(ctx)}:")
+            else:
+                self.emit(indent, f"if len({n}) >= {need} and {self.cond(ctx)}:")
+            self.emit(indent + 1, f"{n}[{i}], {n}[{j}] = {n}[{j}], {n}[{i}]")
+        elif r < 0.6:  # an index from the length (traced where the length is)
+            self.emit(indent, f"if len({n}) > 1:")
+            last = self.rng.choice([f"len({n}) - 1", f"len({n}) // 2"])
+            self.emit(indent + 1, f"{n}[0], {n}[{last}] = {n}[{last}], {n}[0]")
+        elif r < 0.8:  # `k, out[k] = ...`: k assigned first, then the item at the new k
+            k = self.fresh("k")
+            self.emit(indent, f"if {n}:")
+            idx = self.rng.choice([f"a % len({n})", f"len({n}) - 1", "0", f"b % len({n})"])
+            self.emit(indent + 1, f"{k}, {n}[{k}] = {idx}, {self.expr(ctx)}")
+            self.emit(indent + 1, f"a = ((a + {k}) % 97)")
+        else:  # `out[k], k = ...`: the item at the old k, then k
+            k = self.fresh("k")
+            self.emit(indent, f"{k} = 0")
+            self.emit(indent, f"if len({n}) > 1 and {self.cond(ctx)}:")
+            self.emit(indent + 1, f"{n}[{k}], {k} = {n}[1], 1")
+            self.emit(indent, f"b = ((b + {k}) % 97)")
+
+    def list_loop(self, indent: int, ctx: _Ctx, out: _Lst) -> None:
+        n = out.name
+        v = self.fresh("v")
+        inner = ctx.nest(names=ctx.names + (v,))
+        r = self.rng.random()
+        if r < 0.4:  # a `for` over the list appending to another one under a traced condition
+            other = self.fresh("oth")
+            self.emit(indent, f"{other} = []")
+            self.emit(indent, f"for {v} in {n}:")
+            self.emit(indent + 1, f"if {v} {self.rng.choice(['>', '<', '!='])} {self.atom(ctx)}:")
+            self.emit(indent + 2, f"{other}.append(({v} * 2 + {self.atom(ctx)}) % 97)")
+            if self.chance(0.3):
+                self.list_print(indent + 2, inner, out, (v,))
+            self.emit(indent, f"a = ((a + len({other}) + sum({other})) % 97)")
+            if self.chance(0.4):
+                self.emit(indent, f"if {other}:")
+                self.emit(indent + 1, f"b = ((b + {other}[-1]) % 97)")
+        elif r < 0.7:  # enumerate
+            j = self.fresh("j")
+            self.emit(indent, f"for {j}, {v} in enumerate({n}):")
+            body = ctx.nest(names=ctx.names + (v, j))
+            self.emit(indent + 1, f"if {v} > {self.atom(ctx)}:")
+            self.emit(indent + 2, f"b = ((b + {j} * {v}) % 97)")
+            if self.chance(0.3):
+                self.list_print(indent + 2, body, out, (v, j))
+        else:  # zip with another list
+            w = self.fresh("w")
+            other = self.rng.choice(["[a, b, 3]", "[7, x % 5]", "range(3)"])
+            self.emit(indent, f"for {v}, {w} in zip({n}, {other}):")
+            self.emit(indent + 1, f"a = ((a + {v} * {w}) % 97)")
+            if self.chance(0.3):
+                self.emit(indent + 1, f"if {v} > {w}:")
+                self.emit(indent + 2, f'print("z", {v}, {w})')
+
+    def list_comp(self, indent: int, ctx: _Ctx, out: _Lst) -> None:
+        n = out.name
+        v = self.fresh("v")
+        test = f"{v} {self.rng.choice(['>', '<', '!=', '>='])} {self.atom(ctx)}"
+        if self.chance(0.3):
+            test = f"{v} % 2 == 0"
+        r = self.rng.random()
+        if r < 0.3:  # the list replaced by a comprehension of it
+            elt = self.rng.choice([f"{v} * 2", f"({v} + a) % 97", v])
+            if self.chance(0.5):
+                self.emit(indent, f"{n} = [{elt} for {v} in {n} if {test}]")
+                out.known, out.least = None, 0
+            else:
+                self.emit(indent, f"{n} = [{elt} for {v} in {n}]")
+        elif r < 0.55:
+            c = self.fresh("c")
+            self.emit(indent, f"{c} = [{v} for {v} in {n} if {test}]")
+            self.emit(indent, f"a = ((a + len({c}) + sum({c}, 1)) % 97)")
+        elif r < 0.75:
+            self.emit(indent, f"b = ((b + sum({v} for {v} in {n} if {test})) % 97)")
+        else:
+            how = self.rng.choice(["max", "min"])
+            self.emit(indent, f"a = ((a + {how}(({v} for {v} in {n}), default=0)) % 97)")
+
+    def list_fold(self, indent: int, ctx: _Ctx, out: _Lst) -> None:
+        n = out.name
+        self.emit(indent, f"a = ((a + len({n})) % 97)")
+        self.emit(indent, f"b = ((b + sum({n}) % 97) % 97)")
+        r = self.rng.random()
+        if r < 0.3:
+            self.emit(indent, f"if {n}:")
+            self.emit(indent + 1, f"a = ((a + {n}[{self.rng.choice([0, -1])}]) % 97)")
+        elif r < 0.5:
+            self.emit(indent, f"if len({n}) > 1:")
+            self.emit(indent + 1, f"b = ((b + {n}[1] * 3) % 97)")
+        elif r < 0.7 and out.known:  # a length Python knows: stacked
+            self.emit(indent, f"{n} = jnp.stack({n})")
+            self.emit(indent, f"a = ((a + int(jnp.sum({n})) + {n}.shape[0]) % 97)")
+            return
+        elif r < 0.8:
+            self.emit(indent, f"b = ((b + max({n}, default=4)) % 97)")
+        if self.chance(0.3):
+            self.list_print(indent, ctx, out)
 
     def first_iteration_effect(self, indent: int, ctx: _Ctx) -> None:
         options = [
