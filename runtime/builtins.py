@@ -130,6 +130,12 @@ def _extreme(python_fn, args, key, default):
     NaN counts only where it comes first."""
     if len(args) == 1 and isinstance(args[0], (list, tuple)) and type(args[0]) not in (list, tuple):
         args = (list(args[0]),)  # a list subclass (the list a staged loop is sizing): its items
+    elif (
+        len(args) == 1
+        and isinstance(args[0], lists.StagedList)
+        and args[0].known_length() is not None
+    ):
+        args = (list(args[0]),)  # a staged list of known length: its items
     elif len(args) == 1 and isinstance(args[0], _ITERATED):
         # `max(v for v in xs)`, `max(d.values())`: its items, taken as Python's max would.
         args = (list(args[0]),)

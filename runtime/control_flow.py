@@ -167,7 +167,7 @@ def staged_cond(
                 replaced=fixes.replaced | retrace.replaced,
             )
             state = tuple(
-                lists.StagedList.create(value, *retrace.lists[i], _appended_in(names[i], site))
+                _staged_on_entry(value, *retrace.lists[i], _appended_in(names[i], site))
                 if i in retrace.lists
                 else list(value)
                 if i in retrace.replaced
@@ -468,6 +468,13 @@ def _raise_when_run(error: Exception, other: list) -> list:
         else value
         for value in other
     ]
+
+
+def _staged_on_entry(value: list, capacity: int, element, origin) -> lists.StagedList:
+    """The Python list `value` as a staged list with room for `capacity` items, of the length
+    it has (a branch that leaves it so keeps that length known)."""
+    staged = lists.StagedList.create(value, capacity, element, origin)
+    return staged._with(static_length=len(value))
 
 
 def _appended_in(name: str, site: Site) -> lists.Origin:
@@ -893,9 +900,14 @@ def _kept_items(branch: list, entered: list) -> int:
         if found is None:
             break
         kept, start = kept + 1, found + 1
-    if any(x is y for x in branch[kept:] for y in entered):
+    if any(x is y and not _number(x) for x in branch[kept:] for y in entered):
         return 0  # an item of the list after an appended one: not pops and appends
     return kept
+
+
+def _number(item) -> bool:
+    """A Python number: one equal to an item may be that very object (`0`), appended anew."""
+    return isinstance(item, (bool, int, float, complex))
 
 
 def _compare_leaves(name, a, b, site) -> dict[int, np.dtype]:

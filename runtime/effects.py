@@ -33,6 +33,7 @@ import numpy as np
 from runtime import errors, identity, staging
 from runtime import lists as lists_
 from runtime.errors import StagingError
+from runtime.variables import MaybeUnbound, Undefined
 
 _ATOMS = (type(None), bool, int, float, complex, str, bytes, range, type(Ellipsis))
 _LIBRARIES = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "runtime", "transpiler", "builtins"})
@@ -779,9 +780,10 @@ class Effects:
 
     def run(self, state, names, stage):
         """Stages the statement; returns its outputs (`names` name them)."""
+        entered = dict(zip(names, state))
         for store, stored in self.stores:
-            if not _holds_containers(self.functions, stored):
-                continue  # an array's store (`record["loss"] = loss`)
+            if not _holds_containers(self.functions, stored, entered):
+                continue  # an array's store (`record["loss"] = loss`), a number's
             raise StagingError(
                 f"`{store}` stores '{stored}' in another container in the staged "
                 f"{self.site.construct} ({self.site}), and the function changes '{stored}' in "
@@ -1160,11 +1162,16 @@ class Effects:
             )
 
 
-def _holds_containers(functions, path: str) -> bool:
-    """Whether `path` (`"params"`, `"params[*]"`, `"self.best"`), as the functions read it
-    (a closure variable or global), is a list or dict, or (`[*]`) holds one; True where it
-    cannot be read (a variable of the block's own)."""
+def _holds_containers(functions, path: str, entered: dict) -> bool:
+    """Whether `path` (`"params"`, `"params[*]"`, `"self.best"`), as the block enters with it
+    (`entered`: its state variables' values) or as the functions read it (a closure variable or
+    global), is a list or dict, or (`[*]`) holds one; True where it cannot be read."""
     head, *attributes = path.removesuffix("[*]").split(".")
+    if head in entered:
+        value = entered[head]
+        if isinstance(value, (lists_.StagedList, MaybeUnbound, Undefined)):
+            return True  # not a value Python would hold as it is: refused as it was
+        return _is_container(value, attributes, path)
     for function in functions:
         code = function.__code__
         if head in code.co_freevars:
@@ -1177,15 +1184,19 @@ def _holds_containers(functions, path: str) -> bool:
             value = function.__globals__[head]
         else:
             continue
-        for attribute in attributes:
-            value = getattr(value, attribute, None)
-        if path.endswith("[*]"):
-            held = value.values() if type(value) is dict else value
-            return type(value) in (list, dict, tuple) and any(
-                type(item) in (list, dict) for item in held
-            )
-        return type(value) in (list, dict)
+        return _is_container(value, attributes, path)
     return True
+
+
+def _is_container(value, attributes: list[str], path: str) -> bool:
+    for attribute in attributes:
+        value = getattr(value, attribute, None)
+    if path.endswith("[*]"):
+        held = value.values() if type(value) is dict else value
+        return type(value) in (list, dict, tuple) and any(
+            type(item) in (list, dict) for item in held
+        )
+    return type(value) in (list, dict)
 
 
 # The `aliased` of the loop being staged: its masked iterations' `if`s refuse those variables

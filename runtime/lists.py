@@ -662,8 +662,8 @@ def picked_by_program(items: list, what: str) -> StagedList:
     or Python numbers of one type (each read back as it is); else a StagingError naming the
     line and `what` the index picks."""
     element = one_array_type(items)
-    if element is None and items and len({type(x) for x in items}) == 1:
-        if type(items[0]) in (bool, int, float, complex):
+    if element is None and len({_number_kind(x) for x in items} - {None}) == 1:
+        if None not in {_number_kind(x) for x in items}:
             element = item_type(items)
     if element is None:
         raise StagingError(
@@ -674,6 +674,20 @@ def picked_by_program(items: list, what: str) -> StagedList:
         )
     staged = StagedList.create(items, len(items), element)
     return staged._with(static_length=len(items))
+
+
+def _number_kind(item) -> str | None:
+    """What kind of Python number `item` is or stands for ("b", "i", "f", "c": a Python number,
+    a weakly typed scalar array, a bool scalar array), else None. Items of one kind read back
+    from one array as they are (a Python int as a weakly typed int32, which promotes as it)."""
+    for kind, number in (("b", bool), ("i", int), ("f", float), ("c", complex)):
+        if isinstance(item, number):  # (a subclass too: JAX's typed literals)
+            return kind
+    if isinstance(item, jax.Array | np.ndarray) and np.ndim(item) == 0:
+        typed = jax.typeof(item)
+        if typed.weak_type or typed.dtype == jnp.bool_:
+            return np.dtype(typed.dtype).kind
+    return None
 
 
 def list_reverse(target):

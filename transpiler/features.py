@@ -8,9 +8,9 @@ walks. `present(tree)` lists what the tree holds, once:
 - `EARLY_RETURN` if some function in it returns other than by its last top-level statement
   (what the return pass rewrites);
 - `EXTENDED_BY_DISPLAY` for an `x += [a, b]` (or a tuple display), which extends a list;
-- `INDEXED_LIST` where a name is indexed by an expression (`out[k]`, not `out[0]` or a slice)
-  in a tree that makes a list (a display or a comprehension): a traced `k` picks the item of a
-  list when the program runs (what the lists pass rewrites);
+- `INDEXED` where a name is indexed by an expression (`out[k]`, not `out[0]`, a slice or a
+  tuple): a traced `k` may pick the item of a list when the program runs (what the lists pass
+  rewrites, for a list the function makes);
 - `"call:NAME"` for each plain name called (`print(...)`: `"call:print"`), and `"call:.NAME"`
   for each method called (`out.append(x)`: `"call:.append"`).
 
@@ -28,8 +28,7 @@ from transpiler import structure
 
 EARLY_RETURN = "early return"
 EXTENDED_BY_DISPLAY = "+= of a list or tuple display"
-INDEXED_LIST = "a name indexed by an expression, where a list is made"
-_INDEXED = "a name indexed by an expression"
+INDEXED = "a name indexed by an expression"
 
 
 def present(tree: gast.AST) -> set:
@@ -51,15 +50,13 @@ def present(tree: gast.AST) -> set:
         elif cls is gast.AugAssign and type(node.value) in (gast.List, gast.Tuple):
             found.add(EXTENDED_BY_DISPLAY)
         elif cls is gast.Subscript and picks_by_expression(node):
-            found.add(_INDEXED)
+            found.add(INDEXED)
         for field in node._fields:
             value = getattr(node, field, None)
             if type(value) is list:
                 stack.extend(v for v in value if isinstance(v, gast.AST))
             elif isinstance(value, gast.AST) and not isinstance(value, gast.expr_context):
                 stack.append(value)
-    if _INDEXED in found and (gast.List in found or gast.ListComp in found):
-        found.add(INDEXED_LIST)
     return found
 
 

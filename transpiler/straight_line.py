@@ -44,7 +44,7 @@ import types
 
 import gast
 
-from transpiler import features, libraries, naming
+from transpiler import features, libraries, naming, structure
 from transpiler.analysis import activity
 from transpiler.passes import powers
 
@@ -70,12 +70,17 @@ _UNARY = (gast.USub, gast.UAdd, gast.Invert)
 _COMPARISONS = (gast.Eq, gast.NotEq, gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.Is, gast.IsNot)
 
 
+def _makes_a_list(node: gast.FunctionDef) -> bool:
+    """Whether `node` makes a list (a display: the only way a straight-line function can)."""
+    return any(isinstance(n, gast.List) for n in structure.walk_nodes(node))
+
+
 def unchanged(node: gast.FunctionDef, fn: types.FunctionType) -> bool:
     """Whether converting `fn`, parsed as `node`, would change nothing (the module docstring)."""
     body = node.body
     if node.decorator_list or not all(isinstance(stmt, _STATEMENTS) for stmt in body):
         return False
-    if features.INDEXED_LIST in features.present(node):
+    if _makes_a_list(node) and features.INDEXED in features.present(node):
         return False  # `out[k]` of a list it makes: a traced `k` is the lists pass's
     # The names it binds (as `activity.local_names`, which walks every expression too: here
     # only names are assigned, by top-level statements) and its closure's.

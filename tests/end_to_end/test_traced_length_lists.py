@@ -829,3 +829,41 @@ def weights_until_large(xs, n):
 def test_a_loop_index_picks_an_item_of_a_list_the_function_makes():
     checks.check_jit(weights_until_large, jnp.array([1.0, 5.0, 50.0, 70.0]), 4)
     checks.check_grad(weights_until_large, jnp.array([1.0, 5.0, 50.0, 70.0]), 3)
+
+
+def stored_then_picked(x, k):
+    counts = [0, 0, 0]
+    record = {"counts": counts}
+    counts[k] += 1
+    return record["counts"]
+
+
+def picked_in_a_branch(x, k):
+    out = [x, x * 2, x * 3]
+    if x > 1:
+        out[k] = -x
+    return out
+
+
+def python_numbers_and_weak_items(a, b):
+    out = [b, 5]
+    for i in range(2):
+        if a > i:
+            out.append(b)
+        else:
+            out.append(i + i)  # 0 first: the very object an int item may be
+    k, out[k] = b % len(out), b * b
+    return max(out, default=4), sum(out), len(out)
+
+
+def test_a_traced_index_into_a_list_another_container_holds_is_refused():
+    # The dict holds the list itself: a staged copy of it would leave the dict's unchanged.
+    with pytest.raises(jax.errors.TracerIntegerConversionError):
+        transpiler.jit(stored_then_picked)(jnp.float32(0.0), jnp.int32(1))
+
+
+def test_a_list_changed_at_a_traced_index_in_a_branch_is_returned_as_a_list():
+    got = transpiler.jit(picked_in_a_branch)(jnp.float32(2.0), jnp.int32(1))
+    assert type(got) is list and [float(v) for v in got] == [2.0, -2.0, 6.0]
+    for a, b in ((0, 3), (2, 3), (1, 0)):
+        checks.check_jit(python_numbers_and_weak_items, a, b)

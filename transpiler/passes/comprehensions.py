@@ -51,7 +51,19 @@ from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
 APPLIES_TO = (gast.ListComp, gast.GeneratorExp)
-ADDS = (gast.FunctionDef, gast.For, gast.If, gast.Call, gast.Return, gast.Assign, "call:.append")
+ADDS = (
+    gast.FunctionDef,
+    gast.For,
+    gast.If,
+    gast.Call,
+    gast.Return,
+    gast.Assign,
+    gast.Try,  # a generator expression's: its StopIteration made a RuntimeError
+    gast.ExceptHandler,
+    gast.Raise,
+    "call:.append",
+    "call:RuntimeError",
+)
 
 # Builtins that consume a generator expression at once, in order (their keywords: those that
 # change nothing about how the items are taken).

@@ -41,7 +41,7 @@ APPLIES_TO = (
     "call:.pop",
     "call:.extend",
     features.EXTENDED_BY_DISPLAY,
-    features.INDEXED_LIST,
+    features.INDEXED,
 )
 ADDS = (gast.Assign, gast.Call)
 
@@ -203,9 +203,9 @@ def private_lists(
 
 def _handed_over_last(nodes: list[gast.AST], names: frozenset[str], allowed: set[int]) -> set[int]:
     """The ids of the lists handed to other code (`postprocess(out)`) once they are done: no
-    append or pop of the list comes after the call, nor in a loop around it. What the callee
-    keeps then is the list as it ends (as the Python list, or the buffer it stands for, which
-    refuses an append made through another name)."""
+    append, pop or item store of the list comes after the call, nor in a loop around it. What
+    the callee keeps then is the list as it ends (as the Python list, or the buffer it stands
+    for, which refuses an append made through another name)."""
     handed = [
         (holder, arg)
         for holder in nodes
@@ -220,6 +220,13 @@ def _handed_over_last(nodes: list[gast.AST], names: frozenset[str], allowed: set
             call = _method_call(node, method)
             if call is not None and call.func.value.id in names:
                 changes.setdefault(call.func.value.id, []).append(call)
+        if (  # `out[k] = v`, `out[k] += 1`, `del out[k]`: a change of the list too
+            isinstance(node, gast.Subscript)
+            and not isinstance(node.ctx, gast.Load)
+            and isinstance(node.value, gast.Name)
+            and node.value.id in names
+        ):
+            changes.setdefault(node.value.id, []).append(node)
     loops = [
         {id(n) for n in structure.walk_nodes(loop)}
         for loop in nodes
