@@ -343,6 +343,12 @@ class Carry:
                     f"{describe(value)} after one iteration ({self.site}). A staged loop can "
                     "only carry arrays (or tuples, lists and dicts of arrays)."
                 )
+            if (
+                type(prev) is list
+                and isinstance(value, lists_.StagedList)
+                and value.known_length() == len(prev)
+            ):
+                raise Picked(index)  # `out[i] = v` with the loop's traced `i`
             value = _adopt_weak_dtypes(staging.as_arrays(value), prev)
             promoted = self._check_leaves(name, prev, value, index in self.python_bools)
             if promoted:
@@ -471,6 +477,16 @@ class Replaced(staging.Retrace):
         self.index = index
 
 
+class Picked(staging.Retrace):
+    """Internal: an iteration changes an item of a Python list the loop carries at an index it
+    traces (`out[i] = x * i` in `for i in range(n)`), which makes it the staged list of its
+    items: stage the loop again with it entering as that staged list."""
+
+    def __init__(self, index: int):
+        super().__init__(index)
+        self.index = index
+
+
 def _replaced_probe(held, value) -> bool:
     return (
         isinstance(held, lists_.ProbeList)
@@ -501,6 +517,10 @@ def staged_with(stage, state, names):
         except Replaced as request:
             i = request.index
             state = (*state[:i], list(state[i]), *state[i + 1 :])
+        except Picked as request:
+            i = request.index
+            picked = lists_.picked_by_program(state[i], "the item assigned")
+            state = (*state[:i], picked, *state[i + 1 :])
         except Promoted as request:
             for i, casts in request.promotions.items():
                 promotions.setdefault(i, {}).update(casts)

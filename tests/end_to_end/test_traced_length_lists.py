@@ -867,3 +867,46 @@ def test_a_list_changed_at_a_traced_index_in_a_branch_is_returned_as_a_list():
     assert type(got) is list and [float(v) for v in got] == [2.0, -2.0, 6.0]
     for a, b in ((0, 3), (2, 3), (1, 0)):
         checks.check_jit(python_numbers_and_weak_items, a, b)
+
+
+def class_counts(labels):
+    counts = [0, 0, 0]
+    for v in labels:
+        counts[v] += 1
+    return counts
+
+
+def filled_up_to(x, n):
+    out = [0.0] * 4
+    i = 0
+    while i < n:
+        out[i] = x * i
+        i += 1
+    return sum(out), out[-1]
+
+
+def test_a_loop_that_changes_items_at_its_traced_index_carries_the_staged_list():
+    # `counts[v] += 1` over traced labels, `out[i] = ...` in a staged while: the Python list
+    # enters the loop as the staged list of its items (was: "loop variables must keep their
+    # structure").
+    labels = jnp.array([0, 2, 2, 1, 2])
+    assert [int(v) for v in transpiler.jit(class_counts)(labels)] == class_counts(labels)
+    for n in (0, 3, 4):
+        checks.check_jit(filled_up_to, jnp.float32(2.0), n)
+    checks.check_grad(lambda x: filled_up_to(x, 3)[0], jnp.float32(2.0))
+
+
+def tally(labels, mask):
+    counts = [0, 0, 0]
+    for i in range(labels.shape[0]):
+        if mask[i]:
+            counts[labels[i]] += 1  # the index evaluated once, before the item is read
+    return counts
+
+
+def test_an_augmented_item_at_an_index_expression_is_staged():
+    labels, mask = jnp.array([0, 2, 2, 1]), jnp.array([True, True, False, True])
+    assert [int(v) for v in transpiler.jit(tally)(labels, mask)] == tally(labels, mask)
+    assert transpiler.convert(tally)(labels, [True, False, True, True]) == tally(
+        labels, [True, False, True, True]
+    )

@@ -573,18 +573,24 @@ class _Lists(Transformer):
         # cannot tell the difference.
         if (
             item is None
-            or not _simple(item.slice)
             or type(node.op) not in _AUGMENTED
             or any(isinstance(n, _EFFECTFUL) for n in structure.walk_nodes(node.value))
         ):
             return node
-        return templates.replace(
+        update = templates.replace(
             f"target = {RUNTIME}.list_update(target, index, op, value)",
             target=item.value.id,
             index=item.slice,
             op=gast.Constant(_AUGMENTED[type(node.op)], None),
             value=node.value,
         )
+        if _simple(item.slice):
+            return update
+        # `counts[labels[i]] += 1`: Python evaluates the index once, before the item is read
+        # and the value evaluated: first, into a name of its own.
+        index = self.namer.new("index")
+        update[0].value.args[1] = gast.Name(index, gast.Load(), None, None)
+        return templates.replace("index = index_expr", index=index, index_expr=item.slice) + update
 
     def _item(self, target: gast.expr) -> gast.Subscript | None:
         """`target` if it is an item (not a slice) of a list this function keeps private."""
