@@ -178,8 +178,9 @@ class Carry:
     def _staged_list(self, index, value, probed, trip_count):
         """The list `value` as a fixed StagedList with room for the loop's appends."""
         name, site = self.names[index], self.site
-        if trip_count is None and not site.construct.endswith("loop"):
-            raise StagingError(  # a comprehension (its list has a generated name)
+        comprehension = site.construct in _COMPREHENSIONS
+        if trip_count is None and comprehension:
+            raise StagingError(
                 f"A {site.construct} with a filter ({site}) loops over items whose number is "
                 "known only when the program runs (a range with a traced bound), so the list it "
                 "builds has no fixed size. Loop over a range with a Python bound and test the "
@@ -211,7 +212,7 @@ class Carry:
             )
         appends = probed.count * trip_count
         where = f" at {probed.where}" if probed.where else ""
-        if not site.construct.endswith("loop"):  # a comprehension's list
+        if comprehension:
             origin = lists_.Origin(
                 _comprehension_list(name),
                 f"is built by a {site.construct} ({site}) with a traced filter, or over a "
@@ -233,7 +234,6 @@ class Carry:
             )
         if not staged:
             value = lists_.StagedList.create(value, len(value), element, origin)
-            value = value._with(static_length=len(value.buffer))
         known = value.known_length()
         if known is not None and not probed.conditional and not self.stops_early:
             self.static_lengths[index] = known + appends - probed.pops * trip_count
@@ -438,7 +438,11 @@ class Unbinds(staging.Retrace):
         self.index = index
 
 
-# {state index: {leaf index: dtype}}: what the loop being staged now promotes (see `Promoted`).
+# The constructs a loop stands for where the comprehensions pass wrote it
+# (`transpiler.passes.comprehensions`): its list has a generated name.
+_COMPREHENSIONS = frozenset({"list comprehension", "generator expression"})
+
+
 def _comprehension_list(name: str) -> str:
     """The name the user's code gives the list a comprehension builds, from the one its loop
     holds it in (`kept_items` for `kept = [...]`, see `transpiler.passes.comprehensions`)."""
@@ -446,6 +450,7 @@ def _comprehension_list(name: str) -> str:
     return "the list it builds" if base == "kept" or base == name else base
 
 
+# {state index: {leaf index: dtype}}: what the loop being staged now promotes (see `Promoted`).
 _PROMOTIONS: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
     "promotions", default=None
 )

@@ -167,7 +167,7 @@ def staged_cond(
                 replaced=fixes.replaced | retrace.replaced,
             )
             state = tuple(
-                _staged_on_entry(value, *retrace.lists[i], _appended_in(names[i], site))
+                lists.StagedList.create(value, *retrace.lists[i], _appended_in(names[i], site))
                 if i in retrace.lists
                 else list(value)
                 if i in retrace.replaced
@@ -468,13 +468,6 @@ def _raise_when_run(error: Exception, other: list) -> list:
         else value
         for value in other
     ]
-
-
-def _staged_on_entry(value: list, capacity: int, element, origin) -> lists.StagedList:
-    """The Python list `value` as a staged list with room for `capacity` items, of the length
-    it has (a branch that leaves it so keeps that length known)."""
-    staged = lists.StagedList.create(value, capacity, element, origin)
-    return staged._with(static_length=len(value))
 
 
 def _appended_in(name: str, site: Site) -> lists.Origin:

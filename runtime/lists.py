@@ -86,15 +86,16 @@ class StagedList:
     def create(
         cls, items, capacity: int, element: jax.ShapeDtypeStruct, origin: Origin | None = None
     ) -> StagedList:
-        """A list holding `items` (Python) with room for `capacity` items in all. A weakly typed
-        `element` (Python numbers) gives a weakly typed buffer: its items promote as they do."""
+        """A list holding `items` (Python) with room for `capacity` items in all, its length
+        known (`len(items)`). A weakly typed `element` (Python numbers) gives a weakly typed
+        buffer: its items promote as they do."""
         shape = (capacity, *element.shape)
         buffer = staging.zeros_like(
             jax.ShapeDtypeStruct(shape, element.dtype, weak_type=element.weak_type)
         )
         for i, item in enumerate(items):
             buffer = buffer.at[i].set(item)
-        return cls(buffer, jnp.asarray(len(items)), origin=origin)
+        return cls(buffer, jnp.asarray(len(items)), static_length=len(items), origin=origin)
 
     @property
     def capacity(self) -> int:
@@ -222,14 +223,15 @@ class StagedList:
         items = jnp.flip(self.buffer[:known], axis=0)
         return self._with(buffer=jnp.concatenate([items, self.buffer[known:]]))
 
-    def stacked(self, what: str = "jnp.stack"):
+    def stacked(self, what: str = "jnp.stack", strong: bool = False):
         """The items as one array, weakly typed if they are Python numbers (as `jnp.stack` of
-        them gives; `jnp.array` gives a strong one); StagingError if how many there are is
-        known only at run time."""
+        them gives), unless `strong` (as `jnp.array` of them gives); StagingError if how many
+        there are is known only at run time."""
         known = self.known_length()
         if known is None:
             raise self._traced_length(what)
-        return self.buffer[:known]
+        items = self.buffer[:known]
+        return lax.convert_element_type(items, items.dtype) if strong and self.weak else items
 
     def _traced_length(self, what: str) -> StagingError:
         name, why = self.origin.name, self.origin.why
@@ -452,8 +454,7 @@ class StagedList:
         )
 
     def __jax_array__(self):
-        items = self.stacked("an array")  # as `jnp.asarray` of the list: strongly typed
-        return lax.convert_element_type(items, items.dtype) if self.weak else items
+        return self.stacked("an array", strong=True)  # as `jnp.asarray` of the list
 
     def __repr__(self) -> str:
         if self.known_length() is not None:  # as the Python list it stands for prints
@@ -659,12 +660,12 @@ def picked_by_program(items: list, what: str) -> StagedList:
     """The Python list `items` as the staged list of its items, where a traced index picks
     one (`out[k]`, `out[k] = v`, `out.pop(k)`): which, the program decides when it runs, and
     the items must be one array then. They must be arrays of one shape, dtype and weak type,
-    or Python numbers of one type (each read back as it is); else a StagingError naming the
+    or Python numbers of one kind (each read back as it is); else a StagingError naming the
     line and `what` the index picks."""
     element = one_array_type(items)
-    if element is None and len({_number_kind(x) for x in items} - {None}) == 1:
-        if None not in {_number_kind(x) for x in items}:
-            element = item_type(items)
+    kinds = {_number_kind(x) for x in items}
+    if element is None and len(kinds) == 1 and None not in kinds:
+        element = item_type(items)
     if element is None:
         raise StagingError(
             f"{what} of a list with a traced index ({Site('index')}): which item, the program "
@@ -672,8 +673,7 @@ def picked_by_program(items: list, what: str) -> StagedList:
             "arrays of one shape and dtype (nor Python numbers of one type). Index with a "
             "Python int, or make the items arrays of one type."
         )
-    staged = StagedList.create(items, len(items), element)
-    return staged._with(static_length=len(items))
+    return StagedList.create(items, len(items), element)
 
 
 def _number_kind(item) -> str | None:
@@ -706,9 +706,8 @@ def stack_list(stack, target, *args, **kwargs):
     if not isinstance(target, StagedList):
         return stack(target, *args, **kwargs)
     name = getattr(stack, "__name__", "stacking")
-    result = target.stacked(f"{name}()")
-    if target.weak and name != "stack":  # `jnp.array` of Python numbers is strongly typed
-        result = lax.convert_element_type(result, result.dtype)
+    # `jnp.array` of Python numbers is strongly typed, `jnp.stack` of them weakly.
+    result = target.stacked(f"{name}()", strong=name != "stack")
     axis = kwargs.pop("axis", args[0] if args and isinstance(args[0], int) else 0)
     if axis:
         result = jnp.moveaxis(result, 0, axis)

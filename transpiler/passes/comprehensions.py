@@ -48,6 +48,7 @@ from transpiler import anno, origins, structure, templates
 from transpiler.analysis import activity
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
+from transpiler.passes.lists import method_call
 from transpiler.transformer import Transformer
 
 APPLIES_TO = (gast.ListComp, gast.GeneratorExp)
@@ -251,12 +252,7 @@ def _built_lists(fn_node: gast.FunctionDef) -> frozenset[str]:
     comprehension over them, filtered or not, must loop over as a staged `for` does."""
     built = set()
     for node in structure.walk_nodes(fn_node):
-        if (
-            isinstance(node, gast.Call)
-            and isinstance(node.func, gast.Attribute)
-            and node.func.attr == "append"
-            and isinstance(node.func.value, gast.Name)
-        ):
+        if method_call(node, "append") is not None:
             built.add(node.func.value.id)
         elif (
             isinstance(node, gast.Assign)

@@ -48,7 +48,7 @@ ADDS = (gast.Assign, gast.Call)
 _STACKERS = frozenset({"stack", "array", "asarray"})
 
 
-def _method_call(node: gast.AST, method: str) -> gast.Call | None:
+def method_call(node: gast.AST, method: str) -> gast.Call | None:
     """`node` if it is `<name>.<method>(...)`, else None."""
     if (
         isinstance(node, gast.Call)
@@ -217,7 +217,7 @@ def _handed_over_last(nodes: list[gast.AST], names: frozenset[str], allowed: set
     changes: dict[str, list[gast.AST]] = {}
     for node in nodes:
         for method in ("append", "pop"):
-            call = _method_call(node, method)
+            call = method_call(node, method)
             if call is not None and call.func.value.id in names:
                 changes.setdefault(call.func.value.id, []).append(call)
         if (  # `out[k] = v`, `out[k] += 1`, `del out[k]`: a change of the list too
@@ -388,9 +388,9 @@ class _Lists(Transformer):
             node.body = _extends_as_appends(node.body, lists, self.namer)
         appended, popped, indexed = set(), set(), set()
         for call in activity.walk_scope(node.body):
-            if _method_call(call, "append") is not None:
+            if method_call(call, "append") is not None:
                 appended.add(call.func.value.id)
-            elif _method_call(call, "pop") is not None:
+            elif method_call(call, "pop") is not None:
                 popped.add(call.func.value.id)
             elif isinstance(call, gast.Subscript) and features.picks_by_expression(call):
                 indexed.add(call.value.id)  # `out[k]`: a traced `k` picks the item at run time
@@ -465,7 +465,7 @@ class _Lists(Transformer):
 
     def visit_Expr(self, node):
         node = self.generic_visit(node)
-        append = self._local(_method_call(node.value, "append"))
+        append = self._local(method_call(node.value, "append"))
         if append is not None and len(append.args) == 1:
             starred = isinstance(append.args[0], gast.Starred)
             if append.func.value.id in self.unread[-1] and not starred:
@@ -478,10 +478,10 @@ class _Lists(Transformer):
                 target=append.func.value.id,
                 item=append.args[0],
             )
-        pop = self._local(_method_call(node.value, "pop"))
+        pop = self._local(method_call(node.value, "pop"))
         if pop is not None:
             return self._pop(pop, self.namer.new("_"))
-        reverse = self._local(_method_call(node.value, "reverse"))
+        reverse = self._local(method_call(node.value, "reverse"))
         if reverse is not None and not reverse.args:
             return templates.replace(
                 f"target = {RUNTIME}.list_reverse(target)", target=reverse.func.value.id
@@ -490,7 +490,7 @@ class _Lists(Transformer):
 
     def visit_Assign(self, node):
         node = self.generic_visit(node)
-        pop = self._local(_method_call(node.value, "pop"))
+        pop = self._local(method_call(node.value, "pop"))
         if pop is not None and len(node.targets) == 1:
             return self._pop(pop, node.targets[0])
         if len(node.targets) == 1 and self._unpacks_into_items(node.targets[0]):
@@ -668,7 +668,7 @@ def _never_read(scope: gast.FunctionDef, names: frozenset[str]) -> frozenset[str
     for i, stmt in enumerate(scope.body):
         appending = set()
         for node in activity.walk_scope([stmt]):
-            call = _method_call(node, "append")
+            call = method_call(node, "append")
             if call is not None and call.func.value.id in names:
                 appending.add(id(call.func.value))
                 first_append.setdefault(call.func.value.id, i)
@@ -720,7 +720,7 @@ def _extended(node: gast.AST) -> gast.Name | None:
     if isinstance(node, gast.AugAssign) and isinstance(node.op, gast.Add):
         target, display = node.target, node.value
     else:
-        call = _method_call(node.value, "extend") if isinstance(node, gast.Expr) else None
+        call = method_call(node.value, "extend") if isinstance(node, gast.Expr) else None
         if call is None or len(call.args) != 1:
             return None
         target, display = call.func.value, call.args[0]
