@@ -218,14 +218,17 @@ def _cond_once(
                     if owned is not None:  # for `_record_detached`, `_record_tuples`
                         raws[which] = list(raw)
                         tuples[which] = _tuple_items(raw, copies)
-            appended[which] = {key: p.count - starts[key] for key, (p, _, _) in probes.items()}
+            appended[which] = {
+                key: (p.count - starts[key][0], p.pops - starts[key][1])
+                for key, (p, _, _) in probes.items()
+            }
             assert len(raw) == len(names), "generated code returned the wrong number of values"
             outs = [_branch_output(i, value, fixes, names[i]) for i, value in enumerate(raw)]
             if traced:
                 untouched = {
                     key
                     for key, (p, _, _) in probes.items()
-                    if not p.pops and not any(counts[key] for counts in appended.values())
+                    if not p.pops and not any(any(counts[key]) for counts in appended.values())
                 }
                 _compare_branches(traced[0], (which, outs, raw), names, site, state, untouched)
             traced.append((which, outs, raw))

@@ -735,7 +735,6 @@ class ProbeList(list):
         self.appended: list = []
         self.conditional = False
         self.where: str | None = None  # the user's file:line of the first append
-        self._branches = 0  # staged `if`s being traced around the code that runs now
         self.element: jax.ShapeDtypeStruct | None = None  # what reads of missing items give
         self.guessed = False  # a read of a missing item gave a stand-in
 
@@ -803,27 +802,34 @@ class ProbeList(list):
             self.conditional = True
         else:
             self.pops += math.prod(trips)
-        if self._branches or any(staging.loops_stopping_early()[self.depth :]):
+        if any(staging.loops_stopping_early()[self.depth :]):
             self.conditional = True
         if not self:  # under a test of its length the graph decides
             return self[-1]  # the staged list's last item, or a stand-in (see __getitem__)
         return super().pop(*index)
 
     def branches(self):
-        """Counts the appends of a staged `if` (see `runtime.control_flow`): call `start()` as
-        each branch starts; `finish(counts)` with what each branch appended."""
-        before = self.count
-        self._branches += 1
+        """Counts the appends and pops of a staged `if` (see `runtime.control_flow`): call
+        `start()` as each branch starts; `finish(first, second)` with what each branch did,
+        `(appends, pops)`."""
+        before = self.count, self.pops
 
         def start():
-            self.count = before
+            self.count, self.pops = before
             return before
 
-        def finish(first: int, second: int):
-            # The list grows by the longer branch; a length that depends on the branch is traced.
-            self.count = before + max(first, second)
-            self.conditional |= first != second
-            self._branches -= 1
+        def finish(first: tuple[int, int], second: tuple[int, int]):
+            # The list grows by the longer branch. Its length after the `if` is known where
+            # both branches change it by as much (`window.pop(0); window.append(x)` against
+            # nothing), else traced.
+            grown = max(first[0], second[0])
+            changes = {appends - pops for appends, pops in (first, second)}
+            self.count = before[0] + grown
+            if len(changes) == 1:
+                self.pops = before[1] + grown - changes.pop()
+            else:
+                self.pops = before[1] + max(first[1], second[1])
+                self.conditional = True
 
         return start, finish
 

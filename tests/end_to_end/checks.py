@@ -20,8 +20,29 @@ def check_jit(fn, *args, static_argnums=()):
     """converted(*args) under jax.jit equals fn(*args) run eagerly; returns the converted fn."""
     converted = transpiler.convert(fn)
     expected = fn(*args)
-    assert_tree_close(jax.jit(converted, static_argnums=static_argnums)(*args), expected)
+    actual = jax.jit(converted, static_argnums=static_argnums)(*args)
+    assert_tree_close(actual, expected)
+    assert_same_types(actual, expected)
     return converted
+
+
+def assert_same_types(actual, expected):
+    """Leaf by leaf, what a jitted function gives for what `expected` holds: the same dtype,
+    shape and weak type for an array (a NumPy one as JAX canonicalizes it); for a Python number,
+    a scalar of JAX's dtype for it or of one it promotes to: where another path of the program
+    gives an array or a float, a staged choice joins the two (see docs/limitations.md)."""
+    for a, e in zip(jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)):
+        got = jax.typeof(a)
+        if isinstance(e, bool | int | float | complex):
+            want = jax.typeof(jax.numpy.asarray(e))
+            joined = jax.numpy.promote_types(want.dtype, got.dtype) == got.dtype
+            assert got.shape == () and joined, (got, e)
+            continue
+        want = jax.typeof(jax.numpy.asarray(e))
+        assert (got.dtype, got.shape, got.weak_type) == (want.dtype, want.shape, want.weak_type), (
+            f"{got} (weak: {got.weak_type}) != {want} (weak: {want.weak_type}); "
+            f"{actual!r} vs {expected!r}"
+        )
 
 
 def check_python(fn, *args):

@@ -735,6 +735,55 @@ def test_a_list_popped_under_a_traced_condition_is_staged(fn, x):
     checks.check_grad(lambda x: fn(x)[0], x)
 
 
+def running_window(x):
+    window = [0.0, 0.0, 0.0]
+    for v in x:
+        if v > 0:
+            window.pop(0)
+            window.append(v)
+    return window
+
+
+def window_of_pairs(x):
+    # Two pops and two appends against one and one: the same length either way.
+    window = [x[0], x[1]]
+    for v in x:
+        if v > 1:
+            window.pop(0)
+            window.pop(0)
+            window.append(v)
+            window.append(v * 2)
+        else:
+            window.pop()
+            window.append(-v)
+    return window
+
+
+def grows_in_one_branch_only(x):
+    window = [0.0]
+    for v in x:
+        if v > 0:
+            window.pop(0)
+            window.append(v)
+            window.append(v)
+        else:
+            window.pop(0)
+            window.append(v)
+    return len(window), sum(window)
+
+
+@pytest.mark.parametrize("fn", [running_window, window_of_pairs, grows_in_one_branch_only])
+def test_a_loop_whose_branches_pop_and_append_as_many_keeps_a_python_list(fn):
+    # Pops and appends that balance in every branch leave the list's length known after the
+    # loop: it comes back as a Python list, as Python's does (it was a StagedList of traced
+    # length); where they do not balance, the length is traced.
+    x = jnp.array([1.0, -2.0, 3.0, 4.0, -1.0])
+    checks.check_jit(fn, x)
+    checks.check_grad(lambda x: jnp.sum(jnp.stack(jax.tree_util.tree_leaves(fn(x)))), x)
+    if fn is not grows_in_one_branch_only:
+        assert type(transpiler.jit(fn)(x)) is list
+
+
 def stacked_into_its_own_name(x):
     rows = []
     for i in range(3):
