@@ -163,6 +163,8 @@ def caller(
             )
         if resolved is fn and host_effect(fn):
             return debugging.host_call(fn, *args, **kwargs)
+        if resolved is fn and staging.writes_when_run():
+            _refuse_reads_of_written(fn, args, kwargs)
         if resolved is fn and is_library(fn):
             resolved = _REVERSIBLE.get(fn, fn)
             args = tuple(resolve_argument(arg) for arg in args)
@@ -187,6 +189,24 @@ def caller(
         return result
 
     return call
+
+
+# A stream's methods that neither read nor move it: called while its writes wait for the run.
+_STREAM_QUERIES = frozenset({"flush", "fileno", "isatty", "readable", "writable", "seekable"})
+
+
+def _refuse_reads_of_written(fn, args, kwargs) -> None:
+    """StagingError where `fn`, called as it is while a program is staged, reads or changes a
+    file or buffer that program writes to when it runs (`buf.getvalue()` after a staged
+    `print(..., file=buf)`): it would not see the text."""
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    owner = getattr(fn, "__self__", None)
+    if name in _STREAM_QUERIES:
+        return
+    if owner is not None and not isinstance(owner, types.ModuleType):
+        staging.refuse_read_of_written(owner, f"`{type(owner).__name__}.{name}()`")
+    for value in (*args, *kwargs.values()):
+        staging.refuse_read_of_written(value, f"`{name}(...)`")
 
 
 def _staged_builtin(fn) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import io
 import sys
 
 import jax
@@ -47,6 +48,8 @@ def print_(*args, sep=" ", end="\n", file=None, flush=False):
         builtins.print(*line, sep=sep, end=end, file=file or sys.stdout, flush=flush)
 
     staging.host_callback(host_print, staging.branch_taken(), *values, ordered=True, kind="print")
+    if file is not None:
+        staging.written_when_run(file)
 
 
 def host_call(fn, /, *args, **kwargs):
@@ -54,7 +57,9 @@ def host_call(fn, /, *args, **kwargs):
     logging call, `warnings.warn`, `sys.stdout.write`): made at once, as Python, unless it is
     part of a program being staged; then when the program runs it (in a staged branch, only
     when the branch is taken), with the traced values in its arguments (and in text made from
-    them) as their values then. Gives None there (the call's own result is the host's)."""
+    them) as their values then. Gives None there (the call's own result is the host's), but for
+    a stream's `write` of text known while tracing: its length, as the stream's write gives
+    (of text made from traced values the length is known only when the program runs: None)."""
     items = [*args, *kwargs.values()]
     if not staging.in_staged_program() and not text.has_staged(items):
         return fn(*args, **kwargs)
@@ -67,6 +72,11 @@ def host_call(fn, /, *args, **kwargs):
         fn(*values[: len(args)], **dict(zip(kwargs, values[len(args) :])))
 
     staging.host_callback(run, staging.branch_taken(), *operands, ordered=True, kind="print")
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, io.IOBase):  # `fh.write(text)`: a file, a buffer, sys.stdout
+        staging.written_when_run(owner)
+        if fn.__name__ == "write" and len(items) == 1 and type(items[0]) in (str, bytes):
+            return len(items[0])  # what a text or byte stream's write gives
     return None
 
 

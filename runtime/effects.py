@@ -17,10 +17,12 @@ library objects: JAX's, NumPy's).
 
 from __future__ import annotations
 
+import array
 import collections
 import contextvars
 import dataclasses
 import functools
+import io
 import os
 import random
 import sys
@@ -87,7 +89,7 @@ class Change:
     def carryable(self) -> bool:
         """Whether the place can be staged: an array (tree) before and after, same place."""
         return (
-            self.kind not in ("resize", "reorder", "generator", "iterator")
+            self.kind not in ("resize", "reorder", "generator", "iterator", "state")
             and self.before is not _ABSENT
             and self.after is not _ABSENT
             and staging.is_array_tree(self.before)
@@ -126,7 +128,9 @@ class Change:
     def restore(self) -> None:
         if self.kind == "iterator":
             return  # an iterator cannot be moved back: the error that follows says so
-        if self.kind == "reorder":
+        if self.kind == "state":
+            _restore_buffer(self.container, self.before)
+        elif self.kind == "reorder":
             self.container.clear()
             self.container.update(self.before)
         elif self.kind == "resize":
@@ -153,6 +157,12 @@ class Change:
             )
         if self.kind == "reorder":
             return f"{self.label} (a dict) has its keys put in another order"
+        if self.kind == "state":
+            kind = type(self.container)
+            module = kind.__module__.lstrip("_")  # `_io.StringIO` is io.StringIO
+            name = kind.__name__ if module == "builtins" else f"{module}.{kind.__name__}"
+            article = "an" if name[0] in "aeiou" else "a"
+            return f"{self.label} ({article} {name}) is changed in place"
         if self.kind == "resize":
             before, after = len(self.before), len(self.after)
             what = f"{self.label} (a {type(self.container).__name__})"
@@ -337,8 +347,9 @@ class Snapshot:
             else:
                 self.opaque.append(label)
             return []
-        if isinstance(obj, bytearray):
-            self._records.append((obj, "list", list(obj), label))
+        state = _buffer_state(obj)
+        if state is not None:
+            self._records.append((obj, "state", state, label))
             return []
         if self.limit is not None and isinstance(obj, _SIZED) and len(obj) > self.limit:
             self.opaque.append(label)
@@ -419,7 +430,39 @@ def _entering(change: Change):
     return change.get()
 
 
+def _buffer_state(obj):
+    """What a buffer of the standard library holds, for a snapshot: a `bytearray`'s or an
+    `array.array`'s items, an `io.StringIO`'s or `io.BytesIO`'s text and position; None for
+    other objects. Staged code that changes one is refused: a buffer cannot hold traced values,
+    and tracing a branch or a loop body changes it once, whatever runs."""
+    if isinstance(obj, (bytearray, array.array)):
+        return bytes(obj)
+    if isinstance(obj, (io.StringIO, io.BytesIO)) and not obj.closed:
+        return obj.getvalue(), obj.tell()
+    return None
+
+
+def _restore_buffer(obj, state) -> None:
+    if isinstance(obj, bytearray):
+        obj[:] = state
+        return
+    if isinstance(obj, array.array):
+        del obj[:]
+        obj.frombytes(state)
+        return
+    text, position = state
+    obj.seek(0)
+    obj.truncate()
+    obj.write(text)
+    obj.seek(position)
+
+
 def _compare(container, kind, before, label) -> list[Change]:
+    if kind == "state":
+        if _buffer_state(container) == before:
+            return []
+        now = _buffer_state(container)
+        return [Change((id(container), "state", None), label, before, now, container, kind)]
     if kind == "iterator":
         now = _iterator_state(container)
         if _same_reduced(before, now):

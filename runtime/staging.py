@@ -130,10 +130,13 @@ def _call_staging(fn, args, kwargs, direct: bool):
     token, witness_token = _staged_program.set(True), _witness.set(witness)
     jax_made = not direct and _has_dict((args, kwargs))
     dicts = _jax_dicts.set(_dicts_in((args, kwargs)) if jax_made else {})
-    floats = _python_floats.set({})
+    floats, written = _python_floats.set({}), _written_when_run.set({})
     try:
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
+        _check_still_open(_written_when_run.get())
+        return result
     finally:
+        _written_when_run.reset(written)
         _python_floats.reset(floats)
         _jax_dicts.reset(dicts)
         _witness.reset(witness_token)
@@ -895,6 +898,61 @@ _jax_dicts: contextvars.ContextVar[dict | None] = contextvars.ContextVar("jax_di
 _python_floats: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
     "python_floats", default=None
 )
+
+
+# The files and buffers (`io.StringIO`) the program being staged writes to when it runs (a
+# print to a file, `fh.write(...)`), by id, with the user's line of the first such write.
+_written_when_run: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "written_when_run", default=None
+)
+
+
+def written_when_run(target) -> None:
+    """Records that the program being staged writes to `target` when it runs, here."""
+    written = _written_when_run.get()
+    if written is not None and id(target) not in written:
+        written[id(target)] = (target, Site("write").location())
+
+
+def writes_when_run() -> bool:
+    """Whether the program being staged writes to a file or buffer when it runs."""
+    return bool(_written_when_run.get())
+
+
+def write_when_run(target) -> tuple[str | None] | None:
+    """`(where,)` if the program being staged writes to `target` when it runs (see
+    `written_when_run`): what code traced now reads of it would not hold that text."""
+    written = _written_when_run.get()
+    found = written.get(id(target)) if written else None
+    return None if found is None or found[0] is not target else (found[1],)
+
+
+def refuse_read_of_written(target, what: str) -> None:
+    """StagingError if the program being staged writes to `target` when it runs: `what`
+    (`buf.getvalue()`), traced now, would read it without that text."""
+    found = write_when_run(target)
+    if found is None:
+        return
+    where = f" (at {found[0]})" if found[0] else ""
+    raise StagingError(
+        f"{what} reads or changes the {type(target).__name__} that the program writes to{where} "
+        "when it runs: a write in staged code (a print to a file, a write call) is made when "
+        "the compiled program runs, after the code that reads it here was traced, so the read "
+        "would not see it. Read it after the converted function returns, or build the text as "
+        "a string (or a list of strings) and return it."
+    )
+
+
+def _check_still_open(written: dict) -> None:
+    for target, where in written.values():
+        if getattr(target, "closed", False):
+            place = f" at {where}" if where else ""
+            raise StagingError(
+                f"The program writes to a {type(target).__name__}{place} when it runs, but the "
+                "file is closed before then (a `with` block or a close() around staged code "
+                "closes it while the program is traced, before it runs). Open the file outside "
+                "the converted function and pass it in, or return the text and write it after."
+            )
 
 
 def python_float(value):

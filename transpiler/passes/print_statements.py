@@ -3,10 +3,12 @@
     print("loss", loss, sep=": ")   ->   rt__.print_("loss", loss, sep=": ")
     print(f"x={x:.3f}")             ->   rt__.print_(rt__.fstring('x=', (x, '', '.3f')))
     raise ValueError(f"bad {x}")    ->   raise ValueError(rt__.fstring('bad ', (x, '', '')))
+    fh.write(f"x={x}")              ->   fh.write(rt__.fstring('x=', (x, '', '')))
 
 Only calls of the builtin `print` are rewritten (not a local or global named `print`). Text made
 from values among their arguments (f-strings, `%`, `.format`, `str()`), and in the exception of
-a `raise`, is made by runtime calls that keep traced values apart from the text, so a staged
+a `raise`, and in what is written with a stream's or a logger's method (`fh.write`,
+`log.info`), is made by runtime calls that keep traced values apart from the text, so a staged
 print shows their values, not the tracers. So is text assigned to a name that is only printed,
 raised or asserted (`msg = f"loss {loss}"; print(msg)`); where no traced value is in it, it is
 the same `str`. Text used anywhere else stays Python's.
@@ -44,6 +46,8 @@ class _PrintStatements(Transformer):
         if activity.reads_builtin(node.func, self.globals, ("print",)):
             node.func = templates.replace_as_expression(f"{RUNTIME}.print_")
             node.args = [_Text(self.globals).visit(arg) for arg in node.args]
+        elif _writes_text(node):
+            node.args = [_Text(self.globals).visit(arg) for arg in node.args]
         return node
 
     def visit_Assert(self, node):
@@ -59,6 +63,20 @@ class _PrintStatements(Transformer):
         if node.exc is not None:
             node.exc = _Text(self.globals).visit(node.exc)
         return node
+
+
+# Methods that write text to the host, which staged code calls when the program runs (see
+# `transpiler.libraries.host_effect`): a stream's `fh.write(f"loss {loss}")`, a logger's
+# `log.info(...)`. Their text is made as a print's is; called on another object (a method of the
+# user's named `write`), text with no traced value in it is the same str, and one with traced
+# values the same text (a tracer's) that Python's formatting gives.
+_WRITING_METHODS = frozenset(
+    {"write", "writelines", "debug", "info", "warning", "warn", "error", "exception", "critical"}
+)
+
+
+def _writes_text(call: gast.Call) -> bool:
+    return isinstance(call.func, gast.Attribute) and call.func.attr in _WRITING_METHODS
 
 
 class _Text(Rewriter):
@@ -165,7 +183,9 @@ def _printed_text_assignments(fn_node: gast.FunctionDef, globals_: dict) -> list
             target = node.targets[0] if isinstance(node, gast.Assign) else node.target
             assignments.setdefault(target.id, []).append(node)
         shown_here = []
-        if isinstance(node, gast.Call) and naming.runtime_operator(node.func) == "print_":
+        if isinstance(node, gast.Call) and (
+            naming.runtime_operator(node.func) == "print_" or _writes_text(node)
+        ):
             shown_here = node.args
         elif isinstance(node, gast.Raise) and node.exc is not None:
             shown_here = [node.exc]
