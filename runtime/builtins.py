@@ -128,8 +128,10 @@ def _extreme(python_fn, args, key, default):
     """`min`/`max` as Python computes them, on traced values too: the first item that no later
     one beats (`v > best` for max), so ties keep the first (and the gradient goes to it) and a
     NaN counts only where it comes first."""
+    if len(args) == 1 and isinstance(args[0], lists.ProbeList):
+        args = (args[0].read(),)  # the list a staged loop is sizing: its items
     if len(args) == 1 and isinstance(args[0], (list, tuple)) and type(args[0]) not in (list, tuple):
-        args = (list(args[0]),)  # a list subclass (the list a staged loop is sizing): its items
+        args = (list(args[0]),)  # a list subclass: its items
     elif (
         len(args) == 1
         and isinstance(args[0], lists.StagedList)

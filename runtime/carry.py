@@ -51,6 +51,8 @@ class Carry:
         # given fresh containers: all count).
         self.changed: set[int] | None = None
         self._given: tuple | None = None
+        # Variables the probed body binds to a list it sizes (`retval = out`): by that list's.
+        self._binds_lists: dict[int, int] = {}
         state = self._size_from_body(state, probe, trip_count, probe_args)
         promotions = _PROMOTIONS.get()
         if promotions:
@@ -144,6 +146,11 @@ class Carry:
         for i in lists:
             if probe_state[i].appended:
                 state[i] = self._staged_list(i, state[i], probe_state[i], trip_count)
+        for i, j in self._binds_lists.items():
+            if isinstance(state[j], lists_.StagedList) and not isinstance(state[i], Undefined):
+                # `return out` from inside the loop: the return value is that list, carried as
+                # an empty one of its room until the return runs
+                state[i] = state[j]._with(length=jnp.zeros_like(state[j].length))
         return tuple(state)
 
     def _probe(self, state, unset, lists, probe, probe_args, elements):
@@ -153,6 +160,10 @@ class Carry:
         for i in lists:
             value = state[i]
             staged = isinstance(value, lists_.StagedList)
+            if staged and value.known_length() is not None:
+                # Of known length (a list a loop changes at a traced index): the Python list
+                # of its items, as code that reads the whole list (`jnp.stack(out)`) reads it.
+                value, staged = value.items("a staged loop"), False
             probe_state[i] = lists_.ProbeList([] if staged else value, value if staged else None)
             probe_state[i].element = elements.get(i)
         # What the loop carries enters the probe abstract, as it enters the loop: a test on it is
@@ -169,6 +180,9 @@ class Carry:
             outs = probe(tuple(values), *probe_args)
             bound = [v.value if isinstance(v, MaybeUnbound) else v for v in outs]
             found.extend(i for i in unset if staging.is_array_tree(bound[i]))
+            self._binds_lists = {
+                i: j for i in unset for j in lists if bound[i] is probe_state[j] and i != j
+            }
             self.never_bound.update(i for i in unset if outs[i] is probe_state[i])
             return [staging.as_arrays(bound[i]) for i in found]
 
@@ -261,6 +275,9 @@ class Carry:
         for index in self.planned:
             value, length = state[index], self.static_lengths.get(index)
             state[index] = value._with(static_length=length, fixed=False)
+        for index in self._binds_lists:
+            if isinstance(state[index], lists_.StagedList):
+                state[index] = state[index]._with(fixed=False)
         if ran:
             for index in self.bound_by_every_iteration:
                 state[index] = state[index].value

@@ -122,7 +122,8 @@ class _Retrace(staging.Retrace):
         self.placeholders = placeholders or {}  # {variable index: tree of ShapeDtypeStruct}
         self.unbound = unbound or {}  # {variable index: tree of ShapeDtypeStruct}: MaybeUnbound
         self.lists = lists or {}  # {variable index: (capacity, item ShapeDtypeStruct)}
-        self.resize = resize or {}  # {variable index: capacity} of staged lists to even out
+        # {variable index: (capacity, fixed, origin)} of staged lists to even out
+        self.resize = resize or {}
         self.raised = raised or {}  # {"true" or "false": the exception its tracing raised}
         # Variables holding a list a staged loop's probe stands in for (`ProbeList`), that a
         # branch replaces by a list of its own and neither appends to: a list like any other.
@@ -754,9 +755,19 @@ def _branch_output(index, value, fixes: _Retrace, name: str):
             value = MaybeUnbound(staging.zeros_like(fixes.unbound[index]), False, name)
         else:
             value = MaybeUnbound(value, True, name)
-    if isinstance(value, lists.StagedList) and index in fixes.resize:
+    if index in fixes.resize:
         # Both branches get the larger buffer; the length is known in neither.
-        value = value.resized(fixes.resize[index], value.fixed)._with(static_length=None)
+        evened = iter(fixes.resize[index])
+
+        def even(item):
+            if not isinstance(item, lists.StagedList):
+                return item
+            capacity, fixed, origin = next(evened)
+            return item.resized(capacity, fixed)._with(static_length=None, origin=origin)
+
+        value = jax.tree_util.tree_map(
+            even, value, is_leaf=lambda v: isinstance(v, lists.StagedList)
+        )
     if not staging.is_array_tree(value):
         return value
     casts = {j: dtype for (i, j), dtype in fixes.casts.items() if i == index}
@@ -795,6 +806,8 @@ def _compare_branches(first, second, names, site, state, untouched=frozenset()):
         raw = {first[0]: first[2][index], second[0]: second[2][index]}
         unset = [w for w, v in values.items() if isinstance(v, UndefinedReturnValue)]
         other = a if unset == ["false"] else b
+        if len(unset) == 1 and isinstance(other, lists.ProbeList):
+            continue  # the probe of a loop: the list it stands in for, returned (sized later)
         if len(unset) == 1 and staging.is_array_tree(other):
             placeholders[index] = staging.shapes_of(staging.as_arrays(other))
             continue
@@ -803,6 +816,8 @@ def _compare_branches(first, second, names, site, state, untouched=frozenset()):
             unbound_shapes[index] = unbound
             continue
         undefined = [w for w, v in values.items() if isinstance(v, Undefined)]
+        if len(undefined) == 2:
+            continue  # unbound either way (`del i` in both branches): reading it raises
         if len(undefined) == 1:
             defined = "false" if undefined == ["true"] else "true"
             if values[undefined[0]].deleted:
@@ -834,9 +849,9 @@ def _compare_branches(first, second, names, site, state, untouched=frozenset()):
             buffer = staged[0].buffer
             item = jax.ShapeDtypeStruct(buffer.shape[1:], buffer.dtype, weak_type=staged[0].weak)
             raise _Retrace(lists={index: (staged[0].capacity, item)})
-        if isinstance(a, lists.StagedList) and isinstance(b, lists.StagedList):
-            if (a.capacity, a.static_length) != (b.capacity, b.static_length):
-                raise _Retrace(resize={index: max(a.capacity, b.capacity)})
+        evened = _evened_lists(a, b)
+        if evened is not None:
+            raise _Retrace(resize={index: evened})
         array_a, array_b = staging.is_array_tree(a), staging.is_array_tree(b)
         if not (array_a or array_b) and a is b:
             continue  # the same Python object either way: nothing to stage
@@ -850,6 +865,30 @@ def _compare_branches(first, second, names, site, state, untouched=frozenset()):
             casts[index, j] = dtype
     if casts or placeholders or unbound_shapes:
         raise _Retrace(casts, placeholders, unbound=unbound_shapes)
+
+
+def _staged_lists(value) -> tuple[list, object]:
+    leaves, tree = jax.tree_util.tree_flatten(
+        value, is_leaf=lambda v: isinstance(v, lists.StagedList)
+    )
+    return [v for v in leaves if isinstance(v, lists.StagedList)], tree
+
+
+def _evened_lists(a, b) -> list | None:
+    """Where `a` and `b` hold staged lists in the same places (`out`, `(out, 1)`) that differ
+    in room, in whether their length is known, or in how they were made (`return out` inside a
+    loop, where the list is the loop's, and after it): what each is to become in both branches,
+    `(capacity, fixed, origin)`, in order; else None."""
+    in_a, tree_a = _staged_lists(a)
+    in_b, tree_b = _staged_lists(b)
+    if not in_a or len(in_a) != len(in_b) or tree_a != tree_b:
+        return None
+    shown = [(x.capacity, x.static_length, x.fixed, x.origin) for x in in_a]
+    if shown == [(y.capacity, y.static_length, y.fixed, y.origin) for y in in_b]:
+        return None
+    return [
+        (max(x.capacity, y.capacity), x.fixed and y.fixed, x.origin) for x, y in zip(in_a, in_b)
+    ]
 
 
 def _bound_on_one_path(a, b):

@@ -702,7 +702,7 @@ def list_reverse(target):
 def stack_list(stack, target, *args, **kwargs):
     """`stack(target, ...)` (`jnp.stack`, `jnp.array`, ...) that stacks a StagedList at once."""
     if isinstance(target, ProbeList):
-        target = list(target)  # JAX takes lists, not subclasses of them
+        target = target.read()  # JAX takes lists, not subclasses of them
     if not isinstance(target, StagedList):
         return stack(target, *args, **kwargs)
     name = getattr(stack, "__name__", "stacking")
@@ -783,6 +783,19 @@ class ProbeList(list):
         ) = mark
         self[:] = items
         del self.appended[n:]
+
+    def read(self) -> list | StagedList:
+        """What code that reads the whole list sees while the probe runs (`min(out)`,
+        `jnp.stack(out)`): its items; of a staged list being probed, that list with the items
+        appended since (their values are a probe's: only their types matter)."""
+        if self.base is None:
+            return list(self)
+        out = self.base
+        if len(self):
+            out = out.resized(out.capacity + len(self), fixed=False)
+            for item in self:
+                out = out.appended(item)
+        return out
 
     def traced_length(self):
         """Its length as the staged loop sees it: traced (in the loop, a list's length is

@@ -19,7 +19,7 @@ from jax.extend import core as jax_core
 from runtime import errors as errors_
 from runtime import identity
 from runtime.errors import Site, StagingError
-from runtime.variables import MaybeUnbound, Undefined
+from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
 
 
 class Retrace(Exception):  # noqa: N818 - a request, not an error
@@ -455,6 +455,8 @@ def describe(value) -> str:
         return "undefined"
     if isinstance(value, MaybeUnbound):
         return f"bound on some paths only (to {describe(value.value)})"
+    if isinstance(value, UndefinedReturnValue):
+        return "nothing yet (that path has not returned)"
     if value is None:
         return "None"
     if hasattr(value, "shape") and hasattr(value, "dtype"):

@@ -555,3 +555,41 @@ def test_a_while_true_its_bound_ends_runs_the_code_after_it(fn, x, expected):
     # UndefinedReturnValue, the staged one 0.
     assert transpiler.convert(fn)(x) == expected
     assert int(jax.jit(transpiler.convert(fn))(x)) == expected
+
+
+def returns_its_list_from_a_bounded_while(x):
+    v = []
+    while x > 0:
+        transpiler.loop_options(max_iterations=8)
+        x -= 1
+        if x % 3 == 0:
+            return v
+        v.append(x)
+    return v
+
+
+def returns_its_list_and_a_flag_from_a_for(x, n):
+    v = []
+    for i in range(6):
+        if i >= n:
+            return v, 1
+        v.append(x * i)
+    return v, 0
+
+
+def test_a_list_built_in_a_staged_loop_is_returned_from_inside_it():
+    # Was refused: the return value was compared with "a UndefinedReturnValue", and a list
+    # returned with another value inside the loop and after it differed in how it was made.
+    for x in (3, 5, 9, 0):
+        got = transpiler.jit(returns_its_list_from_a_bounded_while)(jnp.int32(x))
+        items, length = transpiler.padded(got)
+        expected = returns_its_list_from_a_bounded_while(x)
+        assert [int(v) for v in items[: int(length)]] == expected
+    for n in (0, 2, 6):
+        (items, length), flag = jax.jit(
+            lambda x, n: (lambda out: (transpiler.padded(out[0]), out[1]))(
+                transpiler.convert(returns_its_list_and_a_flag_from_a_for)(x, n)
+            )
+        )(jnp.float32(2.0), jnp.int32(n))
+        expected, expected_flag = returns_its_list_and_a_flag_from_a_for(2.0, n)
+        assert [float(v) for v in items[: int(length)]] == expected and int(flag) == expected_flag

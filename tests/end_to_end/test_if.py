@@ -229,3 +229,19 @@ def test_a_bool_array_joined_with_a_weakly_typed_int_array():
     got = jax.jit(transpiler.convert(mask_or_its_double))(x)
     assert got.tolist() == mask_or_its_double(x).tolist() == [2, 0, 2]
     assert jax.typeof(got).weak_type
+
+
+def deletes_in_both_branches(c):
+    i = 1
+    if c:
+        del i
+    else:
+        del i
+    return i
+
+
+def test_a_variable_deleted_in_both_branches_is_unbound_after_the_if():
+    # As Python: reading it raises UnboundLocalError (was a StagingError saying it was
+    # "undefined in the true branch but undefined in the false branch").
+    with pytest.raises(UnboundLocalError):
+        transpiler.jit(deletes_in_both_branches)(jnp.bool_(True))

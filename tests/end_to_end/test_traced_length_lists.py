@@ -945,6 +945,62 @@ def test_a_loop_that_changes_items_at_its_traced_index_carries_the_staged_list()
     checks.check_grad(lambda x: filled_up_to(x, 3)[0], jnp.float32(2.0))
 
 
+def reads_the_whole_list_it_changes(x, k):
+    out = [x[0], x[1]]
+    acc = 0.0
+    for _ in range(2):
+        out[k] = out[k] + 1.0
+        acc = acc + min(out) + max(out, key=lambda v: -v) + jnp.stack(out).sum()
+    return acc
+
+
+def test_a_loop_that_changes_items_at_a_traced_index_reads_the_whole_list():
+    # min/max/jnp.stack of the list in the loop read it while the loop is probed: they saw an
+    # empty list ("min() arg is an empty sequence", "Need at least one array to stack").
+    x = jnp.array([3.0, 1.0])
+    for k in (0, 1):
+        checks.check_jit(reads_the_whole_list_it_changes, x, jnp.int32(k))
+    checks.check_grad(lambda x: reads_the_whole_list_it_changes(x, jnp.int32(1)), x)
+
+
+def counts_of(labels, n_classes):
+    counts = [0] * n_classes
+    for v in labels:
+        counts[v] += 1
+    return counts
+
+
+def unpacks_what_it_changes(x, k):
+    best = [x[0], x[1]]
+    for _ in range(2):
+        a, b = best
+        best[k] = a + b
+    return best
+
+
+def prints_its_items(x):
+    out = []
+    for i in range(3):
+        if x[i] > 0:
+            out.append(x[i])
+    print(*out)
+    return x
+
+
+def test_repeated_displays_and_unpacking_keep_a_list_private():
+    # `[0] * n_classes` is a new list, as `[0] * 3` is; `a, b = best` reads its items and
+    # keeps no reference to it. Both were JAX's TracerIntegerConversionError at `counts[v]`.
+    labels = jnp.array([0, 2, 1, 2])
+    got = jax.jit(transpiler.convert(counts_of), static_argnums=1)(labels, 3)
+    assert [int(v) for v in got] == counts_of(labels, 3)
+    x = jnp.array([1.0, 2.0])
+    for k in (0, 1):
+        checks.check_jit(unpacks_what_it_changes, x, jnp.int32(k))
+    # `print(*out)` reads the items too: a list of traced length is refused by name.
+    with pytest.raises(StagingError, match=r"'out' is appended to at .* iterating of it"):
+        transpiler.jit(prints_its_items)(jnp.array([1.0, -2.0, 3.0]))
+
+
 def tally(labels, mask):
     counts = [0, 0, 0]
     for i in range(labels.shape[0]):

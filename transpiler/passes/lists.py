@@ -155,6 +155,10 @@ def private_lists(
                 and _stacks(node.value, globals_)  # `rows = jnp.stack(rows)`
             ):
                 allowed.add(id(targets[0]))
+            elif all(isinstance(t, (gast.Tuple, gast.List)) for t in targets) and isinstance(
+                node.value, gast.Name
+            ):
+                allowed.add(id(node.value))  # `a, b = best`: its items, not the list
             elif (  # `losses, sizes = [], []`
                 len(targets) == 1
                 and isinstance(targets[0], gast.Tuple)
@@ -311,7 +315,9 @@ def _reading_call_args(call: gast.Call, globals_: dict) -> list[gast.expr]:
         if isinstance(call.func, gast.Attribute) and call.func.attr == "fstring":
             # `f"got {out}"`: `rt__.fstring("got ", (out, '', ''))` formats each field's value.
             return [a.elts[0] if isinstance(a, gast.Tuple) and a.elts else a for a in call.args]
-        return [*call.args, *(k.value for k in call.keywords)]
+        # `print(*out)`: the items, not the list
+        args = [a.value if isinstance(a, gast.Starred) else a for a in call.args]
+        return [*args, *(k.value for k in call.keywords)]
     if _builtin(call.func, _FIRST_READERS, globals_):
         first_only = call.func.id == "sum" or len(call.args) == 1
         return call.args[:1] if first_only else []
@@ -327,9 +333,14 @@ def _plain_operation(node: gast.expr, names: frozenset[str], globals_: dict) -> 
     of its operands; a user object's `__add__` may hand back a list of its own, or keep one."""
     if not isinstance(node, gast.BinOp):
         return False
+    displays = (gast.List, gast.ListComp)
+    repeated = isinstance(node.op, gast.Mult) and (
+        isinstance(node.left, displays) or isinstance(node.right, displays)
+    )
     for operand in (node.left, node.right):
         if isinstance(operand, gast.Name):
-            if operand.id not in names:
+            # `[0] * n_classes`: a list display repeated a number of times is a new list
+            if operand.id not in names and not repeated:
                 return False
         elif isinstance(operand, gast.Call):
             if not _array_function(operand.func, globals_):
