@@ -26,6 +26,8 @@ from runtime.for_loops import for_stmt, range_
 from runtime.lists import (
     handed_list,
     list_append,
+    list_clear,
+    list_delete,
     list_item,
     list_pop,
     list_reverse,
@@ -60,6 +62,8 @@ __all__ = [
     "handed_list",
     "list_append",
     "list_item",
+    "list_clear",
+    "list_delete",
     "list_pop",
     "list_reverse",
     "list_setitem",

@@ -180,10 +180,11 @@ class StagedList:
             "expression."
         )
 
-    def popped(self, *index) -> tuple[StagedList, object]:
-        """The list without its last item (or item `index`), and that item."""
+    def popped(self, *index, deleting: bool = False) -> tuple[StagedList, object]:
+        """The list without its last item (or item `index`), and that item. `deleting`: for
+        `del out[index]`, whose IndexError Python words as an assignment's."""
         if index:
-            return self._popped_at(index[0])
+            return self._popped_at(index[0], deleting)
         last = self.length - 1
         item = lax.dynamic_index_in_dim(self.buffer, last, 0, keepdims=False)
         known = self.known_length()
@@ -191,10 +192,13 @@ class StagedList:
         popped = self._with(length=last, static_length=None if known is None else known - 1)
         return popped, item
 
-    def _popped_at(self, index) -> tuple[StagedList, object]:
+    def _popped_at(self, index, deleting: bool = False) -> tuple[StagedList, object]:
         """`pop(index)`: the items after it move down one. A traced index is checked in range
         when the program runs (Python's IndexError; a read's is clamped, see `_check_index`)."""
-        message = f"pop index out of range ('{self.origin.name}'.pop({{}}))"
+        name = self.origin.name
+        python = "list assignment index out of range" if deleting else "pop index out of range"
+        shown = f"del {name}[{{}}]" if deleting else f"'{name}'.pop({{}})"
+        message = f"{python} ({shown})"
         if is_staged(index):
             staging.check_when_run(
                 lambda i, length: (i < -length) | (i >= length),
@@ -202,7 +206,7 @@ class StagedList:
                 index,
                 self.length,
             )
-        position = self._position(index, "pop index out of range")
+        position = self._position(index, python)
         item = self._item_at(position)
         buffer = self.buffer
         moved = jnp.arange(buffer.shape[0]).reshape((-1,) + (1,) * (buffer.ndim - 1)) >= position
@@ -656,6 +660,33 @@ def list_pop(target, *index):
     return target, item
 
 
+def list_delete(target, index):
+    """Functional form of `del target[index]` (an item, not a slice): returns the list."""
+    if isinstance(target, StagedList):
+        return target.popped(index, deleting=True)[0]
+    if is_staged(index) and type(target) is list:
+        return picked_by_program(target, "the item deleted").popped(index, deleting=True)[0]
+    if isinstance(target, ProbeList):
+        try:
+            target.pop(index)  # counted as the pop it is
+        except IndexError:
+            raise IndexError("list assignment index out of range") from None
+        return target
+    del target[index]
+    return target
+
+
+def list_clear(target):
+    """Functional form of `target.clear()`: returns the list, emptied."""
+    if isinstance(target, StagedList):
+        return target._with(length=jnp.zeros_like(target.length), static_length=0)
+    if isinstance(target, ProbeList):
+        target.cleared()
+        return target
+    target.clear()
+    return target
+
+
 def picked_by_program(items: list, what: str) -> StagedList:
     """The Python list `items` as the staged list of its items, where a traced index picks
     one (`out[k]`, `out[k] = v`, `out.pop(k)`): which, the program decides when it runs, and
@@ -820,6 +851,14 @@ class ProbeList(list):
         if not self:  # under a test of its length the graph decides
             return self[-1]  # the staged list's last item, or a stand-in (see __getitem__)
         return super().pop(*index)
+
+    def cleared(self) -> None:
+        """`clear()`: how many items the list holds after the loop is known only when the
+        program runs (the counts of appends and pops no longer tell)."""
+        self.conditional = True
+        if self.base is not None:
+            self.base = self.base._with(length=jnp.zeros_like(self.base.length), static_length=0)
+        self.clear()
 
     def branches(self):
         """Counts the appends and pops of a staged `if` (see `runtime.control_flow`): call

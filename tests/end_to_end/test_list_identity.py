@@ -438,9 +438,38 @@ def delete_an_item(xs):
     return out
 
 
-def test_deleting_an_item_of_a_staged_list_is_refused_by_name():
-    with pytest.raises(StagingError, match=r"del out\[\.\.\.\] is not staged"):
-        transpiler.jit(delete_an_item)(jnp.array([1.0, 2.0]))
+def deletes_under_a_traced_condition(x, k):
+    out = [x[0], x[1], x[2]]
+    if x[0] > 0:
+        del out[k]
+    else:
+        out.clear()
+        out.append(x[2])
+    return len(out), sum(out), out[-1]
+
+
+def deletes_in_a_staged_loop(x):
+    window = [0.0, 0.0]
+    for v in x:
+        if v > 0:
+            del window[0]
+            window.append(v)
+    return window
+
+
+def test_deleting_items_and_clearing_are_staged_as_pops():
+    # `del out[i]` and `out.clear()` of a list the function makes: like pops (they were
+    # refused, `del` of a staged list by name, in a staged `if` as changes of a list "other
+    # code can reach").
+    check_jit(delete_an_item, jnp.array([1.0, 2.0]))
+    for x in ([1.0, 2.0, 3.0], [-1.0, 2.0, 3.0]):
+        for k in (0, -1, 2):
+            check_jit(deletes_under_a_traced_condition, jnp.array(x), jnp.int32(k))
+    check_jit(deletes_in_a_staged_loop, jnp.array([1.0, -2.0, 3.0]))
+    assert type(transpiler.jit(deletes_in_a_staged_loop)(jnp.array([1.0, -2.0, 3.0]))) is list
+    with pytest.raises(Exception, match=r"list assignment index out of range"):
+        transpiler.jit(deletes_under_a_traced_condition)(jnp.array([1.0, 2.0, 3.0]), 5)
+        jax.effects_barrier()
 
 
 # A list or dict a variable holds through a staged `if` or loop: the same object afterwards

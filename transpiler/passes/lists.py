@@ -39,6 +39,8 @@ from transpiler.transformer import Transformer
 APPLIES_TO = (
     "call:.append",
     "call:.pop",
+    "call:.clear",
+    gast.Delete,
     "call:.extend",
     features.EXTENDED_BY_DISPLAY,
     features.INDEXED,
@@ -401,8 +403,16 @@ class _Lists(Transformer):
         for call in activity.walk_scope(node.body):
             if method_call(call, "append") is not None:
                 appended.add(call.func.value.id)
-            elif method_call(call, "pop") is not None:
+            elif method_call(call, "pop") is not None or method_call(call, "clear") is not None:
                 popped.add(call.func.value.id)
+            elif isinstance(call, gast.Delete):  # `del out[i]`: a pop
+                popped.update(
+                    t.value.id
+                    for t in call.targets
+                    if isinstance(t, gast.Subscript)
+                    and isinstance(t.value, gast.Name)
+                    and not isinstance(t.slice, gast.Slice)
+                )
             elif isinstance(call, gast.Subscript) and features.picks_by_expression(call):
                 indexed.add(call.value.id)  # `out[k]`: a traced `k` picks the item at run time
         mutated = (appended | popped | indexed) & activity.local_names(node)
@@ -492,12 +502,37 @@ class _Lists(Transformer):
         pop = self._local(method_call(node.value, "pop"))
         if pop is not None:
             return self._pop(pop, self.namer.new("_"))
+        clear = self._local(method_call(node.value, "clear"))
+        if clear is not None and not clear.args and not clear.keywords:
+            return templates.replace(
+                f"target = {RUNTIME}.list_clear(target)", target=clear.func.value.id
+            )
         reverse = self._local(method_call(node.value, "reverse"))
         if reverse is not None and not reverse.args:
             return templates.replace(
                 f"target = {RUNTIME}.list_reverse(target)", target=reverse.func.value.id
             )
         return node
+
+    def visit_Delete(self, node):
+        # `del out[i]` of a list this function keeps private: `out` rebound to the list without
+        # the item (a staged `if` or loop then sees the list change, as it sees a pop's).
+        # `del out[0], x` deletes left to right: one statement per target.
+        node = self.generic_visit(node)
+        if not any(self._item(target) is not None for target in node.targets):
+            return node
+        stmts = []
+        for target in node.targets:
+            item = self._item(target)
+            if item is None:
+                stmts.append(gast.Delete(targets=[target]))
+                continue
+            stmts += templates.replace(
+                f"target = {RUNTIME}.list_delete(target, index)",
+                target=item.value.id,
+                index=item.slice,
+            )
+        return stmts
 
     def visit_Assign(self, node):
         node = self.generic_visit(node)
