@@ -21,6 +21,7 @@ with traced bounds) called from converted code is the reverse-differentiable loo
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import sys
@@ -29,9 +30,10 @@ import weakref
 from collections.abc import Callable
 
 import jax
+import numpy as np
 
 from runtime import builtins as builtins_
-from runtime import checkpointed, debugging, effects, errors, identity, staging
+from runtime import checkpointed, debugging, effects, errors, identity, staging, text
 
 _DO_NOT_CONVERT = "__transpiler_do_not_convert__"  # set by transpiler.do_not_convert
 # Converted objects that JAX calls back on values of a trace of its own: what they call is
@@ -48,6 +50,7 @@ def caller(
     is_library: Callable[[object], bool],
     makes_effects: Callable[[object], bool] = lambda fn: False,
     host_effect: Callable[[object], bool] = lambda fn: False,
+    takes_functions: Callable[[object], bool | None] = lambda fn: None,
 ) -> Callable:
     """The `call` operator of generated code, converting user functions with `converter`.
 
@@ -56,7 +59,8 @@ def caller(
     `is_library(fn)` tells library callables, whose function arguments are converted;
     `makes_effects(fn)` those that make effects of the program when it runs (`jax.debug.print`);
     `host_effect(fn)` the standard library's whose effect is on the host (`logging.info`,
-    `warnings.warn`), made when the program runs (`debugging.host_call`).
+    `warnings.warn`), made when the program runs (`debugging.host_call`); `takes_functions(fn)`
+    whether a library callable declares a parameter that receives functions (None: unknown).
     """
     unconvertible: weakref.WeakSet = weakref.WeakSet()  # functions that failed to convert
     custom_rules = _CustomRules()
@@ -125,7 +129,9 @@ def caller(
             effects.called(resolved)
         return resolved
 
-    def resolve_argument(value):
+    def resolve_argument(value, dtypes=False):
+        if dtypes and _is_dtype_builtin(value):
+            return value  # `x.astype(float)`: a dtype, not a function to call
         if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
             items = [resolve_function(item) for item in value]
             if any(new is not old for new, old in zip(items, value)):
@@ -163,12 +169,20 @@ def caller(
             )
         if resolved is fn and host_effect(fn):
             return debugging.host_call(fn, *args, **kwargs)
+        text.check_made((*args, *kwargs.values()))
         if resolved is fn and staging.writes_when_run():
             _refuse_reads_of_written(fn, args, kwargs)
         if resolved is fn and is_library(fn):
             resolved = _REVERSIBLE.get(fn, fn)
-            args = tuple(resolve_argument(arg) for arg in args)
-            kwargs = {name: resolve_argument(value) for name, value in kwargs.items()}
+            # JAX's and NumPy's functions and arrays' methods take Python's types as dtypes
+            # (`x.astype(float)`, `jnp.zeros(3, int)`), unless they take functions too.
+            dtypes = (
+                any(_is_dtype_builtin(v) for v in (*args, *kwargs.values()))
+                and _takes_dtypes(fn)
+                and not takes_functions(fn)
+            )
+            args = tuple(resolve_argument(arg, dtypes) for arg in args)
+            kwargs = {name: resolve_argument(value, dtypes) for name, value in kwargs.items()}
         # What the objects staged statements detached hold before the call (None: none, or
         # a function of JAX's or NumPy's, which change no list or dict in place).
         held = identity.held() if identity.recorded() and not _array_library(fn) else None
@@ -192,7 +206,7 @@ def caller(
 
 
 # A stream's methods that neither read nor move it: called while its writes wait for the run.
-_STREAM_QUERIES = frozenset({"flush", "fileno", "isatty", "readable", "writable", "seekable"})
+_STREAM_QUERIES = frozenset({"fileno", "isatty", "readable", "writable", "seekable"})
 
 
 def _refuse_reads_of_written(fn, args, kwargs) -> None:
@@ -207,6 +221,20 @@ def _refuse_reads_of_written(fn, args, kwargs) -> None:
         staging.refuse_read_of_written(owner, f"`{type(owner).__name__}.{name}()`")
     for value in (*args, *kwargs.values()):
         staging.refuse_read_of_written(value, f"`{name}(...)`")
+
+
+_DTYPE_BUILTINS = (builtins.int, builtins.float, builtins.bool, builtins.complex)
+
+
+def _is_dtype_builtin(value) -> bool:
+    return isinstance(value, type) and value in _DTYPE_BUILTINS
+
+
+def _takes_dtypes(fn) -> bool:
+    """Whether `fn` is a function of JAX's or NumPy's or a method of an array (JAX's or
+    NumPy's): one that reads `int`, `float`, `bool` given to it as dtypes."""
+    owner = getattr(fn, "__self__", None)
+    return _array_library(fn) or isinstance(owner, (jax.Array, np.ndarray, np.generic))
 
 
 def _staged_builtin(fn) -> bool:

@@ -200,7 +200,11 @@ class Carry:
                 "builds has no fixed size. Loop over a range with a Python bound and test the "
                 "traced one in the filter (`[v for v in range(N) if v < n and ...]`)."
             )
-        if trip_count is None or probed.unbounded:
+        # Every iteration pops as many items as it appends, whichever path it takes (a running
+        # window: `window.pop(0); window.append(x)`): the length never changes, so the list
+        # needs room for one iteration's appends only, however many iterations run.
+        balanced = not (probed.conditional or probed.unbounded) and probed.count == probed.pops
+        if (trip_count is None or probed.unbounded) and not balanced:
             where = "" if trip_count is None else " (in a nested while loop)"
             raise StagingError(
                 f"'{name}' is appended to in a staged {site.construct} ({site}){where} whose "
@@ -224,7 +228,7 @@ class Carry:
                 "into one array, so all its items must have one shape (and dtypes that promote "
                 "to one)."
             )
-        appends = probed.count * trip_count
+        appends = probed.count if balanced else probed.count * trip_count
         where = f" at {probed.where}" if probed.where else ""
         if comprehension:
             origin = lists_.Origin(
@@ -249,7 +253,9 @@ class Carry:
         if not staged:
             value = lists_.StagedList.create(value, len(value), element, origin)
         known = value.known_length()
-        if known is not None and not probed.conditional and not self.stops_early:
+        if known is not None and balanced:
+            self.static_lengths[index] = known
+        elif known is not None and not probed.conditional and not self.stops_early:
             self.static_lengths[index] = known + appends - probed.pops * trip_count
         self.planned.add(index)
         carried = value.resized(value.capacity + appends, fixed=True)
@@ -541,7 +547,7 @@ def staged_with(stage, state, names):
             state = (*state[:i], list(state[i]), *state[i + 1 :])
         except Picked as request:
             i = request.index
-            picked = lists_.picked_by_program(state[i], "the item assigned")
+            picked = lists_.picked_by_program(state[i], "the item assigned", names[i])
             state = (*state[:i], picked, *state[i + 1 :])
         except Promoted as request:
             for i, casts in request.promotions.items():

@@ -63,6 +63,13 @@ def host_call(fn, /, *args, **kwargs):
     items = [*args, *kwargs.values()]
     if not staging.in_staged_program() and not text.has_staged(items):
         return fn(*args, **kwargs)
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, io.IOBase):
+        if fn.__name__ == "writelines" and args and not isinstance(args[0], (list, tuple)):
+            # Lines from a generator or another iterable: taken now, as the write takes them.
+            args = (list(args[0]), *args[1:])
+            items = [*args, *kwargs.values()]
+        _check_written(owner, fn.__name__, args)
     traced, operands = text.traced_parts(items, arrays=True)
 
     def run(taken, *concrete):
@@ -72,12 +79,28 @@ def host_call(fn, /, *args, **kwargs):
         fn(*values[: len(args)], **dict(zip(kwargs, values[len(args) :])))
 
     staging.host_callback(run, staging.branch_taken(), *operands, ordered=True, kind="print")
-    owner = getattr(fn, "__self__", None)
     if isinstance(owner, io.IOBase):  # `fh.write(text)`: a file, a buffer, sys.stdout
         staging.written_when_run(owner)
         if fn.__name__ == "write" and len(items) == 1 and type(items[0]) in (str, bytes):
             return len(items[0])  # what a text or byte stream's write gives
     return None
+
+
+def _check_written(stream: io.IOBase, method: str, args) -> None:
+    """Python's TypeError, raised while tracing, for what `stream.write`/`writelines` would
+    refuse when the program runs (there it would be JAX's error from a host callback): text for
+    a text stream, bytes for a binary one."""
+    if method not in ("write", "writelines") or len(args) != 1:
+        return
+    texts = [args[0]] if method == "write" else list(args[0])
+    binary = not isinstance(stream, io.TextIOBase)
+    wanted = (bytes, bytearray, memoryview) if binary else str
+    for value in texts:
+        if not isinstance(value, wanted):
+            kind = "a bytes-like object" if binary else "str"
+            raise errors.python_error(
+                TypeError(f"{method}() argument must be {kind}, not {type(value).__name__}")
+            )
 
 
 def effect(fn, /, *args, **kwargs):

@@ -345,9 +345,19 @@ class StagedList:
     def __getattr__(self, name):
         if name.startswith("__") or name not in _LIST_METHODS:
             raise AttributeError(name)
+        known = self.known_length()
+        if known is not None and name in ("index", "count", "copy"):
+            return getattr(self.items(f"{name}()"), name)  # they read it: its items
+        fix = (
+            f" It holds {known} items: make it a Python list first (`{self.origin.name} = "
+            f"list({self.origin.name})`), then call {name}() on that."
+            if known is not None
+            else ""
+        )
         raise StagingError(
-            f"'{self.origin.name}' is a list built in staged code, held as an array: of the list "
-            f"methods only append() and pop() are staged, not {name}()."
+            f"'{self.origin.name}' is a list built in staged code, held as an array "
+            f"({Site(f'{name}()')}): of the list methods only append(), pop(), clear() and "
+            f"reverse() are staged, not {name}().{fix}"
         )
 
     def __staged_truth__(self):
@@ -687,7 +697,7 @@ def list_clear(target):
     return target
 
 
-def picked_by_program(items: list, what: str) -> StagedList:
+def picked_by_program(items: list, what: str, name: str | None = None) -> StagedList:
     """The Python list `items` as the staged list of its items, where a traced index picks
     one (`out[k]`, `out[k] = v`, `out.pop(k)`): which, the program decides when it runs, and
     the items must be one array then. They must be arrays of one shape, dtype and weak type,
@@ -704,7 +714,7 @@ def picked_by_program(items: list, what: str) -> StagedList:
             "arrays of one shape and dtype (nor Python numbers of one type). Index with a "
             "Python int, or make the items arrays of one type."
         )
-    return StagedList.create(items, len(items), element)
+    return StagedList.create(items, len(items), element, None if name is None else Origin(name))
 
 
 def _number_kind(item) -> str | None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from runtime import lists, staging
+from runtime import errors, lists, staging
 
 
 class DeferredText(str):
@@ -25,10 +25,11 @@ class DeferredText(str):
 
     values: list
     render: Callable[[list], str]
+    error: Exception | None  # what making it now raised (`"%.2f" % x` of a tracer)
 
-    def __new__(cls, now: str, values: list, render: Callable[[list], str]):
+    def __new__(cls, now: str, values: list, render: Callable[[list], str], error=None):
         self = super().__new__(cls, now)
-        self.values, self.render = values, render
+        self.values, self.render, self.error = values, render, error
         return self
 
     def __add__(self, other):
@@ -43,7 +44,11 @@ class DeferredText(str):
 
 
 def _joined(left: str, right: str) -> str:
-    return deferred(operator.add, str(left) if type(left) is str else left, right)
+    joined = deferred(operator.add, str(left) if type(left) is str else left, right)
+    failed = [t.error for t in (left, right) if isinstance(t, DeferredText) and t.error]
+    if failed and isinstance(joined, DeferredText):
+        joined.error = failed[0]  # `"%.2f" % x + "\n"`: what Python's would raise still
+    return joined
 
 
 def deferred(build: Callable, *args, **kwargs):
@@ -68,11 +73,21 @@ def deferred(build: Callable, *args, **kwargs):
         return build(*args_, **kwargs_)
 
     now_args, now_kwargs = _rebuild((args, kwargs), iter(leaves), concrete=False)
+    error = None
     try:
         now = build(*now_args, **now_kwargs)
-    except (TypeError, ValueError):  # `"%.2f" % x` takes numbers only: no text for it yet
-        now = f"<text of {len(leaves)} traced values>"
-    return DeferredText(now, leaves, render)
+    except (TypeError, ValueError) as e:  # `"%.2f" % x` takes numbers only: no text for it yet
+        now, error = f"<text of {len(leaves)} traced values>", e
+    return DeferredText(now, leaves, render, error)
+
+
+def check_made(values) -> None:
+    """Raises what making a text among `values` raised while tracing (`"%.2f" % x` of a
+    tracer), as Python's formatting does: code other than a print or a host write (a method of
+    the user's named `write`) gets them as Python made them."""
+    for value in values:
+        if isinstance(value, DeferredText) and value.error is not None:
+            raise errors.python_error(value.error)
 
 
 _IMMUTABLE = (str, bytes, int, float, complex, bool, type(None), range, type(Ellipsis), np.generic)
@@ -125,6 +140,10 @@ def traced_parts(items, *, arrays: bool = False) -> tuple[list[int], list]:
         elif arrays and staging.is_staged(item):
             positions.append(i)
             operands.append(item)
+        elif type(item) in (list, tuple):  # `fh.writelines([f"{x}\n", ...])`: its items
+            inner, inner_operands = traced_parts(item, arrays=arrays)
+            positions += [(i, j) for j in inner]
+            operands += inner_operands
     return positions, operands
 
 
@@ -132,8 +151,15 @@ def made_again(items, positions: list[int], concrete) -> list:
     """`items` with those at `positions` (see `traced_parts`) made from `concrete`, their
     operands' values when the program runs: a text rendered, a traced value its value."""
     items = list(items)
-    for i, value in zip(positions, concrete):
-        items[i] = items[i].render(value) if isinstance(items[i], DeferredText) else value
+    for position, value in zip(positions, concrete):
+        if isinstance(position, tuple):  # an item of a list or tuple
+            i, j = position
+            inner = list(items[i])
+            inner[j] = inner[j].render(value) if isinstance(inner[j], DeferredText) else value
+            items[i] = type(items[i])(inner)
+        else:
+            item = items[position]
+            items[position] = item.render(value) if isinstance(item, DeferredText) else value
     return items
 
 

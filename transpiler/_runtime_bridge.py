@@ -48,7 +48,11 @@ def namespace(converter: Callable) -> runtime_calls.Runtime:
     the user functions it reaches through `converter`."""
     operators = {name: getattr(runtime, name) for name in runtime.__all__}
     operators["call"] = runtime_calls.caller(
-        converter, libraries.is_library, libraries.makes_effects, libraries.host_effect
+        converter,
+        libraries.is_library,
+        libraries.makes_effects,
+        libraries.host_effect,
+        libraries.takes_functions,
     )
     return runtime_calls.Runtime(**operators)
 

@@ -79,10 +79,10 @@ _LOGGING_CALLS = frozenset(
 
 def host_effect(value) -> bool:
     """Whether `value` is a standard-library function whose effect is on the host: a logging
-    call (`logging.info`, a `Logger`'s `warning`), `warnings.warn`, or a stream's `write` or
-    `writelines` (`sys.stdout`, a file, an `io.StringIO`). Staged, such a call is made when the
-    program runs it (see `runtime.debugging.host_call`), not once while it is traced. Imports
-    nothing."""
+    call (`logging.info`, a `Logger`'s `warning`), `warnings.warn`, or a stream's `write`,
+    `writelines` or `flush` (`sys.stdout`, a file, an `io.StringIO`). Staged, such a call is
+    made when the program runs it (see `runtime.debugging.host_call`), not once while it is
+    traced. Imports nothing."""
     warnings = sys.modules.get("warnings")
     if warnings is not None and value is warnings.warn:
         return True
@@ -91,7 +91,7 @@ def host_effect(value) -> bool:
     owner = getattr(value, "__self__", None)
     if owner is not None and not isinstance(owner, types.ModuleType):
         if owner is sys.stdout or owner is sys.stderr or isinstance(owner, io.IOBase):
-            return name in ("write", "writelines")
+            return name in ("write", "writelines", "flush")
         loggers = (logging.Logger, logging.LoggerAdapter) if logging is not None else ()
         return isinstance(owner, loggers) and name in _LOGGING_CALLS
     return logging is not None and name in _LOGGING_CALLS and getattr(logging, name) is value

@@ -541,3 +541,57 @@ def test_buffers_changed_in_staged_code_are_refused(fn, what):
     # does not run; one append for a loop's many).
     with pytest.raises(StagingError, match=what + " is changed in place"):
         transpiler.jit(fn)(jnp.array([1.0, -1.0, 2.0]) if fn is appends_to_an_array else -1.0)
+
+
+def writes_lines_and_formats(buf, x):
+    if x > 0:
+        buf.writelines([f"a{x}\n", "b\n"])
+        buf.writelines(f"{v}\n" for v in [x, x + 1])
+        buf.write("%s/%s\n" % (x, x + 1))  # noqa: UP031 - Python's % is what is tested
+        buf.write("h%.2f\n" % x)  # noqa: UP031 - Python's % is what is tested
+        buf.write(format(x, ".1f") + "\n")
+        buf.write("%(a)s\n" % {"a": x})  # noqa: UP031 - Python's % is what is tested
+    buf.flush()
+    return x
+
+
+class _Recorder:
+    def __init__(self):
+        self.lines = []
+
+    def write(self, text):
+        self.lines.append(text)
+
+
+def records_a_format(recorder, x):
+    recorder.write("h%.2f" % x)  # noqa: UP031 - Python's % is what is tested
+    return x
+
+
+@pytest.mark.parametrize("x", [1.5, -1.0])
+def test_text_written_to_a_stream_shows_the_values_however_it_is_made(x):
+    # Lists and generators of lines, `%` and `format()`: their values (the tracer's text was
+    # written, or `%.2f` raised). A `write` of another object (the user's) gets the text as
+    # Python makes it: a format of a tracer raises, as it does.
+    expected, got = io.StringIO(), io.StringIO()
+    writes_lines_and_formats(expected, jnp.float32(x))
+    compiled = jax.jit(transpiler.convert(writes_lines_and_formats), static_argnums=0)
+    compiled(got, jnp.float32(x))
+    jax.effects_barrier()
+    assert got.getvalue() == expected.getvalue()
+    with pytest.raises(TypeError):
+        jax.jit(transpiler.convert(records_a_format), static_argnums=0)(_Recorder(), x)
+
+
+def writes_a_number(buf, x):
+    if x > 0:
+        buf.write(3)
+    return x
+
+
+def test_a_write_python_would_refuse_raises_its_type_error_in_the_branch_taken():
+    compiled = jax.jit(transpiler.convert(writes_a_number), static_argnums=0)
+    compiled(io.StringIO(), jnp.float32(-1.0))  # the branch does not run: nothing raised
+    with pytest.raises(Exception, match=r"write\(\) argument must be str, not int"):
+        compiled(io.StringIO(), jnp.float32(1.0))
+        jax.effects_barrier()

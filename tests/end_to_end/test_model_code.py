@@ -572,3 +572,13 @@ def test_variables_first_bound_in_staged_code_and_read_by_a_nested_function():
     check_jit(read_by_a_lambda, jnp.float32(-3.0))
     check_jit(clipped_steps, {"a": jnp.ones(2), "b": jnp.full(3, 2.0)}, jnp.float32(1.0))
     check_jit(last_of_closures, 2.0)  # late binding: every closure reads the last `s`
+
+
+def casts_with_python_types(xs):
+    return xs.astype(float), xs.astype(bool), jnp.asarray(xs, dtype=int), jnp.zeros(2, int)
+
+
+def test_python_types_given_to_jax_as_dtypes_stay_types():
+    # `x.astype(float)` under jax.jit: the staged `float` reached `astype` (TypeError: Cannot
+    # interpret '<function float_>' as a data type).
+    check_jit(casts_with_python_types, jnp.array([1, 0, 2]))

@@ -1001,6 +1001,65 @@ def test_repeated_displays_and_unpacking_keep_a_list_private():
         transpiler.jit(prints_its_items)(jnp.array([1.0, -2.0, 3.0]))
 
 
+def window_until_a_break(xs, t):
+    window = [0.0, 0.0]
+    for x in xs:
+        if x > t:
+            break
+        window.pop(0)
+        window.append(x)
+    return window
+
+
+def window_in_a_while(xs, n):
+    window = [0.0, 0.0]
+    i = 0
+    while i < n:
+        if xs[i] > 0:
+            window.pop(0)
+            window.append(xs[i])
+        i += 1
+    return window + [9.0]
+
+
+def extremes_of_counts(labels):
+    counts = [0, 0, 0]
+    for v in labels:
+        counts[v] += 1
+    return max(*counts), min(*counts)
+
+
+def test_a_window_keeps_its_length_in_loops_that_stop_early():
+    # Pops and appends that balance in every iteration keep the length known (a Python list
+    # after the loop) in a loop with a `break`, and need room for one iteration's appends in a
+    # `while` of unknown length (was: a StagedList, and "no fixed size").
+    xs = jnp.array([1.0, -2.0, 3.0, 4.0, 5.0])
+    for t in (3.5, 0.5, 9.0):
+        checks.check_jit(window_until_a_break, xs, t)
+        assert type(transpiler.jit(window_until_a_break)(xs, t)) is list
+    for n in (0, 2, 4):
+        checks.check_jit(window_in_a_while, xs, jnp.int32(n))
+    checks.check_grad(lambda xs: jnp.sum(jnp.stack(window_in_a_while(xs, jnp.int32(4)))), xs)
+    checks.check_jit(extremes_of_counts, jnp.array([0, 2, 2]))
+
+
+def inserts_after_counting(labels):
+    counts = [0] * 3
+    for v in labels:
+        counts[v] += 1
+    counts.insert(0, 5)
+    return counts
+
+
+def test_a_list_method_that_is_not_staged_is_refused_with_the_list_and_line():
+    with pytest.raises(
+        StagingError,
+        match=r"'counts' is a list built in staged code, held as an array \(.*:\d+, insert\(\)\)"
+        r".*It holds 3 items: make it a Python list first",
+    ):
+        transpiler.jit(inserts_after_counting)(jnp.array([0, 2, 2]))
+
+
 def tally(labels, mask):
     counts = [0, 0, 0]
     for i in range(labels.shape[0]):

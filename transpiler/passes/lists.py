@@ -321,6 +321,8 @@ def _reading_call_args(call: gast.Call, globals_: dict) -> list[gast.expr]:
         args = [a.value if isinstance(a, gast.Starred) else a for a in call.args]
         return [*args, *(k.value for k in call.keywords)]
     if _builtin(call.func, _FIRST_READERS, globals_):
+        if len(call.args) == 1 and isinstance(call.args[0], gast.Starred):
+            return [call.args[0].value]  # `max(*counts)`: its items
         first_only = call.func.id == "sum" or len(call.args) == 1
         return call.args[:1] if first_only else []
     if _array_function(call.func, globals_):

@@ -24,6 +24,16 @@ from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Rewriter, Transformer
 
+# Methods that write text to the host, which staged code calls when the program runs (see
+# `transpiler.libraries.host_effect`): a stream's `fh.write(f"loss {loss}")`, a logger's
+# `log.info(...)`. Their text is made as a print's is; called on another object (a method of the
+# user's named `write`), text with no traced value in it is the same str, and one with traced
+# values the same text (a tracer's) that Python's formatting gives.
+_WRITING_METHODS = frozenset(
+    {"write", "writelines", "debug", "info", "warning", "warn", "error", "exception", "critical"}
+)
+
+
 # What the pipeline looks for before running this pass, and what it may add (features.py).
 APPLIES_TO = (
     "call:print",
@@ -33,6 +43,7 @@ APPLIES_TO = (
     "call:str",
     "call:repr",
     "call:.format",
+    *(f"call:.{method}" for method in sorted(_WRITING_METHODS)),
 )
 ADDS = (gast.Call,)
 
@@ -63,16 +74,6 @@ class _PrintStatements(Transformer):
         if node.exc is not None:
             node.exc = _Text(self.globals).visit(node.exc)
         return node
-
-
-# Methods that write text to the host, which staged code calls when the program runs (see
-# `transpiler.libraries.host_effect`): a stream's `fh.write(f"loss {loss}")`, a logger's
-# `log.info(...)`. Their text is made as a print's is; called on another object (a method of the
-# user's named `write`), text with no traced value in it is the same str, and one with traced
-# values the same text (a tracer's) that Python's formatting gives.
-_WRITING_METHODS = frozenset(
-    {"write", "writelines", "debug", "info", "warning", "warn", "error", "exception", "critical"}
-)
 
 
 def _writes_text(call: gast.Call) -> bool:
