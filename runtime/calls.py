@@ -33,7 +33,7 @@ import jax
 import numpy as np
 
 from runtime import builtins as builtins_
-from runtime import checkpointed, debugging, effects, errors, identity, staging, text
+from runtime import checkpointed, debugging, effects, errors, identity, lists, staging, text
 
 _DO_NOT_CONVERT = "__transpiler_do_not_convert__"  # set by transpiler.do_not_convert
 # Converted objects that JAX calls back on values of a trace of its own: what they call is
@@ -132,7 +132,15 @@ def caller(
     def resolve_argument(value, dtypes=False):
         if dtypes and _is_dtype_builtin(value):
             return value  # `x.astype(float)`: a dtype, not a function to call
+        if isinstance(value, lists.ProbeList):
+            # The list a staged loop's probe stands in for: to library code (`jax.grad(loss)
+            # (params, x)`), the list it holds (JAX takes lists, not subclasses of them).
+            return resolve_argument(value.read(), dtypes)
         if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+            if any(isinstance(item, lists.ProbeList) for item in value):
+                value = type(value)(
+                    item.read() if isinstance(item, lists.ProbeList) else item for item in value
+                )
             items = [resolve_function(item) for item in value]
             if any(new is not old for new, old in zip(items, value)):
                 return type(value)(items)

@@ -582,3 +582,21 @@ def test_python_types_given_to_jax_as_dtypes_stay_types():
     # `x.astype(float)` under jax.jit: the staged `float` reached `astype` (TypeError: Cannot
     # interpret '<function float_>' as a data type).
     check_jit(casts_with_python_types, jnp.array([1, 0, 2]))
+
+
+def _squared_error(params, x):
+    return jnp.sum((params[0] * x - 1.0) ** 2) + jnp.sum(params[1] ** 2)
+
+
+def fits_a_list_of_parameters(params, x):
+    loss = _squared_error(params, x)
+    while loss > 0.1:
+        grads = jax.grad(_squared_error)(params, x)
+        params = [p - 0.1 * g for p, g in zip(params, grads)]
+        loss = _squared_error(params, x)
+    return loss, params
+
+
+def test_a_list_of_parameters_a_staged_loop_rebuilds_reaches_jax_as_a_list():
+    # The list the loop's probe stood in for reached jax.grad ("not a valid JAX type").
+    check_jit(fits_a_list_of_parameters, [jnp.array([0.5]), jnp.array([0.3])], jnp.array([2.0]))
