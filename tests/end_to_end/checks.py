@@ -77,6 +77,8 @@ def check_vmap(fn, *batched_args):
     actual = jax.jit(jax.vmap(converted))(*batched_args)
     n = len(batched_args[0])
     expected = [fn(*(a[i] for a in batched_args)) for i in range(n)]
+    for i, one in enumerate(expected):  # each element's types are the eager call's
+        assert_same_types(jax.tree_util.tree_map(lambda a, i=i: a[i], actual), one)
     expected = jax.tree_util.tree_map(lambda *xs: np.stack(xs), *expected)
     assert_tree_close(actual, expected)
 
@@ -88,6 +90,7 @@ def check_grad(fn, *args, argnums=0, static_argnums=()):
     grad = jax.grad(converted, argnums=argnums)
     actual = jax.jit(grad, static_argnums=static_argnums)(*args)
     assert_tree_close(actual, expected, rtol=1e-4, atol=1e-5)
+    assert_same_types(actual, expected)
 
 
 def primitives(fn, *args, **make_jaxpr_kwargs) -> str:
