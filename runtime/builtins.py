@@ -262,7 +262,18 @@ def _best_by_key(items, keys, beats, site):
                 if wins:
                     best, best_key = value, value_key
                 continue
-        for v, b in zip(jax.tree_util.tree_leaves(value), jax.tree_util.tree_leaves(best)):
+        leaves = jax.tree_util.tree_leaves(value), jax.tree_util.tree_leaves(best)
+        if jax.tree_util.tree_structure(value) != jax.tree_util.tree_structure(best) or any(
+            not (staging.is_array_leaf(v) and staging.is_array_leaf(b)) and v is not b
+            for v, b in zip(*leaves)
+        ):
+            raise StagingError(
+                f"the items compared are {staging.describe_tree(best)} and "
+                f"{staging.describe_tree(value)} ({site}); with traced keys the item is chosen in "
+                "the graph, which holds arrays only, so the items must be arrays (or tuples of "
+                "arrays) of one structure: keep the Python values out of them."
+            )
+        for v, b in zip(*leaves):
             staging.check_same_dtypes(b, v, "the items compared", site)
             if jnp.shape(v) != jnp.shape(b):  # Python gives one of them, with its own shape
                 raise StagingError(
@@ -273,7 +284,9 @@ def _best_by_key(items, keys, beats, site):
                 )
         # (a scalar: keys of one item, `key=lambda v: v.reshape(1)`, must not reshape the items)
         wins = jnp.reshape(staging.compare(beats, value_key, best_key), ())
-        best = jax.tree_util.tree_map(lambda v, b, wins=wins: _chosen(wins, v, b), value, best)
+        best = jax.tree_util.tree_map(
+            lambda v, b, wins=wins: b if v is b else _chosen(wins, v, b), value, best
+        )
         best_key = _chosen(wins, value_key, best_key)
     return best
 

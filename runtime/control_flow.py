@@ -1011,18 +1011,26 @@ def _raise_held_mismatch(name, a, b, site):
 
 def _raise_mismatch(name, a, b, site):
     returned = site.return_value(name)
+    first, second = describe_tree(a), describe_tree(b)
+    same_kind = first == second and first.startswith(("a ", "an "))  # two objects of one type
+    if same_kind:
+        second = "a different " + second.split(" ", 1)[1]
     if returned is not None:
         function, returns = returned
+        objects = (
+            " An object of a class that is not a pytree can only be the very same object on "
+            "every path: register the class as a pytree (jax.tree_util.register_dataclass, "
+            "an equinox.Module, a flax.struct) to choose between two of them."
+            if same_kind
+            else ""
+        )
         raise StagingError(
-            f"'{function}' returns {describe_tree(a)} on one path and {describe_tree(b)} on "
+            f"'{function}' returns {first} on one path and {second} on "
             f"another (the paths meet at {site.location()}). Its return statements: "
             f"{', '.join(returns)}. With traced conditions every path must return the same "
-            "structure, shapes and dtypes."
+            f"structure, shapes and dtypes.{objects}"
         )
     label = _label(name, site)
-    first, second = describe_tree(a), describe_tree(b)
-    if first == second and first.startswith(("a ", "an ")):  # two objects of one type
-        second = "a different " + second.split(" ", 1)[1]
     raise StagingError(
         f"{label} is {first} in the true branch but {second} in the false branch ({site}). "
         f"With a traced condition both branches must give {label} the same structure: arrays "

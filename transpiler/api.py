@@ -264,6 +264,16 @@ def convert(
         return objects.wrapper(fn, wrapped, kind="wrapper library code made (jax.grad, jax.vmap)")
     conversions = _Conversions.of(fn)
     converted = conversions.get(options)
+    defaults = getattr(fn, "__defaults__", None), getattr(fn, "__kwdefaults__", None)
+    if (
+        converted is not None
+        and isinstance(fn, types.FunctionType)
+        and (
+            converted.__defaults__ is not defaults[0] or converted.__kwdefaults__ is not defaults[1]
+        )
+    ):
+        # `f.__defaults__ = ...` rebound since: the converted function takes the new ones.
+        converted.__defaults__, converted.__kwdefaults__ = defaults
     if converted is None:
         generated = _generate(fn, options)
         from transpiler import _runtime_bridge

@@ -370,3 +370,33 @@ def test_recursion_on_a_traced_value_fails_fast_naming_the_fix():
     assert "test_errors.py" in notes and "static argument" in notes
     static = jax.jit(transpiler.convert(_recursing_in_both_branches), static_argnums=1)
     assert static(1.5, 3) == 2.0
+
+
+def best_labelled_pair(x):
+    pairs = [(x[1], "b"), (x[0], "a")]
+    best = max(pairs, key=lambda p: p[0])
+    return len(best[1]) * x[0]
+
+
+class _Point:
+    def __init__(self, a):
+        self.a = a
+
+
+def clamped_point(p, x):
+    if x > p.a:
+        return _Point(x)
+    return p
+
+
+def test_choices_between_python_objects_are_refused_with_what_to_do():
+    # max() with traced keys over items holding strings raised NumPy's ValueError from the
+    # runtime; two objects of one class said "a _Point on one path and a _Point on another".
+    with pytest.raises(StagingError, match=r"the items compared are \(float32\[\], the str 'b'\)"):
+        transpiler.jit(best_labelled_pair)(jnp.array([1.0, -2.0]))
+    with pytest.raises(
+        StagingError,
+        match=r"returns a _Point on one path and a different _Point on another .* register the "
+        "class as a pytree",
+    ):
+        jax.jit(transpiler.convert(clamped_point), static_argnums=0)(_Point(1.0), 2.0)

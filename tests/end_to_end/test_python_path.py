@@ -213,3 +213,20 @@ def test_converted_code_forced_in_one_thread_leaves_the_others_on_the_python_pat
         thread.join()
     assert seen == [__file__]
     assert converted(1)[1] == __file__
+
+
+def test_defaults_rebound_after_conversion_are_the_converted_functions_too():
+    # The converted function kept the defaults it was made with (2.0 where Python gives 101.0).
+    def shifted(x, k=1.0):
+        return x + k
+
+    def shifted_by_keyword(x, *, k=1.0):
+        return x + k
+
+    assert transpiler.convert(shifted)(1.0) == 2.0
+    shifted.__defaults__ = (100.0,)
+    assert transpiler.convert(shifted)(1.0) == 101.0
+    assert float(jax.jit(transpiler.convert(shifted))(1.0)) == 101.0
+    assert transpiler.convert(shifted_by_keyword)(1.0) == 2.0
+    shifted_by_keyword.__kwdefaults__ = {"k": 50.0}
+    assert transpiler.convert(shifted_by_keyword)(1.0) == 51.0
