@@ -921,21 +921,15 @@ def writes_when_run() -> bool:
     return bool(_written_when_run.get())
 
 
-def write_when_run(target) -> tuple[str | None] | None:
-    """`(where,)` if the program being staged writes to `target` when it runs (see
-    `written_when_run`): what code traced now reads of it would not hold that text."""
+def refuse_read_of_written(target, what: str) -> None:
+    """StagingError if the program being staged writes to `target` when it runs (see
+    `written_when_run`): `what` (`buf.getvalue()`), traced now, would read it without that
+    text."""
     written = _written_when_run.get()
     found = written.get(id(target)) if written else None
-    return None if found is None or found[0] is not target else (found[1],)
-
-
-def refuse_read_of_written(target, what: str) -> None:
-    """StagingError if the program being staged writes to `target` when it runs: `what`
-    (`buf.getvalue()`), traced now, would read it without that text."""
-    found = write_when_run(target)
-    if found is None:
+    if found is None or found[0] is not target:
         return
-    where = f" (at {found[0]})" if found[0] else ""
+    where = f" (at {found[1]})" if found[1] else ""
     raise StagingError(
         f"{what} reads or changes the {type(target).__name__} that the program writes to{where} "
         "when it runs: a write in staged code (a print to a file, a write call) is made when "
