@@ -91,9 +91,9 @@ def _round_int(number, ndigits):
 
 def bool_(x=False):
     """`bool(x)`; a traced `x` -> a boolean array (`x != 0`, as Python's truth test)."""
-    if isinstance(x, (lists.StagedList, lists.ProbeList)):
-        # A list whose length may be traced (or that a loop's probe stands in for): whether it
-        # holds items, as `if x:` tests it.
+    if isinstance(x, (lists.StagedList, lists.ProbeList, for_loops.TracedRange)):
+        # A list whose length may be traced (or that a loop's probe stands in for), a range with
+        # a traced bound: whether it holds items, as `if x:` tests it.
         x = staging.condition(x)
         if not is_staged(x):
             return builtins.bool(x)
@@ -448,8 +448,13 @@ def enumerate_(iterable, start=0):
     if isinstance(iterable, for_loops.ZippedCounted):
         return for_loops.EnumeratedZip(iterable, start)
     base = sequences.as_sequence(iterable)
+    if base is None and is_staged(start):  # a traced start: the indices are traced ints
+        start = for_loops.python_int(start)
+        return builtins.map(lambda pair: (start + pair[0], pair[1]), builtins.enumerate(iterable))
     if base is None:
         return builtins.enumerate(iterable, start)
+    if isinstance(base, sequences.OneShot):  # `enumerate(zip(a, b))`: it takes zip's items
+        base = base.rest("enumerate()")
     return sequences.Enumerated(base, start)
 
 
@@ -470,6 +475,8 @@ def zip_(*iterables, strict=False):
         return builtins.zip(*iterables, strict=strict) if strict else builtins.zip(*iterables)
     if not any(isinstance(b, sequences.ArraySequence) for b in bases):
         return builtins.zip(*iterables)
+    # `zip(enumerate(x), y)`: the zip takes the items of the iterators among them.
+    bases = [b.rest("zip()") if isinstance(b, sequences.OneShot) else b for b in bases]
     return sequences.Zipped(bases)
 
 
@@ -483,6 +490,8 @@ def reversed_(seq):
     base = sequences.as_sequence(seq)
     if isinstance(base, sequences.ArraySequence):
         return sequences.Reversed(base)
+    if isinstance(base, sequences.OneShot):  # an iterator, as Python's enumerate() is
+        raise errors.python_error(TypeError(f"'{base.kind}' object is not reversible"))
     return builtins.reversed(seq)
 
 

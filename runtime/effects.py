@@ -1440,10 +1440,11 @@ def called_as_is(known: bool, makes_effects: bool) -> None:
         staging.made_effect(unseen=not makes_effects)
 
 
-def check_consumed(iterator, what: str) -> None:
+def check_consumed(iterator, what: str, *, known: bool = False) -> None:
     """Raises StagingError if `iterator`, reachable before the staged block being traced now,
-    is advanced in it: tracing would advance it once, for every run and any branch."""
-    if iter(iterator) is not iterator:
+    is advanced in it: tracing would advance it once, for every run and any branch. (`known`:
+    it is an iterator, though `iter()` refuses it: one of traced length.)"""
+    if not known and iter(iterator) is not iterator:
         return  # a list, a range...: iterating it changes nothing
     for watch in staging.watches():
         if watch.snapshot.reaches(iterator):

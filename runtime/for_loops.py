@@ -78,7 +78,7 @@ class TracedRange:
             )
         length = self.trip_count()
         if is_staged(index):
-            index = _python_int(index)  # the item is a Python int, whatever indexes it
+            index = python_int(index)  # the item is a Python int, whatever indexes it
             position = staging.where(index < 0, length + index, index)
         else:
             position = length + index if index < 0 else index
@@ -90,6 +90,70 @@ class TracedRange:
             length,
         )
         return self.start + position * self.step
+
+    def __staged_truth__(self):
+        """`if r:`, `while r:`, `not r`, `bool(r)`: whether it has items, traced."""
+        return self.trip_count() > 0
+
+    def __bool__(self):
+        raise errors.python_error(
+            TypeError(
+                f"{self!r}: whether a range with a traced bound has items is known only when "
+                "the program runs; converted code stages `if r:`, `while r:`, `not r` and "
+                "`bool(r)`, but not a range as an operand of and/or whose value is used "
+                "(`r or default`): test `len(r) > 0` there"
+            )
+        )
+
+    def _parts(self):
+        return self.trip_count(), self.start, self.step
+
+    def __eq__(self, other):
+        """Python's `==` of ranges: the same items (of the same length; both empty, or the same
+        start, and the same step unless there is one item): a traced bool."""
+        if other is self:
+            return True
+        if isinstance(other, range):
+            theirs = (len(other), other.start, other.step)
+        elif isinstance(other, TracedRange):
+            theirs = other._parts()
+        else:
+            return NotImplemented
+        (n, start, step), (m, start_, step_) = self._parts(), theirs
+        same_start = jnp.logical_or(n == 1, jnp.asarray(step == step_))
+        same_items = jnp.logical_and(jnp.asarray(start == start_), same_start)
+        return jnp.logical_and(n == m, jnp.logical_or(n == 0, same_items))
+
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else jnp.logical_not(equal)
+
+    def __hash__(self):
+        raise errors.python_error(
+            TypeError(
+                f"{self!r}: a range with a traced bound has no hash (its value is known only "
+                "when the program runs), so it cannot be a dict key or a set item"
+            )
+        )
+
+    def count(self, value):
+        """`r.count(value)`: 1 if `value` is in the range, else 0 (a traced int)."""
+        return python_int(jnp.asarray(self.contains(value)).astype(_INT))
+
+    def index(self, value):
+        """`r.index(value)`: its position, a traced int; Python's ValueError when the program
+        runs where it is not in the range."""
+        staging.check_when_run(
+            lambda inside, _: ~inside,
+            lambda _, v: ValueError(f"{v} is not in range"),
+            self.contains(value),
+            value,
+        )
+        return python_int((value - self.start) // self.step)
+
+    def contains(self, value):
+        """`value in r`, a traced bool."""
+        return in_range(value, self.start, self.stop, self.step)
 
     def __contains__(self, item):
         raise TypeError(  # Python's `in` would take the truth of a traced test
@@ -106,12 +170,75 @@ class TracedRange:
         )
 
     def __repr__(self) -> str:
-        return f"range({self.start}, {self.stop}, {self.step})"
+        shown = ("<traced int>" if is_staged(p) else p for p in (self.start, self.stop, self.step))
+        return f"range({', '.join(map(str, shown))})"
+
+    def __traced_parts__(self) -> tuple:
+        """What text made of it shows (`print(r)`, `f"{r}"`): see `runtime.text`."""
+        return self.start, self.stop, self.step
+
+    def __with_parts__(self, parts, concrete: bool):
+        """With the values of its parts when the program runs: the Python range it stands for,
+        shown as Python shows it (`range(0, 3)`); while tracing, itself with stand-ins."""
+        return range(*(int(p) for p in parts)) if concrete else TracedRange(*parts)
 
 
-class EnumeratedList:
+class _CountedIterator:
+    """An iterator of traced length (`enumerate` or `zip` of a range with a traced bound or of a
+    list of traced length): one for statement takes its items, as Python's iterator gives them
+    once. `spent`: False before that; True once a loop took them all; None where how many it
+    took is known only when the program runs (it may stop early, or another iterator took
+    them: `moved_to`)."""
+
+    spent: bool | None = False
+    moved_to: str | None = None
+
+    def take(self, what: str) -> bool:
+        """Whether items are left to take (False: a loop took them all); StagingError where that
+        is known only when the program runs."""
+        if self.spent is None:
+            raise StagingError(
+                f"{what} takes items from an iterator of traced length ({self.kind}) whose items "
+                f"left are known only when the program runs ({Site(what)}): "
+                f"{sequences.why_unknown(self.moved_to)}. Make a new one for each loop."
+            )
+        return not self.spent
+
+    def moved(self, by: str) -> None:
+        """Another iterator (`by`) takes this one's items from here on."""
+        self.take(by)
+        if self.spent:
+            raise StagingError(
+                f"{by} of an iterator of traced length ({self.kind}) that a loop took every item "
+                f"of ({Site(by)}): make a new one."
+            )
+        self.spent, self.moved_to = None, f"the {by}"
+
+    def __next__(self):
+        raise TypeError(
+            f"next() of {self.kind}: it has a traced length, so whether it has an item is known "
+            "only when the program runs; only a for statement can take its items (staged as a "
+            "while loop)."
+        )
+
+
+def in_range(item, start, stop, step):
+    """Whether `item` is in `range(start, stop, step)` (any of them traced): between the bounds,
+    on the step."""
+    upward = (item >= start) & (item < stop)
+    downward = (item <= start) & (item > stop)
+    if is_staged(step):
+        inside = jnp.where(step > 0, upward, downward)
+    else:
+        inside = upward if step > 0 else downward
+    return inside & ((item - start) % step == 0)
+
+
+class EnumeratedList(_CountedIterator):
     """`enumerate(items, start)` of a list of traced length: only a for statement can loop over
     it (staged as a while loop over the length)."""
+
+    kind = "enumerate() of a list of traced length"
 
     def __init__(self, items, start):
         self.items, self.start = items, start
@@ -133,12 +260,14 @@ class EnumeratedList:
         )
 
 
-class EnumeratedRange:
+class EnumeratedRange(_CountedIterator):
     """`enumerate(range(...), start)` of a range with a traced bound: only a for statement can
     loop over it (staged as a while loop over its trip count)."""
 
+    kind = "enumerate() of a range with a traced bound"
+
     def __init__(self, items: TracedRange, start):
-        self.items, self.start = items, _python_int(start)
+        self.items, self.start = items, python_int(start)
 
     def counted(self):
         """(how many items, item j as a function of a traced j)."""
@@ -161,10 +290,12 @@ class EnumeratedRange:
         )
 
 
-class ZippedCounted:
+class ZippedCounted(_CountedIterator):
     """`zip(...)` where an iterable has a traced length (a range with a traced bound, a list of
     traced length, `enumerate` of one) and the others are arrays or ranges: only a for
     statement can loop over it (staged as a while loop over the shortest)."""
+
+    kind = "zip() with a range with a traced bound or a list of traced length"
 
     def __init__(self, parts: list[tuple[object, Callable]], bounds: list[int | None]):
         self.parts = parts  # (how many items, item j as a function of a traced j), each
@@ -180,6 +311,7 @@ class ZippedCounted:
             if isinstance(it, TracedRange):
                 parts.append((it.trip_count(), it.item))
             elif isinstance(it, (EnumeratedList, EnumeratedRange, EnumeratedZip)):
+                it.moved("zip()")
                 parts.append(it.counted())
             elif isinstance(it, lists_.StagedList) and it.known_length() is None:
                 parts.append((it.length, it.buffer.__getitem__))
@@ -214,12 +346,15 @@ class ZippedCounted:
         )
 
 
-class EnumeratedZip:
+class EnumeratedZip(_CountedIterator):
     """`enumerate(zip(...), start)` of a zip with a traced length (see `ZippedCounted`): only a
     for statement can loop over it (staged as a while loop over the shortest)."""
 
+    kind = "enumerate() of a zip() of traced length"
+
     def __init__(self, items: ZippedCounted, start):
-        self.items, self.start = items, _python_int(start)
+        items.moved("enumerate()")
+        self.items, self.start = items, python_int(start)
 
     def counted(self):
         """(how many items, item j as a function of a traced j)."""
@@ -273,7 +408,7 @@ def range_(*args):
             )
     # Its items, its length and its bounds are Python ints: weakly typed int32s, however the
     # bounds are typed (`h * len(range(n))` of a uint8 `h` is a uint8, as in Python).
-    args = [_python_int(a) for a in args]
+    args = [python_int(a) for a in args]
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
     if not is_staged(step) and step == 0:
         raise errors.python_error(ValueError("range() arg 3 must not be zero"))
@@ -282,7 +417,7 @@ def range_(*args):
     return TracedRange(start, stop, step)
 
 
-def _python_int(value):
+def python_int(value):
     """A traced integer (or bool) `value` as the Python int it stands for in staged code: a
     weakly typed int32 (`staging.python_number`); anything else as it is."""
     if not is_staged(value) or jax.typeof(value).weak_type and value.dtype == _INT:
@@ -420,7 +555,12 @@ def for_stmt(
         # here: the reference count of a Python iterator tells below whether other code holds
         # it.)
         if counted:
+            if not iterable.take("a for loop"):
+                return finish(state)  # a spent iterator: no items, as Python's gives
+            if staging.trackers() or staging.watches():
+                effects_.check_consumed(iterable, "a for loop", known=True)
             count, item = iterable.counted()
+            iterable.spent = None if extra_test is not None or exit_ is not None else True
         else:
             count, item = iterable.length, iterable.buffer.__getitem__
         bound = at_most(iterable)
@@ -464,9 +604,22 @@ def for_stmt(
                 iterator, body, state, symbol_names, site, extra_test, effects, taking_shows
             )
         )
-    n, k = len(seq), 0
+    # An iterator (`enumerate`, `zip`, `reversed`): the loop takes the items not taken yet.
+    one_shot = isinstance(seq, sequences.OneShot)
+    first = 0
+    if one_shot:
+        first = seq.position("a for loop")
+        if staging.trackers() or staging.watches():
+            effects_.check_consumed(seq, "a for loop")
+    n, k = len(seq), first
     if max_iterations is not None:
-        n = min(n, max_iterations)
+        n = min(n, first + max_iterations)
+    stops_early = extra_test is not None or exit_ is not None
+
+    def took(count):  # Python's iterator has given `count` items (None: known at run time)
+        if one_shot:
+            seq.taken = count
+
     # Python items the body uses as Python values stay Python: no scan hands it tracers (the
     # index of `enumerate` over a traced array is a Python int too).
     if items_as_python:
@@ -484,6 +637,7 @@ def for_stmt(
         )
         stops = extra_test is not None and (max_iterations is None or unfired)
         log.staged(site, "lax.while_loop" if stops else "lax.scan")
+        took(None if stops_early else n)
         return finish(out)
 
     go = None  # the extra test on the state, once evaluated
@@ -509,6 +663,7 @@ def for_stmt(
             # The exit test on this item, as Python evaluates it (after the extra test): where
             # it is traced, the staged loop evaluates it again in its condition if it can.
             *plain_state, _ = state
+            took(k + 1)
             stop, exit_clean = peeling.watched(
                 lambda item=seq[k], s=plain_state: staging.condition(exit_.test(item, *s)),
                 state,
@@ -531,40 +686,53 @@ def for_stmt(
             def body_k(item, *state, stop=stop):  # the exit test evaluated already
                 return exit_.step(stop, item, state[:-1], plain[0], plain[2])
 
-        if k == 0 and may_scan and n >= 2:
+        if k == first and may_scan and n - first >= 2:
             # Python runs it, and tells whether the loop is staged after it: if so, staged
             # from before it where that is exact (see runtime.peeling).
             def iteration(state, body_k=body_k):
-                after = body_k(seq[0], *state)
+                after = body_k(seq[first], *state)
                 return after, (extra_test(*after) if extra_test is not None else True)
 
+            took(first + 1)
             state, go, start = peeling.first_iteration(
                 iteration, state, symbol_names, effects.functions, reads, sums
             )
-            k = 1
+            k = first + 1
             if exit_ is not None and not exit_clean:
                 start = None  # restarted, the loop would evaluate the exit test on it again
             if start is not None and (is_staged(go) or _should_scan(seq, state)):
                 try:
                     # Before it, the exit's flag was False.
-                    return scan_from(0, start, exit_ is not None)
+                    return scan_from(first, start, exit_ is not None)
                 except effects_.StateBehindCall:
                     raise  # final: unrolled, the loop would meet the state tracing left
                 except _SCAN_REFUSED as e:  # as it would from the state after: the rest unrolled
                     _log_unrolled(site, e, n - k)
                     break
             continue
+        took(k + 1)
         state = body_k(seq[k], *state)
         k += 1
         go = None
-    rest = (seq[i] for i in range(k, n))
-    return finish(_python_for(rest, body, state, symbol_names, site, extra_test, effects))
+
+    def rest():
+        for i in range(k, n):
+            took(i + 1)
+            yield seq[i]
+
+    state = _python_for(
+        rest(), body, state, symbol_names, site, extra_test, effects, unknown=lambda: took(None)
+    )
+    return finish(state)
 
 
-def _python_for(items, body, state, names, site, extra_test, effects, taking_shows=None):
+def _python_for(
+    items, body, state, names, site, extra_test, effects, taking_shows=None, unknown=None
+):
     """The Python loop; once `extra_test` is traced, each remaining iteration is a masked cond.
     `taking_shows`: the type name of `items` where taking an item from them can be seen (see
-    `sequences.taking_items_shows`), which a traced `extra_test` cannot stop."""
+    `sequences.taking_items_shows`), which a traced `extra_test` cannot stop. `unknown`: called
+    where how many items Python takes becomes known only at run time (a traced break)."""
     if extra_test is None:
         for item in items:
             state = body(item, *state)
@@ -574,6 +742,8 @@ def _python_for(items, body, state, names, site, extra_test, effects, taking_sho
         go = extra_test(*state)  # before fetching: a loop left by `break` fetches no more items
         if not is_staged(go) and not go:
             return state
+        if is_staged(go) and unknown is not None:
+            unknown()
         if is_staged(go) and taking_shows:
             raise StagingError(
                 f"the {site.construct} ({site}) takes its items from an iterator "

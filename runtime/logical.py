@@ -24,6 +24,8 @@ def and_(a, b, lazy=False, truth=False):
     expression chooses (`b() if a else a`). `truth`: only the result's truth is tested
     (an `if` test), which is the `and` of the operands' truths, whatever their shapes and
     dtypes."""
+    if truth:  # only its truth is used: that of a list of traced length, a traced range
+        a = staging.condition(a)
     if is_staged(a):
         site = Site("'and' expression")
         if truth:
@@ -43,6 +45,8 @@ def and_(a, b, lazy=False, truth=False):
 
 def or_(a, b, lazy=False, truth=False):
     """Functional form of `a or b()`; see `and_`."""
+    if truth:
+        a = staging.condition(a)
     if is_staged(a):
         site = Site("'or' expression")
         if truth:
@@ -162,7 +166,7 @@ def in_(item, container):
             found = jnp.logical_or(found, container.base.contains(item))
         return jnp.logical_and(found, container.traced_length() >= 0)
     if isinstance(container, for_loops.TracedRange):
-        return _in_range(item, container.start, container.stop, container.step)
+        return for_loops.in_range(item, container.start, container.stop, container.step)
     if is_staged(container) or (is_staged(item) and isinstance(container, jax.Array)):
         # As JAX's `Array.__contains__`: a scalar in a vector.
         if jnp.ndim(container) != 1:
@@ -183,7 +187,7 @@ def in_(item, container):
     python_container = isinstance(container, (list, tuple, set, frozenset, dict, range))
     if python_container and (is_staged(item) or staging.has_staged(list(container))):
         if isinstance(container, range):
-            return _in_range(item, container.start, container.stop, container.step)
+            return for_loops.in_range(item, container.start, container.stop, container.step)
         if any(element is item for element in container):
             return True  # Python's `in` tests identity first: `x in [x]` even for a NaN
         return _equal_to_any(item, container)
@@ -205,18 +209,6 @@ def _equal_to_any(item, elements):
             )
         found = jnp.logical_or(found, equal.reshape(()))
     return found
-
-
-def _in_range(item, start, stop, step):
-    """Whether `item` is in `range(start, stop, step)` (any of them traced): between the bounds,
-    on the step."""
-    upward = (item >= start) & (item < stop)
-    downward = (item <= start) & (item > stop)
-    if is_staged(step):
-        inside = jnp.where(step > 0, upward, downward)
-    else:
-        inside = upward if step > 0 else downward
-    return inside & ((item - start) % step == 0)
 
 
 def not_in(item, container):

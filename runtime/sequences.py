@@ -3,7 +3,8 @@ over them.
 
 Each view iterates exactly like the Python object it stands for (`enumerate(arr)` yields
 `(i, arr[i])` with a Python int `i`), so the Python path of `for_stmt` is unchanged; staged, it
-hands `lax.scan` its remaining items as arrays with a leading axis.
+hands `lax.scan` its remaining items as arrays with a leading axis. The views of `enumerate`,
+`zip` and `reversed` are iterators, as Python's are (`OneShot`): a loop takes their items once.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from runtime import effects
+from runtime import effects, errors
+from runtime.errors import StagingError
 from runtime.staging import is_staged, is_traced
 
 
@@ -97,7 +99,82 @@ class RangeSequence(Sequence):
         return None, functools.partial(counted, self.range[k], self.range.step)
 
 
-class Enumerated(Sequence):
+class OneShot(Sequence):
+    """A view Python gives as an iterator (`enumerate`, `zip`, `reversed`): its items are taken
+    once. `taken`: how many a loop, `next()` or `list()` took so far; None where that is known
+    only when the program runs (a staged loop that may stop early took them)."""
+
+    taken: int | None = 0
+    moved_to: str | None = None  # the iterator made of it that takes its items now
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        k = self.position("next()")
+        if k >= len(self):
+            raise StopIteration
+        self.taken = k + 1
+        return self[k]
+
+    __reversed__ = None  # reversed() of an iterator: Python's TypeError
+
+    def position(self, what: str) -> int:
+        """How many items were taken; StagingError where that is known only at run time."""
+        if self.taken is not None:
+            return self.taken
+        raise StagingError(
+            f"{what} takes items from an iterator ({self.kind}()) whose items left are known "
+            f"only when the program runs ({errors.Site(what)}): {why_unknown(self.moved_to)}. "
+            f"Make a new {self.kind}() for each loop, or take its items into a list first."
+        )
+
+    def rest(self, by: str) -> Sequence:
+        """The items not taken yet, as a view `by` (an `enumerate()` made of this one) takes
+        them; this iterator's own position is known no more."""
+        k = self.position(by)
+        self.taken, self.moved_to = None, f"the {by}"
+        return self if k == 0 else Tail(self, k)
+
+
+def why_unknown(moved_to: str | None) -> str:
+    """Why an iterator's position is known only at run time (see `OneShot.position`)."""
+    if moved_to:
+        return f"{moved_to} made of it takes them"
+    return (
+        "a loop that may stop early (a break or a return under a traced condition) took some "
+        "of them before"
+    )
+
+
+class Tail(Sequence):
+    """The items of `base` from item `skip` on (a partly consumed iterator, wrapped again)."""
+
+    def __init__(self, base: Sequence, skip: int):
+        self.base, self.skip = base, skip
+
+    def __len__(self):
+        return max(len(self.base) - self.skip, 0)
+
+    def __getitem__(self, k):
+        return self.base[self.skip + k]
+
+    def staged(self):
+        return self.base.staged()
+
+    def exact_as_arrays(self):
+        return self.base.exact_as_arrays()
+
+    def python_parts(self):
+        return self.base.python_parts()
+
+    def scan_inputs(self, k):
+        return self.base.scan_inputs(self.skip + k)
+
+
+class Enumerated(OneShot):
+    kind = "enumerate"
+
     def __init__(self, base: Sequence, start: int):
         self.base, self.start = base, start
 
@@ -122,7 +199,9 @@ class Enumerated(Sequence):
         return xs, lambda x, j: (counted(first, 1, x, j), item(x, j))
 
 
-class Zipped(Sequence):
+class Zipped(OneShot):
+    kind = "zip"
+
     def __init__(self, bases: list[Sequence]):
         self.bases = bases
 
@@ -148,7 +227,9 @@ class Zipped(Sequence):
         return xs, lambda x, j: tuple(item(xi, j) for (_, item), xi in zip(inputs, x))
 
 
-class Reversed(Sequence):
+class Reversed(OneShot):
+    kind = "reversed"
+
     def __init__(self, base: ArraySequence):
         self.base = base
 

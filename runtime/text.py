@@ -98,6 +98,8 @@ def _as_now(obj):
     other objects (but traced values, immutable ones) replaced by their text now."""
     if isinstance(obj, (DeferredText, lists.StagedList)) or staging.is_staged(obj):
         return obj
+    if _parts_of(obj) is not None:
+        return obj
     if isinstance(obj, (list, tuple, dict)):
         return _mapped(obj, _as_now)
     if isinstance(obj, _IMMUTABLE) or callable(getattr(obj, "render", None)):
@@ -223,6 +225,9 @@ def _collect(obj, leaves: list) -> None:
     elif isinstance(obj, (list, tuple)):
         for item in obj:
             _collect(item, leaves)
+    elif _parts_of(obj) is not None:
+        for part in _parts_of(obj):
+            _collect(part, leaves)
     elif isinstance(obj, dict):
         for item in obj.values():
             _collect(item, leaves)
@@ -249,7 +254,19 @@ def _rebuild(obj, values, concrete: bool, exact: frozenset = frozenset()):
         return _value(value, jax.typeof(obj).weak_type, id(obj) in exact)
     if isinstance(obj, (list, tuple, dict)):
         return _mapped(obj, lambda item: _rebuild(item, values, concrete, exact))
+    parts = _parts_of(obj)
+    if parts is not None:
+        return obj.__with_parts__([_rebuild(p, values, concrete, exact) for p in parts], concrete)
     return obj
+
+
+def _parts_of(obj) -> tuple | None:
+    """The parts of an object of the runtime's that shows traced values (a range with a traced
+    bound: its start, stop and step), where it is one: `__traced_parts__()`, and
+    `__with_parts__(parts, concrete)` to make what its text shows of them (at run time, the
+    Python object it stands for)."""
+    parts = getattr(type(obj), "__traced_parts__", None)
+    return None if parts is None else parts(obj)
 
 
 def _value(value, weak: bool, exact: bool):

@@ -276,6 +276,50 @@ def test_the_items_and_length_of_a_range_of_traced_bound_are_python_ints(dtype):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(expected))
 
 
+def range_truth_and_equality(n):
+    r = range(n)
+    chosen = 1 if r else 2
+    steps = 0
+    while r and steps < 3:
+        steps += 1
+    either = 1 if range(n) and n > 1 else 0
+    same = (r == range(3), r == range(0, n, 1), r != range(3), range(2, n) == range(2, n, 5))
+    return chosen, steps, not r, bool(r), either, same, r.index(0) if r else -1, r.count(2)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_truth_equality_index_and_count_of_a_range_of_traced_bound(n):
+    # Its truth was always True (an object's), and `==` compared the objects: `1 if range(n)
+    # else 2` gave 1 for n = 0, and `range(n) == range(3)` False for n = 3.
+    expected = range_truth_and_equality(n)
+    got = transpiler.jit(range_truth_and_equality)(n)
+    assert jax.tree.map(int, got) == jax.tree.map(int, expected)
+
+
+def prints_a_range(n):
+    print(range(n), f"{range(1, n, 2)!r}", [range(n, 0, -1)])
+    return n
+
+
+def test_a_range_of_traced_bound_prints_as_python_prints_it(capsys):
+    prints_a_range(4)
+    expected = capsys.readouterr().out
+    jax.block_until_ready(transpiler.jit(prints_a_range)(4))
+    assert capsys.readouterr().out == expected == "range(0, 4) range(1, 4, 2) [range(4, 0, -1)]\n"
+
+
+def index_not_in_range(n):
+    return range(n).index(2)
+
+
+def test_index_and_hash_of_a_range_of_traced_bound_raise_as_python_does():
+    assert int(transpiler.jit(index_not_in_range)(5)) == 2
+    with pytest.raises(Exception, match="2 is not in range"):
+        transpiler.jit(index_not_in_range)(2).block_until_ready()
+    with pytest.raises(TypeError, match="no hash"):
+        transpiler.jit(lambda n: {range(3): 1}.get(range(n), 0))(3)
+
+
 def item_past_the_end(n):
     return range(n)[5]
 

@@ -799,3 +799,55 @@ def test_zip_of_a_list_of_arrays_with_a_range_of_traced_bound(n):
     x = jnp.float32(1.5)
     expected = zip_of_a_list_with_a_traced_range(x, n)
     assert float(jax.jit(transpiler.convert(zip_of_a_list_with_a_traced_range))(x, n)) == expected
+
+
+def loops_twice_over_one_iterator(xs, n):
+    total = 0.0
+    pairs, numbered, backwards = zip(xs, xs), enumerate(xs), reversed(xs)
+    first = next(numbered)
+    for a, b in pairs:
+        total = total + a * b
+    for _a, _b in pairs:  # spent: Python's zip gives nothing more
+        total = total + 100.0
+    for i, v in numbered:  # the items `next` left
+        total = total + i * v
+    for _i, _v in numbered:
+        total = total + 1000.0
+    for v in backwards:
+        total = total + v
+    for _v in backwards:
+        total = total + 10000.0
+    counted = enumerate(range(n))
+    for _i, t in counted:
+        total = total + t
+    for _i, _t in counted:
+        total = total + 1e5
+    return total, first, list(enumerate(xs))[1:]
+
+
+def test_an_iterator_made_by_enumerate_zip_or_reversed_is_taken_once():
+    # Staged, a second loop over the same `zip(xs, xs)` ran over every item again (314.0 where
+    # Python gives 14.0), and so did one over an `enumerate` after `next` took its first item.
+    xs = jnp.array([1.0, 2.0, 3.0])
+    expected = loops_twice_over_one_iterator(xs, 4)
+    got = jax.jit(transpiler.convert(loops_twice_over_one_iterator))(xs, 4)
+    assert_tree_close(got, expected)
+
+
+def loops_again_after_a_traced_break(xs):
+    numbered = enumerate(xs)
+    total = 0.0
+    for _i, v in numbered:
+        if v > 1.5:
+            break
+        total = total + v
+    for _i, v in numbered:  # from where the break left it: known when the program runs
+        total = total + 10 * v
+    return total
+
+
+def test_an_iterator_a_traced_break_left_is_refused_by_the_next_loop():
+    with pytest.raises(StagingError, match=r"enumerate\(\)\) whose items left are known only"):
+        jax.jit(transpiler.convert(loops_again_after_a_traced_break))(jnp.array([1.0, 2.0, 3.0]))
+    with pytest.raises(TypeError, match="'enumerate' object is not reversible"):
+        jax.jit(transpiler.convert(lambda xs: list(reversed(enumerate(xs)))))(jnp.ones(2))
