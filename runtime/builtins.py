@@ -329,12 +329,21 @@ def _first_best(items, beats):
 
 def min_(*args, key=None, default=_NO_DEFAULT):
     """`min(...)`, as Python computes it (the first smallest), on traced values too."""
+    if _a_traced_range(args, key):
+        return args[0].extreme(False, None if default is _NO_DEFAULT else default)
     return _extreme(builtins.min, args, key, default)
 
 
 def max_(*args, key=None, default=_NO_DEFAULT):
     """`max(...)`, as Python computes it (the first largest), on traced values too."""
+    if _a_traced_range(args, key):
+        return args[0].extreme(True, None if default is _NO_DEFAULT else default)
     return _extreme(builtins.max, args, key, default)
+
+
+def _a_traced_range(args, key) -> bool:
+    """`min(r)`, `max(r)` of a range with a traced bound: computed from its bounds."""
+    return len(args) == 1 and key is None and isinstance(args[0], for_loops.TracedRange)
 
 
 def next_(iterator, *default):
@@ -349,6 +358,8 @@ def sum_(iterable, /, start=0):
     masked out)."""
     if isinstance(iterable, lists.StagedList) and iterable.known_length() is None:
         return _sum_in_order(iterable, start)
+    if isinstance(iterable, for_loops.TracedRange):
+        return iterable.total(start)
     return errors.python_call(builtins.sum, iterable, start)
 
 
@@ -387,6 +398,8 @@ def any_(iterable, /, *, lazy=False):
 def _all_or_any(iterable, lazy, stops_on, site):
     if isinstance(iterable, lists.StagedList) and iterable.known_length() is None:
         return _all_or_any_of_traced_length(iterable, stops_on, site)
+    if isinstance(iterable, for_loops.TracedRange):
+        return iterable.any_item() if stops_on else iterable.all_items()
     combine = jnp.logical_or if stops_on else jnp.logical_and
     items = iter(iterable)
     staged = None

@@ -155,6 +155,36 @@ class TracedRange:
         """`value in r`, a traced bool."""
         return in_range(value, self.start, self.stop, self.step)
 
+    def total(self, start):
+        """`sum(r, start)`: `start` plus n items from `self.start` by `step`, in closed form
+        (`n * (n - 1)` is even)."""
+        n = self.trip_count()
+        return start + n * self.start + self.step * (n * (n - 1) // 2)
+
+    def extreme(self, largest: bool, default):
+        """`max(r)` (`min(r)`): its last item or its first, by the step's sign; Python's
+        ValueError when the program runs where it is empty and no `default` is given."""
+        n = self.trip_count()
+        last = self.start + (n - 1) * self.step
+        rising = self.step > 0
+        value = staging.where(rising == largest, last, self.start)
+        name = "max" if largest else "min"
+        if default is None:
+            staging.check_when_run(
+                lambda n: n == 0, lambda _: ValueError(f"{name}() arg is an empty sequence"), n
+            )
+            return python_int(value)
+        return staging.where(n > 0, python_int(value), default)
+
+    def any_item(self):
+        """`any(r)`: an item other than 0 (two items, or one that is not 0)."""
+        n = self.trip_count()
+        return (n >= 2) | ((n == 1) & (self.start != 0))
+
+    def all_items(self):
+        """`all(r)`: no item is 0."""
+        return ~self.contains(0)
+
     def __contains__(self, item):
         raise TypeError(  # Python's `in` would take the truth of a traced test
             f"{self!r}: `in` a range with a traced bound is staged only where generated code "

@@ -296,6 +296,33 @@ def test_truth_equality_index_and_count_of_a_range_of_traced_bound(n):
     assert jax.tree.map(int, got) == jax.tree.map(int, expected)
 
 
+def reductions_of_a_range(n, k):
+    up, down = range(k, n, 2), range(n, k, -3)
+    return (
+        sum(range(n)),
+        sum(up, 10),
+        max(range(n), default=-7),
+        min(range(n), default=-7),
+        max(down, default=-1),
+        min(down, default=-1),
+        any(range(n)),
+        all(range(n)),
+        any(up),
+        all(range(1, n)),
+        any(range(k, k + 1)),
+    )
+
+
+@pytest.mark.parametrize("n, k", [(0, 0), (1, 1), (2, -3), (5, 0), (9, 1), (9, -3)])
+def test_sum_min_max_any_all_of_a_range_of_traced_bound(n, k):
+    # They were refused: "a range with a traced bound has no length yet".
+    expected = reductions_of_a_range(n, k)
+    got = transpiler.jit(reductions_of_a_range)(n, k)
+    assert [int(v) for v in got] == [int(v) for v in expected]
+    with pytest.raises(Exception, match=r"max\(\) arg is an empty sequence"):
+        transpiler.jit(lambda n: max(range(n)))(0).block_until_ready()
+
+
 def prints_a_range(n):
     print(range(n), f"{range(1, n, 2)!r}", [range(n, 0, -1)])
     return n

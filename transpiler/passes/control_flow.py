@@ -397,6 +397,9 @@ class _ControlFlow(Transformer):
         (`record["best"] = params`), which the runtime refuses where `node` is staged and the
         stored value is a list or dict (see runtime.effects.Effects)."""
         after = self.aliased[-1].get(node, frozenset())
+        if isinstance(node, gast.For) and isinstance(node.target, gast.Name):
+            if item_uses.range_loop(node):  # its item is an int: no container to store
+                after = frozenset(p for p in after if ownership.head(p) != node.target.id)
         if not after:
             return []
         resolve = self.resolvers[-1]
