@@ -851,3 +851,20 @@ def test_an_iterator_a_traced_break_left_is_refused_by_the_next_loop():
         jax.jit(transpiler.convert(loops_again_after_a_traced_break))(jnp.array([1.0, 2.0, 3.0]))
     with pytest.raises(TypeError, match="'enumerate' object is not reversible"):
         jax.jit(transpiler.convert(lambda xs: list(reversed(enumerate(xs)))))(jnp.ones(2))
+
+
+def appends_the_index_then_pops(n):
+    out = [10, 20]
+    for i in range(n):
+        transpiler.loop_options(max_iterations=5)
+        out.append(i)
+    return out.pop(), len(out)
+
+
+def test_a_loop_over_a_range_stores_its_int_item_in_a_list_changed_after_it():
+    # Refused: "`out.append(i)` stores 'i' in another container ... and the function changes
+    # 'i' in place after it" (the pop after the loop); the item of a range is an int.
+    for n in (0, 3):
+        expected = appends_the_index_then_pops(n)
+        got = jax.jit(transpiler.convert(appends_the_index_then_pops))(n)
+        assert [int(v) for v in got] == list(expected)
