@@ -858,7 +858,8 @@ def appends_the_index_then_pops(n):
     for i in range(n):
         transpiler.loop_options(max_iterations=5)
         out.append(i)
-    return out.pop(), len(out)
+    last = out.pop()
+    return last, len(out)
 
 
 def test_a_loop_over_a_range_stores_its_int_item_in_a_list_changed_after_it():
