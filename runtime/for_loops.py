@@ -477,6 +477,7 @@ def for_stmt(
     max_iterations=None,
     checkpoints=None,
     items_as_python=False,
+    last_item=None,
     reads=(),
     sums=(),
     aliased=(),
@@ -668,14 +669,23 @@ def for_stmt(
         stops = extra_test is not None and (max_iterations is None or unfired)
         log.staged(site, "lax.while_loop" if stops else "lax.scan")
         took(None if stops_early else n)
-        return finish(out)
+        if last_item is not None and not stops_early and n > k:
+            # Every iteration ran: the item is the last one, as Python's loop leaves it (a
+            # Python int of a range), not the traced one the scan carried.
+            out = list(out)
+            out[symbol_names.index(last_item)] = seq[n - 1]
+        return finish(tuple(out))
 
     go = None  # the extra test on the state, once evaluated
+    told = False  # whether the log (and a warning) said the loop runs unrolled
     while k < n:
         if go is None:
             go = extra_test(*state) if extra_test is not None else True
         if not is_staged(go) and not go:
             return finish(state)
+        if not may_scan and not told and (is_staged(go) or _should_scan(seq, state)):
+            told = True
+            _log_unrolled(site, _AS_PYTHON, n - k)
         if is_staged(go) and not may_scan:
             break  # the rest, as Python, each iteration masked by the traced test
         if may_scan and (is_staged(go) or (n - k >= 2 and _should_scan(seq, state))):
@@ -686,7 +696,7 @@ def for_stmt(
             except effects_.StateBehindCall:
                 raise  # final: unrolled, the loop would meet the state tracing left
             except _SCAN_REFUSED as e:
-                _log_unrolled(site, e, n - k)
+                _log_unrolled(site, _refusal(e), n - k)
                 break
         body_k, exit_clean = body, True
         if exit_ is not None and state[-1] is False:
@@ -708,7 +718,7 @@ def for_stmt(
                 except effects_.StateBehindCall:
                     raise  # final: unrolled, the loop would meet the state tracing left
                 except _SCAN_REFUSED as e:  # the rest unrolled, this item with `stop`
-                    _log_unrolled(site, e, n - k)
+                    _log_unrolled(site, _refusal(e), n - k)
                     may_scan = False
             if not is_staged(stop) and stop:
                 return finish((*exit_.on_exit(seq[k], *plain_state), True))
@@ -737,7 +747,7 @@ def for_stmt(
                 except effects_.StateBehindCall:
                     raise  # final: unrolled, the loop would meet the state tracing left
                 except _SCAN_REFUSED as e:  # as it would from the state after: the rest unrolled
-                    _log_unrolled(site, e, n - k)
+                    _log_unrolled(site, _refusal(e), n - k)
                     break
             continue
         took(k + 1)
@@ -832,11 +842,23 @@ def _scan(seq, k, n, body, test, state, names, site, stop_early=True, exit_=None
         raise cannot_stage from e
 
 
-def _log_unrolled(site, error, count) -> None:
-    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+# Why a loop whose body uses its items as Python values (`items_as_python`) runs unrolled.
+_AS_PYTHON = (
+    "its body uses the item as a Python value: an index into a list, text, a shape, a static "
+    "argument (see docs/semantics.md)"
+)
+
+
+def _refusal(error: Exception) -> str:
+    """Why a loop runs unrolled, from what refused the scan."""
+    reason = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {reason}" if reason else type(error).__name__
+
+
+def _log_unrolled(site, reason: str, count) -> None:
     message = (
-        f"the for loop ({site}) cannot be staged as one lax.scan ({type(error).__name__}: "
-        f"{reason}); its {count} remaining iterations run as unrolled Python instead"
+        f"the for loop ({site}) cannot be staged as one lax.scan ({reason}); its {count} "
+        "remaining iterations run as unrolled Python instead"
     )
     logger.info(message)
     if count > UNROLL_WARNING_THRESHOLD:

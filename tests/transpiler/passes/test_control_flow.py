@@ -122,7 +122,7 @@ def test_for_over_range_with_target_used_after():
                 i = item
                 s = s + i
                 return (i, s)
-            i, s = rt__.for_stmt(range(n), loop_body, (i, s), symbol_names=('i', 's'), items_as_python=True, sums=('s',))
+            i, s = rt__.for_stmt(range(n), loop_body, (i, s), symbol_names=('i', 's'), last_item='i', sums=('s',))
             return (s, rt__.ld(i))
         """
     )
