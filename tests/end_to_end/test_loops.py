@@ -873,7 +873,7 @@ def test_a_loop_over_a_range_stores_its_int_item_in_a_list_changed_after_it():
 
 def bounces_until_three(v0, g):
     h, v, bounces = 0.0, v0, 0
-    for step in range(300):
+    for step in range(300):  # noqa: B007 - read after the loop
         v = v - g * 0.01
         h = h + v * 0.01
         if h < 0:
@@ -884,7 +884,7 @@ def bounces_until_three(v0, g):
 
 
 def last_index_picks(x):
-    for i in range(4):
+    for i in range(4):  # noqa: B007 - read after the loop
         x = x * 1.5
     return x, i, [10, 20, 30, 40][i]
 
