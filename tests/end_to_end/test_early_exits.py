@@ -593,3 +593,50 @@ def test_a_list_built_in_a_staged_loop_is_returned_from_inside_it():
         )(jnp.float32(2.0), jnp.int32(n))
         expected, expected_flag = returns_its_list_and_a_flag_from_a_for(2.0, n)
         assert [float(v) for v in items[: int(length)]] == expected and int(flag) == expected_flag
+
+
+def try_else_after_a_return(x):
+    try:
+        if x > 0:
+            return 1.0
+    except ValueError:
+        return 2.0
+    else:
+        return 3.0
+
+
+def try_else_after_a_break(x):
+    for i in range(3):
+        try:
+            if x > i:
+                break
+        except ValueError:
+            pass
+        else:
+            x = x + 10
+    return x
+
+
+def try_else_after_a_continue(x):
+    for i in range(3):
+        try:
+            if x > i:
+                continue
+        except ValueError:
+            pass
+        else:
+            x = x + 10
+        finally:
+            x = x + 1
+    return x
+
+
+@pytest.mark.parametrize(
+    "fn", [try_else_after_a_return, try_else_after_a_break, try_else_after_a_continue]
+)
+def test_the_else_of_a_try_does_not_run_after_a_jump_out_of_its_body(fn):
+    # It ran: `jax.jit` of the first gave 3.0 where Python returns 1.0 (x > 0).
+    for x in (-2.0, 0.5, 1.5, 12.0):
+        check_jit(fn, x)
+        check_python(fn, x)
+    check_vmap(fn, jnp.array([-2.0, 0.5, 1.5, 12.0]))

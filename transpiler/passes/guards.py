@@ -69,6 +69,10 @@ def _guard_children(stmt: gast.stmt, flag: str, into_loops: bool) -> None:
         # A loop's else block runs in the enclosing iteration; its body is its own unless asked.
         if block.role is not Role.LOOP_BODY or into_loops:
             block.stmts = guard_block(block.stmts, flag, into_loops=into_loops)
+    if isinstance(stmt, structure.TRY) and stmt.orelse and sets_flag_in(stmt.body, flag):
+        # A `try`'s else runs where its body ran to its end: not after a `return`, `break` or
+        # `continue` in it (its `finally` runs either way).
+        stmt.orelse = templates.replace("if not flag:\n    rest", flag=flag, rest=stmt.orelse)
 
 
 def replace_jumps(
