@@ -231,7 +231,9 @@ def _cond_once(
                     for key, (p, _, _) in probes.items()
                     if not p.pops and not any(any(counts[key]) for counts in appended.values())
                 }
-                _compare_branches(traced[0], (which, outs, raw), names, site, state, untouched)
+                _compare_branches(
+                    traced[0], (which, outs, raw), names, site, state, untouched, checked
+                )
             traced.append((which, outs, raw))
             return [value for value in outs if staging.is_array_tree(value)]
 
@@ -790,10 +792,12 @@ def _returns_note(name: str, site: Site) -> str:
     return f" Its return statements: {', '.join(returned[1])}." if returned else ""
 
 
-def _compare_branches(first, second, names, site, state, untouched=frozenset()):
+def _compare_branches(first, second, names, site, state, untouched=frozenset(), aliased=None):
     """Raises StagingError where the branches disagree on a variable; _Retrace where JAX would
     promote (weak types), or where a return value is set on one path only (a placeholder).
-    `untouched`: the ids of the probe lists (`lists.ProbeList`) neither branch appended to."""
+    `untouched`: the ids of the probe lists (`lists.ProbeList`) neither branch appended to.
+    `aliased`: the variables whose lists the function may change in place after the statement
+    (see `staged_cond`)."""
     casts, placeholders, unbound_shapes = {}, {}, {}
     for index, name in enumerate(names):
         values = {first[0]: first[1][index], second[0]: second[1][index]}
@@ -841,6 +845,7 @@ def _compare_branches(first, second, names, site, state, untouched=frozenset()):
         if grown is not None:
             # One list, grown by different numbers of items in the two branches (not two lists
             # of their own, `[x] if p else []`).
+            _refuse_shared_staged_list(index, (first[2], second[2]), names, aliased, site)
             raise _Retrace(lists={index: grown})
         staged = [v for v in (a, b) if isinstance(v, lists.StagedList)]
         python_list = len(staged) == 1 and type(a if staged[0] is b else b) is list
@@ -865,6 +870,31 @@ def _compare_branches(first, second, names, site, state, untouched=frozenset()):
             casts[index, j] = dtype
     if casts or placeholders or unbound_shapes:
         raise _Retrace(casts, placeholders, unbound=unbound_shapes)
+
+
+def _refuse_shared_staged_list(index, raws, names, aliased, site) -> None:
+    """StagingError where the list variable `index` is to become a list of traced length
+    (`StagedList`) while a branch leaves another variable holding that very list (`retval =
+    out`, a `return out`) and the function may change it in place after the statement: a
+    staged list is a value, which two names cannot share, so a later `out.append(v)` would
+    not show through the other name, where Python's shows it."""
+    if not aliased:
+        return
+    for raw in raws:
+        held = raw[index]
+        for other, value in enumerate(raw):
+            if other == index or value is not held:
+                continue
+            if names[index] in aliased or names[other] in aliased:
+                raise StagingError(
+                    f"{_label(names[other], site)} and {_label(names[index], site)} hold one "
+                    f"list after a branch of the staged {site.construct} ({site}), which grows "
+                    "it by a different number of items than the other branch, so it becomes a "
+                    "list of traced length, and the function changes it in place after the "
+                    "statement: a list of traced length is a value two names cannot share, and "
+                    "the change would not show through the other. Give the list the same "
+                    "length on both paths, or hold a copy (list(...))."
+                )
 
 
 def _staged_lists(value) -> tuple[list, object]:

@@ -640,3 +640,21 @@ def test_the_else_of_a_try_does_not_run_after_a_jump_out_of_its_body(fn):
         check_jit(fn, x)
         check_python(fn, x)
     check_vmap(fn, jnp.array([-2.0, 0.5, 1.5, 12.0]))
+
+
+def returns_a_list_a_finally_appends_to(x):
+    out = [x]
+    try:
+        if x > 0:
+            return out
+        out.append(x * 2)
+    finally:
+        out.append(-1.0)
+    return out
+
+
+def test_a_returned_list_that_becomes_of_traced_length_and_changes_after_is_refused():
+    # It came back as [1.0] where Python returns [1.0, -1.0]: the `finally` appended to `out`,
+    # which Python's return value is, and the staged one was a copy made before.
+    with pytest.raises(StagingError, match="hold one list after a branch"):
+        jax.jit(transpiler.convert(returns_a_list_a_finally_appends_to))(1.0)
