@@ -27,7 +27,7 @@ import numpy as np
 from jax import lax
 
 from runtime import powers, staging
-from runtime.errors import Site, StagingError, python_error
+from runtime.errors import Site, StagingError, python_call, python_error
 from runtime.staging import is_staged
 
 
@@ -615,7 +615,7 @@ def list_item(target, index):
     see `picked_by_program`; the index clamped, as a staged list's is)."""
     if type(target) is list and is_staged(index):
         return picked_by_program(target, "an item")[index]
-    return target[index]
+    return python_call(operator.getitem, target, index)  # an IndexError is the program's
 
 
 def list_setitem(target, index, value):
@@ -625,7 +625,7 @@ def list_setitem(target, index, value):
         target = picked_by_program(target, "the item assigned")
     if isinstance(target, StagedList):
         return target.with_item(index, value)
-    target[index] = value
+    python_call(operator.setitem, target, index, value)
     return target
 
 
@@ -637,7 +637,8 @@ def list_update(target, index, op: str, value):
         target = picked_by_program(target, "the item updated")
     if isinstance(target, StagedList):
         return target.with_item(index, value, update)
-    target[index] = update(target[index], value)
+    updated = python_call(update, python_call(operator.getitem, target, index), value)
+    python_call(operator.setitem, target, index, updated)
     return target
 
 
@@ -666,7 +667,7 @@ def list_pop(target, *index):
         return target.popped(*index)
     if index and is_staged(index[0]) and type(target) is list:
         return picked_by_program(target, "the item popped").popped(*index)
-    item = target.pop(*index)
+    item = python_call(target.pop, *index)
     return target, item
 
 
@@ -682,7 +683,7 @@ def list_delete(target, index):
         except IndexError:
             raise IndexError("list assignment index out of range") from None
         return target
-    del target[index]
+    python_call(operator.delitem, target, index)
     return target
 
 
