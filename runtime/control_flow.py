@@ -465,7 +465,7 @@ def _raise_when_run(error: Exception, other: list) -> list:
             raised.args = tuple(text.made_again(error.args, texts, concrete))
             if note is not None and note not in getattr(raised, "__notes__", ()):
                 raised.__notes__ = [*getattr(error, "__notes__", ()), note]
-            errors.raise_at_users_lines(raised, error.__traceback__)
+            errors.raise_at_users_lines(staging.raised_when_run(raised), error.__traceback__)
 
     staging.host_callback(raise_if, staging.branch_taken(), *values, ordered=True, kind="raise")
     return [

@@ -188,11 +188,29 @@ READ_TRACE = type(TRACE_CONTEXT).trace.fget
 
 
 def raise_cannot_stage(error: BaseException) -> None:
-    """Raises the "cannot stage" error that `error` (a TypeError caught in converted code)
-    stands for, if it stands for one (see `errors.as_cannot_stage`); else returns."""
+    """Raises the "cannot stage" error that `error` (caught by an `except` of converted code)
+    stands for, if it stands for one (see `errors.as_cannot_stage`); else returns. An error a
+    staged check raised as the program ran (`raised_when_run`; under `jax.vmap` without `jit`,
+    at once) is refused there: it stands for some elements of a batch only."""
+    if getattr(error, "_transpiler_when_run", False):
+        raise StagingError(
+            f"{type(error).__name__}: {error} — raised by a check the program makes when it "
+            "runs (a `raise`, an assert or an index under a traced condition), inside a `try` "
+            f"whose `except` would catch it ({Site('try statement')}). It is raised for the "
+            "elements of a batch that take that path (under jax.vmap), or after the compiled "
+            "function returned (under jax.jit): no `except` around staged code can handle it "
+            "for them alone. Test the condition instead of catching the error."
+        ) from error
     found = errors_.as_cannot_stage(error)
     if found is not None:
         raise found from error
+
+
+def raised_when_run(error: BaseException) -> BaseException:
+    """Marks `error` as raised by a staged check as the program ran (see
+    `raise_cannot_stage`)."""
+    error._transpiler_when_run = True
+    return error
 
 
 def eager() -> bool:
@@ -279,7 +297,7 @@ def check_when_run(failing, error, *operands, kind: str = "check") -> None:
 
     def check(taken, *values):
         if np.any(np.logical_and(taken, failing(*values))):
-            raise error(*values)
+            raise raised_when_run(error(*values))
 
     host_callback(check, branch_taken(), *operands, ordered=ordered_effects(), kind=kind)
 

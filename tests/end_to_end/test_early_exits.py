@@ -684,3 +684,24 @@ def test_an_index_error_tracing_a_branch_not_taken_is_raised_only_where_it_runs(
     assert index_error_in_a_branch_not_taken(200.0) == 201.0
     with pytest.raises(Exception, match="list index out of range"):
         jax.jit(transpiler.convert(index_error_in_a_branch_not_taken))(200.0).block_until_ready()
+
+
+def catches_what_a_branch_raises(x):
+    table = {"a": 1.0}
+    try:
+        if x > 0:
+            y = table["missing"]
+        else:
+            y = x
+    except KeyError:
+        y = -x
+    return y
+
+
+def test_an_except_around_a_staged_raise_is_refused_where_it_would_catch_it():
+    # Under `jax.vmap` (no jit) the staged raise ran at once, inside the `try`: caught, it sent
+    # every element into the handler ([2.0, -0.5] where Python gives [-2.0, -0.5]).
+    batched = jax.vmap(transpiler.convert(catches_what_a_branch_raises))
+    with pytest.raises(StagingError, match="no `except` around staged code can handle it"):
+        batched(jnp.array([-2.0, 0.5]))
+    np.testing.assert_array_equal(batched(jnp.array([-2.0, -0.5])), [-2.0, -0.5])

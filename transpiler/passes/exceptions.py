@@ -3,7 +3,7 @@
     try:                              try:
         y = f(x)                          try:
     except Exception:         ->              y = f(x)
-        y = fallback                      except TypeError as rt__error:
+        y = fallback                      except Exception as rt__error:
                                               rt__.raise_cannot_stage(rt__error)
                                               raise
                                       except rt__.CANNOT_STAGE:
@@ -14,7 +14,10 @@
 Python never raises a StagingError, nor JAX's error for a tracer where a value is needed, nor
 the TypeError of hashing a tracer (`table[i]`, a traced `i`): they come from tracing. Caught by
 the user's `except` while tracing, they would silently make the compiled program take the except
-clause for every input.
+clause for every input. Nor can an `except` catch what a staged check raises when the program
+runs (a `raise` under a traced condition): compiled, it is raised after the function returned;
+run at once (under `jax.vmap` without `jax.jit`), it stands for the elements that take that path
+only, and caught it would send every element into the handler: refused (a StagingError).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ _GUARD = f"""
 try:
     try:
         body
-    except TypeError as {RUNTIME}error:
+    except Exception as {RUNTIME}error:
         {RUNTIME}.raise_cannot_stage({RUNTIME}error)
         raise
 except {RUNTIME}.CANNOT_STAGE:
