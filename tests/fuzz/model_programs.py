@@ -46,6 +46,7 @@ CLASS_NAMES = {
     17: "text made before it is printed, names a lambda reads, a float against an int",
     18: "lists a staged branch or loop chooses, changed where conversion cannot see it",
     19: "list surgery under traced conditions: pop, swaps, loops, comprehensions",
+    20: "ranges and iterators as objects: truth, ==, sum/min/max, reuse, the index after",
 }
 
 
@@ -757,6 +758,73 @@ class _Generator(ProgramWriter):
             )
             op(indent, ctx, out)
         self.list_fold(indent, ctx, out)
+
+    # -- 20: ranges and iterators as objects -----------------------------------------------
+
+    def c20(self, indent: int, ctx: _Ctx) -> None:
+        """A range of bounds from the inputs (traced under jit) used as an object (its truth,
+        `==`, `in`, `len`, `sum`, `min`/`max`, `any`/`all`, `count`, `index`, printed); an
+        `enumerate`/`zip`/`reversed` of an array of the values taken by `next` and by two loops
+        (the second gets what the first left: nothing, after a loop without a break); a loop's
+        index read after it."""
+        r = self.rng.random()
+        if r < 0.45:
+            rng = self.fresh("r")
+            lo = self.rng.choice(["0", "1", "a % 4", "x % 3"])
+            hi = self.rng.choice(["(b % 7)", "(y % 6) + 1", "4", "(a % 5) - 1"])
+            step = self.rng.choice(["", "", ", 2", ", -1", ", 3"])
+            if step == ", -1":
+                lo, hi = hi, lo
+            self.emit(indent, f"{rng} = range({lo}, {hi}{step})")
+            uses = [
+                f"b = ((b + (1 if {rng} else 2)) % 97)",
+                f"a = ((a + len({rng}) + sum({rng})) % 97)",
+                f"a = ((a + max({rng}, default=5) - min({rng}, default=3)) % 97)",
+                f"b = ((b + ({rng} == range(3)) + (2 in {rng}) + {rng}.count(2)) % 97)",
+                f"b = ((b + any({rng}) + 2 * all({rng})) % 97)",
+                f"b = ((b + ({rng}.index(1) if 1 in {rng} else 7)) % 97)",
+                f"print('range', {rng}, not {rng})",
+            ]
+            for use in self.rng.sample(uses, self.rng.randint(1, 3)):
+                self.emit(indent, use)
+            if self.chance(0.4):
+                self.emit(indent, f"if {rng} and {self.cond(ctx)}:")
+                self.block(indent + 1, ctx.nest(), (1, 1))
+        elif r < 0.8:
+            it, arr = self.fresh("it"), self.fresh("arr")
+            self.emit(indent, f"{arr} = jnp.array([a % 11, b % 13, 3])")
+            kind = self.rng.choice(["enumerate", "zip", "reversed"])
+            made = {
+                "enumerate": f"enumerate({arr})",
+                "zip": f"zip({arr}, {arr} * 2)",
+                "reversed": f"reversed({arr})",
+            }[kind]
+            self.emit(indent, f"{it} = {made}")
+            first = self.fresh("v")
+            fold = {
+                "enumerate": lambda v: f"({v}[0] + int({v}[1]))",
+                "zip": lambda v: f"int({v}[0] + {v}[1])",
+                "reversed": lambda v: f"int({v})",
+            }[kind]
+            if self.chance(0.5):
+                self.emit(indent, f"{first} = next({it})")
+                self.emit(indent, f"a = ((a + {fold(first)}) % 97)")
+            for n in range(2):
+                v = self.fresh("v")
+                self.emit(indent, f"for {v} in {it}:")
+                self.emit(indent + 1, f"b = ((b * 2 + {fold(v)}) % 97)")
+                if n == 0 and self.chance(0.3):  # Python's break, or a traced one (refused)
+                    self.emit(indent + 1, f"if {self.rng.choice(['a > 200', self.cond(ctx)])}:")
+                    self.emit(indent + 2, "break")
+        else:
+            t = self.fresh("t")
+            self.emit(indent, f"{t} = 0")
+            self.for_header(indent, t)
+            self.emit(indent + 1, f"a = ((a * 3 + {t}) % 97)")
+            if self.chance(0.5):
+                self.emit(indent + 1, f"if {self.cond(ctx)}:")
+                self.emit(indent + 2, "break")
+            self.emit(indent, f"b = ((b + {t} * 5) % 97)")
 
     def list_print(self, indent: int, ctx: _Ctx, out: _Lst, extra: tuple = ()) -> None:
         v = self.rng.choice(["a", "b"] + list(ctx.names) + list(extra))
