@@ -111,6 +111,9 @@ def len_(obj):
         return obj.length if known is None else known
     if isinstance(obj, for_loops.TracedRange):
         return obj.trip_count()
+    if isinstance(obj, (sequences.OneShot, for_loops._CountedIterator)):  # Python's iterators
+        kind = obj.kind.split("(")[0].split()[0]
+        raise errors.python_error(TypeError(f"object of type '{kind}' has no len()"))
     return errors.python_call(builtins.len, obj)
 
 
@@ -329,21 +332,36 @@ def _first_best(items, beats):
 
 def min_(*args, key=None, default=_NO_DEFAULT):
     """`min(...)`, as Python computes it (the first smallest), on traced values too."""
-    if _a_traced_range(args, key):
+    if _a_traced_range(args, key, default):
         return args[0].extreme(False, None if default is _NO_DEFAULT else default)
     return _extreme(builtins.min, args, key, default)
 
 
 def max_(*args, key=None, default=_NO_DEFAULT):
     """`max(...)`, as Python computes it (the first largest), on traced values too."""
-    if _a_traced_range(args, key):
+    if _a_traced_range(args, key, default):
         return args[0].extreme(True, None if default is _NO_DEFAULT else default)
     return _extreme(builtins.max, args, key, default)
 
 
-def _a_traced_range(args, key) -> bool:
-    """`min(r)`, `max(r)` of a range with a traced bound: computed from its bounds."""
-    return len(args) == 1 and key is None and isinstance(args[0], for_loops.TracedRange)
+def _a_traced_range(args, key, default) -> bool:
+    """`min(r)`, `max(r)` of a range with a traced bound: computed from its bounds. Its
+    `default` must be an int: Python gives it, of its own type, where the range is empty."""
+    if not (len(args) == 1 and key is None and isinstance(args[0], for_loops.TracedRange)):
+        return False
+    integer = isinstance(default, int) and not isinstance(default, bool)
+    integer = integer or (
+        staging.is_array_leaf(default) and jnp.issubdtype(jnp.result_type(default), jnp.integer)
+    )
+    if not (default is _NO_DEFAULT or integer):
+        raise StagingError(
+            "the default of min() or max() of a range with a traced bound is "
+            f"{staging.describe(default)} ({Site('min() or max()')}): where the range is "
+            "empty Python gives the default, of its own type, and an int from the range "
+            "elsewhere, which one staged value cannot hold. Give an int default, or test "
+            "`len(r) > 0`."
+        )
+    return True
 
 
 def next_(iterator, *default):
@@ -401,6 +419,7 @@ def _all_or_any(iterable, lazy, stops_on, site):
     if isinstance(iterable, for_loops.TracedRange):
         return iterable.any_item() if stops_on else iterable.all_items()
     combine = jnp.logical_or if stops_on else jnp.logical_and
+    source = _source_iterator(iterable)
     items = iter(iterable)
     staged = None
     for item in items:
@@ -410,9 +429,29 @@ def _all_or_any(iterable, lazy, stops_on, site):
             continue
         truth = staging.scalar_predicate(item, site, "item")
         if lazy:
-            return _rest_in_a_branch(truth, items, stops_on, site)
+            result = _rest_in_a_branch(truth, items, stops_on, site)
+            _position_unknown(source)
+            return result
         staged = truth if staged is None else combine(staged, truth)
+    if staged is not None:
+        _position_unknown(source)
     return (not stops_on) if staged is None else staged
+
+
+def _source_iterator(iterable):
+    """What `any`/`all` take items from: `iterable`, or the iterator a generator expression
+    over it reads (`any(v > 0 for v in it)`: `it`)."""
+    frame = getattr(iterable, "gi_frame", None)
+    return frame.f_locals.get(".0", iterable) if frame is not None else iterable
+
+
+def _position_unknown(source) -> None:
+    """After `any`/`all` took every item where Python stops at the first deciding one, known only
+    when the program runs: the iterator they took them from (`enumerate(x)`) stands where the
+    program decides."""
+    if isinstance(source, sequences.OneShot):
+        source.taken = None
+        source.why = "any() or all() took its items up to one that decides, known at run time"
 
 
 def _all_or_any_of_traced_length(items: lists.StagedList, stops_on, site):
@@ -458,6 +497,9 @@ def enumerate_(iterable, start=0):
         return for_loops.EnumeratedList(iterable, start)
     if isinstance(iterable, for_loops.TracedRange):
         return for_loops.EnumeratedRange(iterable, start)
+    if isinstance(iterable, for_loops.ReversedRange):  # it takes the reversed range's items
+        iterable.moved("enumerate()")
+        return for_loops.EnumeratedRange(iterable.items, start)
     if isinstance(iterable, for_loops.ZippedCounted):
         return for_loops.EnumeratedZip(iterable, start)
     base = sequences.as_sequence(iterable)
@@ -474,7 +516,12 @@ def enumerate_(iterable, start=0):
 def zip_(*iterables, strict=False):
     """`zip(*iterables)`; over arrays (and ranges), a view a `for` loop can scan; with a range
     with a traced bound or a list of traced length among them, one it can loop over staged."""
-    traced_length = (for_loops.TracedRange, for_loops.EnumeratedRange, for_loops.EnumeratedList)
+    traced_length = (
+        for_loops.TracedRange,
+        for_loops.EnumeratedRange,
+        for_loops.EnumeratedList,
+        for_loops.ReversedRange,
+    )
     if not strict and any(
         isinstance(it, traced_length)
         or (isinstance(it, lists.StagedList) and it.known_length() is None)
@@ -496,10 +543,10 @@ def zip_(*iterables, strict=False):
 def reversed_(seq):
     """`reversed(seq)`; a range stays a range (a traced one too), an array gives a view a `for`
     loop can scan."""
-    if isinstance(seq, range):
-        return seq[::-1]
+    if isinstance(seq, range):  # Python's range iterator, last first
+        return sequences.Iterated(sequences.RangeSequence(seq[::-1]), "reversed")
     if isinstance(seq, for_loops.TracedRange):
-        return seq.reversed()
+        return for_loops.ReversedRange(seq.reversed())
     base = sequences.as_sequence(seq)
     if isinstance(base, sequences.ArraySequence):
         return sequences.Reversed(base)

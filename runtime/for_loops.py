@@ -218,10 +218,10 @@ class _CountedIterator:
     list of traced length): one for statement takes its items, as Python's iterator gives them
     once. `spent`: False before that; True once a loop took them all; None where how many it
     took is known only when the program runs (it may stop early, or another iterator took
-    them: `moved_to`)."""
+    them: `why`)."""
 
     spent: bool | None = False
-    moved_to: str | None = None
+    why: str | None = None  # why `spent` is None, where not a loop's break
 
     def take(self, what: str) -> bool:
         """Whether items are left to take (False: a loop took them all); StagingError where that
@@ -230,7 +230,7 @@ class _CountedIterator:
             raise StagingError(
                 f"{what} takes items from an iterator of traced length ({self.kind}) whose items "
                 f"left are known only when the program runs ({Site(what)}): "
-                f"{sequences.why_unknown(self.moved_to)}. Make a new one for each loop."
+                f"{sequences.why_unknown(self.why)}. Make a new one for each loop."
             )
         return not self.spent
 
@@ -242,13 +242,39 @@ class _CountedIterator:
                 f"{by} of an iterator of traced length ({self.kind}) that a loop took every item "
                 f"of ({Site(by)}): make a new one."
             )
-        self.spent, self.moved_to = None, f"the {by}"
+        self.spent, self.why = None, f"the {by} made of it takes them"
 
     def __next__(self):
         raise TypeError(
             f"next() of {self.kind}: it has a traced length, so whether it has an item is known "
             "only when the program runs; only a for statement can take its items (staged as a "
             "while loop)."
+        )
+
+    def __bool__(self) -> bool:
+        return True  # an iterator, empty or not
+
+
+class ReversedRange(_CountedIterator):
+    """`reversed(range(...))` of a range with a traced bound: an iterator of its items, last
+    first, which only a for statement can loop over (staged as a while loop)."""
+
+    kind = "reversed() of a range with a traced bound"
+
+    def __init__(self, items: TracedRange):
+        self.items = items
+
+    def counted(self):
+        """(how many items, item j as a function of a traced j)."""
+        return self.items.trip_count(), self.items.item
+
+    def at_most(self) -> None:
+        return None
+
+    def __iter__(self):
+        raise TypeError(
+            f"{self.kind}: only a for statement can loop over it (staged as a while loop); a "
+            "comprehension or a call such as list() or sum() cannot."
         )
 
 
@@ -340,7 +366,7 @@ class ZippedCounted(_CountedIterator):
             bounds.append(at_most(it))
             if isinstance(it, TracedRange):
                 parts.append((it.trip_count(), it.item))
-            elif isinstance(it, (EnumeratedList, EnumeratedRange, EnumeratedZip)):
+            elif isinstance(it, (EnumeratedList, EnumeratedRange, EnumeratedZip, ReversedRange)):
                 it.moved("zip()")
                 parts.append(it.counted())
             elif isinstance(it, lists_.StagedList) and it.known_length() is None:
@@ -414,7 +440,7 @@ def at_most(iterable) -> int | None:
     lists its loop appends to); a range with a traced bound has no such bound."""
     if isinstance(iterable, lists_.StagedList):
         return iterable.capacity
-    if isinstance(iterable, (EnumeratedList, EnumeratedRange, ZippedCounted, EnumeratedZip)):
+    if isinstance(iterable, _CountedIterator):
         return iterable.at_most()
     if isinstance(iterable, TracedRange):
         return None
@@ -579,7 +605,7 @@ def for_stmt(
                 unfired,
             )
         )
-    counted = isinstance(iterable, (EnumeratedList, EnumeratedRange, ZippedCounted, EnumeratedZip))
+    counted = isinstance(iterable, _CountedIterator)
     if counted or (isinstance(iterable, lists_.StagedList) and iterable.known_length() is None):
         # A list of traced length (or `enumerate` of one, or of a traced range): a while loop
         # over its items, however many there are. (No other name may hold `iterable` past

@@ -105,13 +105,13 @@ class OneShot(Sequence):
     only when the program runs (a staged loop that may stop early took them)."""
 
     taken: int | None = 0
-    moved_to: str | None = None  # the iterator made of it that takes its items now
+    why: str | None = None  # why `taken` is known only at run time, where not a loop's break
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        k = self.position("next()")
+        k = self.position("taking an item (next(), list(), a comprehension)")
         if k >= len(self):
             raise StopIteration
         self.taken = k + 1
@@ -119,13 +119,16 @@ class OneShot(Sequence):
 
     __reversed__ = None  # reversed() of an iterator: Python's TypeError
 
+    def __bool__(self) -> bool:
+        return True  # an iterator, empty or not (not its length's truth)
+
     def position(self, what: str) -> int:
         """How many items were taken; StagingError where that is known only at run time."""
         if self.taken is not None:
             return self.taken
         raise StagingError(
             f"{what} takes items from an iterator ({self.kind}()) whose items left are known "
-            f"only when the program runs ({errors.Site(what)}): {why_unknown(self.moved_to)}. "
+            f"only when the program runs ({errors.Site(what)}): {why_unknown(self.why)}. "
             f"Make a new {self.kind}() for each loop, or take its items into a list first."
         )
 
@@ -133,18 +136,43 @@ class OneShot(Sequence):
         """The items not taken yet, as a view `by` (an `enumerate()` made of this one) takes
         them; this iterator's own position is known no more."""
         k = self.position(by)
-        self.taken, self.moved_to = None, f"the {by}"
+        self.taken, self.why = None, f"the {by} made of it takes them"
         return self if k == 0 else Tail(self, k)
 
 
-def why_unknown(moved_to: str | None) -> str:
+def why_unknown(why: str | None) -> str:
     """Why an iterator's position is known only at run time (see `OneShot.position`)."""
-    if moved_to:
-        return f"{moved_to} made of it takes them"
+    if why:
+        return why
     return (
         "a loop that may stop early (a break or a return under a traced condition) took some "
         "of them before"
     )
+
+
+class Iterated(OneShot):
+    """An iterator over the items of `base` (`reversed(range(3))`: Python's range iterator)."""
+
+    def __init__(self, base: Sequence, kind: str):
+        self.base, self.kind = base, kind
+
+    def __len__(self):
+        return len(self.base)
+
+    def __getitem__(self, k):
+        return self.base[k]
+
+    def staged(self):
+        return self.base.staged()
+
+    def exact_as_arrays(self):
+        return self.base.exact_as_arrays()
+
+    def python_parts(self):
+        return self.base.python_parts()
+
+    def scan_inputs(self, k):
+        return self.base.scan_inputs(k)
 
 
 class Tail(Sequence):

@@ -527,3 +527,26 @@ def test_min_and_max_of_concrete_arrays_in_a_branch_traced_inside_vmap():
     got = jax.vmap(transpiler.convert(capped_in_a_branch))(xs)
     np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-6)
     assert float(jax.jit(transpiler.convert(capped_in_a_branch))(3.0)) == float(expected[1])
+
+
+def test_min_or_max_of_a_range_of_traced_bound_with_a_default_of_another_type_is_refused():
+    # `min(range(n), default=5.5)` gave 0.0 where Python gives the int 0; `default=None` raised
+    # "arg is an empty sequence" when the program ran, where Python gives None.
+    for default in (5.5, None):
+        with pytest.raises(StagingError, match="the default of min"):
+            transpiler.jit(lambda n, d=default: min(range(n), default=d))(5)
+    assert int(transpiler.jit(lambda n: max(range(n), default=-1))(0)) == -1
+
+
+def percent_text_printed_later(n, x):
+    message = "n is %s, x is %.2f" % (n, x)
+    print(message)
+    return n
+
+
+def test_percent_text_assigned_to_a_name_only_printed_shows_values(capsys):
+    # It printed the tracer ("n is JitTracer(~int32[])"), and `%.2f` of a tracer raised.
+    percent_text_printed_later(3, 1.5)
+    expected = capsys.readouterr().out
+    jax.block_until_ready(transpiler.jit(percent_text_printed_later)(3, 1.5))
+    assert capsys.readouterr().out == expected == "n is 3, x is 1.50\n"

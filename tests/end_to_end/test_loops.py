@@ -907,3 +907,39 @@ def test_the_loop_variable_read_after_the_loop(fn):
     assert_tree_close(got, expected)
     if fn is bounces_until_three:
         assert "while" in primitives(transpiler.convert(fn), *args)
+
+
+def reversed_range_twice(x, n):
+    static, traced = reversed(range(3)), reversed(range(n))
+    total = x[0]
+    for i in static:
+        total = total + x[i]
+    for i in static:  # spent
+        total = total + 100.0
+    for i in traced:
+        total = total + i
+    for i in traced:  # spent
+        total = total + 1000.0
+    numbered = enumerate(x)
+    found = any(v > 1 for _, v in numbered)
+    return total, sum(reversed(range(4))), bool(enumerate(x[:0])), found
+
+
+def test_reversed_range_is_an_iterator_and_any_leaves_one_where_the_program_decides():
+    # `reversed(range(3))` was a range: a second loop over it ran again (303.0 where Python
+    # gives 3.0); an enumerate of an empty array was false; `any` over an iterator took every
+    # item, so `list(it)` after it gave [] where Python gives the items after the first true.
+    x = jnp.arange(5.0)
+    expected = reversed_range_twice(x, 4)
+    got = jax.jit(transpiler.convert(reversed_range_twice))(x, 4)
+    assert_tree_close(got, expected)
+
+    def rest_after_any(x):
+        it = enumerate(x)
+        found = any(v > 1 for _, v in it)
+        return found, list(it)
+
+    with pytest.raises(StagingError, match=r"any\(\) or all\(\) took its items"):
+        jax.jit(transpiler.convert(rest_after_any))(x)
+    with pytest.raises(TypeError, match="object of type 'enumerate' has no len"):
+        jax.jit(transpiler.convert(lambda x: len(enumerate(x))))(x)

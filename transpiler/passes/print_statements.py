@@ -92,9 +92,8 @@ class _Text(Rewriter):
 
     def __init__(self, globals_: dict, everywhere: bool = False):
         self.globals = globals_
-        # Text outside what is printed, raised or asserted: `%` stays Python's (its numeric
-        # formats raise for a tracer, which says more than a placeholder text would), and so
-        # does `str()` of more than one argument.
+        # Text assigned to names only printed, raised or asserted (`msg = "n %d" % n; print(
+        # msg)`): made as a print's is, but `str()` of more than one argument stays Python's.
         self.everywhere = everywhere
 
     def visit_Call(self, node):
@@ -128,8 +127,7 @@ class _Text(Rewriter):
     def visit_BinOp(self, node):
         node = self.generic_visit(node)
         if (
-            not self.everywhere
-            and isinstance(node.op, gast.Mod)
+            isinstance(node.op, gast.Mod)
             and isinstance(node.left, gast.Constant)
             and isinstance(node.left.value, str)
         ):
@@ -217,7 +215,7 @@ def _printed_text_assignments(fn_node: gast.FunctionDef, globals_: dict) -> list
 
 def _text_assignment(node, globals_: dict) -> bool:
     """`name = <value>` or `name += <value>` whose value makes text (an f-string, `.format` of a
-    constant, `str()`/`repr()` of one argument, `format()`)."""
+    constant, `str()`/`repr()` of one argument, `format()`, `%` of a constant)."""
     if isinstance(node, gast.Assign):
         if len(node.targets) != 1 or not isinstance(node.targets[0], gast.Name):
             return False
@@ -225,6 +223,13 @@ def _text_assignment(node, globals_: dict) -> bool:
         return False
     for n in structure.walk_nodes(node.value):
         if isinstance(n, gast.JoinedStr):
+            return True
+        if (
+            isinstance(n, gast.BinOp)
+            and isinstance(n.op, gast.Mod)
+            and isinstance(n.left, gast.Constant)
+            and isinstance(n.left.value, str)
+        ):
             return True
         if isinstance(n, gast.Call):
             func = n.func
