@@ -154,6 +154,7 @@ def assert_(test, msg=None):
     (in a staged branch, when the branch is taken)."""
     if not __debug__:
         return
+    test = staging.condition(test)  # a list of traced length, a range with a traced bound
     if not staging.is_staged(test):
         if not test:
             raise errors.python_error(

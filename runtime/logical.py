@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from runtime import control_flow, errors, for_loops, lists, staging
+from runtime import control_flow, errors, for_loops, lists, sequences, staging
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, is_staged
 
@@ -158,6 +158,8 @@ def in_(item, container):
     """
     if isinstance(container, lists.StagedList):
         return container.contains(item)
+    if isinstance(container, sequences.OneShot):
+        return _in_iterator(item, container)
     if isinstance(container, lists.ProbeList):
         # A staged loop's list, probed: in the loop its items are traced, so is what `in`
         # decides (a Python answer now could leave an append under it uncounted).
@@ -192,6 +194,45 @@ def in_(item, container):
             return True  # Python's `in` tests identity first: `x in [x]` even for a NaN
         return _equal_to_any(item, container)
     return item in container
+
+
+def _in_iterator(item, items: sequences.OneShot):
+    """`item in items` of an iterator (`enumerate(x)`, `zip(x, y)`, `reversed(x)`): it takes
+    items until one is equal, as Python's `in` does; where an equality is traced, every item,
+    the `or` of them, and where the iterator stands after it is the program's to decide."""
+    found = None
+    for element in items:
+        equal = True if element is item else _equal(item, element)
+        if not is_staged(equal):
+            if equal and found is None:
+                return True
+            if not equal:
+                continue
+        found = equal if found is None else staging.either(found, equal)
+    if found is None:
+        return False
+    items.taken = None
+    items.why = "`in` took its items up to an equal one, which the program decides"
+    return found
+
+
+def _equal(a, b):
+    """`a == b` as `in` reads it: its truth (a traced bool where traced); tuples item by item
+    (`(3, 3.0) in enumerate(x)`)."""
+    if type(a) is tuple and type(b) is tuple:
+        if len(a) != len(b):
+            return False
+        truths = [_equal(x, y) for x, y in zip(a, b)]
+        if not any(is_staged(t) for t in truths):
+            return all(truths)
+        result = True
+        for truth in truths:
+            result = staging.both(jnp.asarray(result), jnp.asarray(truth))
+        return result
+    equal = a == b
+    if not is_staged(equal):
+        return bool(equal)
+    return staging.scalar_predicate(equal, Site("in"), "comparison")
 
 
 def _equal_to_any(item, elements):

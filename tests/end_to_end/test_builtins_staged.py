@@ -539,7 +539,7 @@ def test_min_or_max_of_a_range_of_traced_bound_with_a_default_of_another_type_is
 
 
 def percent_text_printed_later(n, x):
-    message = "n is %s, x is %.2f" % (n, x)
+    message = "n is %s, x is %.2f" % (n, x)  # noqa: UP031 - the `%` text under test
     print(message)
     return n
 

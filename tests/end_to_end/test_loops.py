@@ -914,11 +914,11 @@ def reversed_range_twice(x, n):
     total = x[0]
     for i in static:
         total = total + x[i]
-    for i in static:  # spent
+    for _i in static:  # spent
         total = total + 100.0
     for i in traced:
         total = total + i
-    for i in traced:  # spent
+    for _i in traced:  # spent
         total = total + 1000.0
     numbered = enumerate(x)
     found = any(v > 1 for _, v in numbered)
@@ -943,3 +943,20 @@ def test_reversed_range_is_an_iterator_and_any_leaves_one_where_the_program_deci
         jax.jit(transpiler.convert(rest_after_any))(x)
     with pytest.raises(TypeError, match="object of type 'enumerate' has no len"):
         jax.jit(transpiler.convert(lambda x: len(enumerate(x))))(x)
+
+
+def in_an_iterator(x, n):
+    pairs = zip(x, x)
+    assert range(n), "empty range"
+    return (3.0, 3.0) in pairs, 7.0 in reversed(x), (1, 1.0) in enumerate(x)
+
+
+def test_in_an_iterator_takes_its_items_and_assert_reads_a_ranges_truth():
+    # `in` over an iterator of traced items raised JAX's TracerBoolConversionError, and
+    # `assert range(n)` a TypeError about and/or operands.
+    x = jnp.arange(5.0)
+    expected = in_an_iterator(x, 3)
+    got = jax.jit(transpiler.convert(in_an_iterator))(x, 3)
+    assert [bool(v) for v in got] == list(expected)
+    with pytest.raises(Exception, match="empty range"):
+        jax.jit(transpiler.convert(in_an_iterator))(x, 0)[0].block_until_ready()
