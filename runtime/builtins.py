@@ -111,7 +111,7 @@ def len_(obj):
         return obj.length if known is None else known
     if isinstance(obj, for_loops.TracedRange):
         return obj.trip_count()
-    if isinstance(obj, (sequences.OneShot, for_loops._CountedIterator)):  # Python's iterators
+    if isinstance(obj, (sequences.OneShot, for_loops.CountedIterator)):  # Python's iterators
         kind = obj.kind.split("(")[0].split()[0]
         raise errors.python_error(TypeError(f"object of type '{kind}' has no len()"))
     return errors.python_call(builtins.len, obj)

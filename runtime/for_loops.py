@@ -213,7 +213,7 @@ class TracedRange:
         return range(*(int(p) for p in parts)) if concrete else TracedRange(*parts)
 
 
-class _CountedIterator:
+class CountedIterator:
     """An iterator of traced length (`enumerate` or `zip` of a range with a traced bound or of a
     list of traced length): one for statement takes its items, as Python's iterator gives them
     once. `spent`: False before that; True once a loop took them all; None where how many it
@@ -255,7 +255,7 @@ class _CountedIterator:
         return True  # an iterator, empty or not
 
 
-class ReversedRange(_CountedIterator):
+class ReversedRange(CountedIterator):
     """`reversed(range(...))` of a range with a traced bound: an iterator of its items, last
     first, which only a for statement can loop over (staged as a while loop)."""
 
@@ -290,7 +290,7 @@ def in_range(item, start, stop, step):
     return inside & ((item - start) % step == 0)
 
 
-class EnumeratedList(_CountedIterator):
+class EnumeratedList(CountedIterator):
     """`enumerate(items, start)` of a list of traced length: only a for statement can loop over
     it (staged as a while loop over the length)."""
 
@@ -316,7 +316,7 @@ class EnumeratedList(_CountedIterator):
         )
 
 
-class EnumeratedRange(_CountedIterator):
+class EnumeratedRange(CountedIterator):
     """`enumerate(range(...), start)` of a range with a traced bound: only a for statement can
     loop over it (staged as a while loop over its trip count)."""
 
@@ -346,7 +346,7 @@ class EnumeratedRange(_CountedIterator):
         )
 
 
-class ZippedCounted(_CountedIterator):
+class ZippedCounted(CountedIterator):
     """`zip(...)` where an iterable has a traced length (a range with a traced bound, a list of
     traced length, `enumerate` of one) and the others are arrays or ranges: only a for
     statement can loop over it (staged as a while loop over the shortest)."""
@@ -402,7 +402,7 @@ class ZippedCounted(_CountedIterator):
         )
 
 
-class EnumeratedZip(_CountedIterator):
+class EnumeratedZip(CountedIterator):
     """`enumerate(zip(...), start)` of a zip with a traced length (see `ZippedCounted`): only a
     for statement can loop over it (staged as a while loop over the shortest)."""
 
@@ -440,7 +440,7 @@ def at_most(iterable) -> int | None:
     lists its loop appends to); a range with a traced bound has no such bound."""
     if isinstance(iterable, lists_.StagedList):
         return iterable.capacity
-    if isinstance(iterable, _CountedIterator):
+    if isinstance(iterable, CountedIterator):
         return iterable.at_most()
     if isinstance(iterable, TracedRange):
         return None
@@ -605,7 +605,7 @@ def for_stmt(
                 unfired,
             )
         )
-    counted = isinstance(iterable, _CountedIterator)
+    counted = isinstance(iterable, CountedIterator)
     if counted or (isinstance(iterable, lists_.StagedList) and iterable.known_length() is None):
         # A list of traced length (or `enumerate` of one, or of a traced range): a while loop
         # over its items, however many there are. (No other name may hold `iterable` past
