@@ -201,6 +201,8 @@ def raise_cannot_stage(error: BaseException) -> None:
             "function returned (under jax.jit): no `except` around staged code can handle it "
             "for them alone. Test the condition instead of catching the error."
         ) from error
+    if not isinstance(error, TypeError):
+        return  # the program's own (a ValueError whose text shows a tracer is still its own)
     found = errors_.as_cannot_stage(error)
     if found is not None:
         raise found from error
