@@ -620,3 +620,24 @@ def test_a_change_the_branch_makes_before_its_variable_goes_is_refused(n):
     with pytest.raises(StagingError, match="'cur' is bound to a list another name holds") as e:
         jax.jit(transpiler.convert(read_in_the_branch_then_gone))(jnp.float32(1.0), n)
     assert "changed it in place after the statement" in str(e.value)
+
+
+def returns_its_argument_or_a_new_dict(d, v):
+    if v > 0:
+        return {"a": d["a"] + v, "b": d["b"]}
+    return d
+
+
+def changes_what_a_helper_returned(x):
+    d = {"a": x, "b": 1.0}
+    e = returns_its_argument_or_a_new_dict(d, x)
+    e["b"] = e["b"] + 100.0
+    return d["b"], e["b"]
+
+
+def test_a_change_through_what_a_helper_returned_from_a_staged_return_is_refused():
+    # The helper gives back its argument on one path: Python's `e` is `d` there, and the change
+    # shows in `d` (101.0); the staged `e` was a copy (1.0). The return value counted as a
+    # container no other name sees, so the change through the caller's name went unwatched.
+    with pytest.raises(StagingError, match="the return value of 'returns_its_argument_or_a_new"):
+        jax.jit(transpiler.convert(changes_what_a_helper_returned))(-2.0)

@@ -118,7 +118,9 @@ def owned_names(fn_node: gast.FunctionDef) -> frozenset[str]:
     for target, source in visitor.copies:
         if target not in returns:
             owned.discard(source)
-    return frozenset(owned | returns)
+    # Not the return value itself: the caller holds what it gives back, and may change it in
+    # place (`e = pick(d, v); e["b"] += 1` changes `d` where `pick` returned it).
+    return frozenset(owned)
 
 
 class _Uses(Visitor):
