@@ -35,7 +35,16 @@ def pow_(base, exponent, mod=None):
             )
         return errors.python_call(builtins.pow, base, exponent, mod)
     traced = isinstance(base, jax.core.Tracer) or isinstance(exponent, jax.core.Tracer)
-    if not traced or not (_python_int(base) and _python_int(exponent)):
+    if not traced:
+        return base**exponent
+    if not (_python_int(base) and _python_int(exponent)):
+        if is_staged(exponent) and _integer(base) and _integer(exponent):
+            # Eager JAX (and NumPy) raise for a negative one; XLA's power of ints gives 0.
+            staging.check_when_run(
+                lambda exponent: exponent < 0,
+                lambda _: TypeError("Integers cannot be raised to negative powers"),
+                exponent,
+            )
         return base**exponent
     if not is_staged(exponent):  # known now: Python's type for its sign
         if exponent < 0:
@@ -45,6 +54,12 @@ def pow_(base, exponent, mod=None):
     # a Python int, weakly typed (jnp.power's is an int32, which a staged loop would then carry
     # as an int32 array, no longer checked)
     return staging.python_number(base**exponent)
+
+
+def _integer(value) -> bool:
+    """Whether `value` is an int (or bool) of any kind: Python's, NumPy's, an int array."""
+    dtype = jnp.result_type(value)
+    return jnp.issubdtype(dtype, jnp.integer) or dtype == jnp.bool_
 
 
 def _python_int(value) -> bool:

@@ -795,6 +795,8 @@ def _as_array(leaf):
     no int32) is refused, where Python keeps the number."""
     if type(leaf) in (int, float, complex):
         check_fits(leaf, jnp.result_type(type(leaf)))
+    elif isinstance(leaf, (np.generic, np.ndarray)):  # an int64 made an int32 without x64
+        check_fits(leaf, jax.dtypes.canonicalize_dtype(leaf.dtype))
     return jnp.asarray(leaf)
 
 

@@ -11,6 +11,7 @@ as Python would now) that also knows how to make the text again from the values,
 
 from __future__ import annotations
 
+import collections
 import operator
 from collections.abc import Callable
 
@@ -100,7 +101,7 @@ def _as_now(obj):
         return obj
     if _parts_of(obj) is not None:
         return obj
-    if isinstance(obj, (list, tuple, dict)):
+    if _shown_as_container(obj):
         return _mapped(obj, _as_now)
     if isinstance(obj, _IMMUTABLE) or callable(getattr(obj, "render", None)):
         return obj
@@ -222,12 +223,14 @@ def _collect(obj, leaves: list) -> None:
         leaves.extend((obj.buffer, obj.length))
     elif staging.is_staged(obj):
         leaves.append(obj)
-    elif isinstance(obj, (list, tuple)):
-        for item in obj:
-            _collect(item, leaves)
     elif _parts_of(obj) is not None:
         for part in _parts_of(obj):
             _collect(part, leaves)
+    elif not _shown_as_container(obj):
+        return  # its own text (see `_shown_as_container`)
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            _collect(item, leaves)
     elif isinstance(obj, dict):
         for item in obj.values():
             _collect(item, leaves)
@@ -252,7 +255,7 @@ def _rebuild(obj, values, concrete: bool, exact: frozenset = frozenset()):
         if not concrete:
             return _Shown(value)
         return _value(value, jax.typeof(obj).weak_type, id(obj) in exact)
-    if isinstance(obj, (list, tuple, dict)):
+    if _shown_as_container(obj):
         return _mapped(obj, lambda item: _rebuild(item, values, concrete, exact))
     parts = _parts_of(obj)
     if parts is not None:
@@ -323,12 +326,36 @@ class _ArrayValue(np.ndarray):
         return format(plain if plain.ndim else plain[()], spec)
 
 
+def _shown_as_container(obj) -> bool:
+    """Whether text shows `obj` as the list, tuple or dict of its items, which can be made again
+    of their values: those types, a namedtuple, `OrderedDict`, `Counter`, `defaultdict`, and a
+    subclass that shows itself as its base does (no `__repr__` or `__str__` of its own). Another
+    object shows its own text, as it is when the text is made (tracers included)."""
+    kind = type(obj)
+    if kind in (list, tuple, dict) or kind in _REMADE:
+        return True
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return True  # a namedtuple
+    for base in (list, tuple, dict):
+        if isinstance(obj, base):
+            return kind.__repr__ is base.__repr__ and kind.__str__ in (base.__str__, object.__str__)
+    return False
+
+
+# Library dicts whose constructor takes a mapping of their items (`defaultdict`: after its
+# factory).
+_REMADE = (collections.OrderedDict, collections.Counter, collections.defaultdict)
+
+
 def _mapped(obj, fn):
-    """A list, tuple or dict `obj` made again, of its type, of `fn` of each of its items."""
+    """A list, tuple or dict `obj` made again of `fn` of each of its items: of its type where it
+    can be made so (see `_shown_as_container`), else of its base type, which shows the same."""
     if isinstance(obj, dict):
         made = {key: fn(item) for key, item in obj.items()}
-        return made if type(obj) is dict else type(obj)(made)
+        if type(obj) is collections.defaultdict:
+            return collections.defaultdict(obj.default_factory, made)
+        return type(obj)(made) if type(obj) in _REMADE else made
     items = [fn(item) for item in obj]
     if isinstance(obj, tuple) and type(obj) is not tuple and hasattr(obj, "_fields"):
         return type(obj)(*items)  # a namedtuple
-    return type(obj)(items)
+    return tuple(items) if isinstance(obj, tuple) else items

@@ -2,6 +2,7 @@
 only where that branch runs; `max`/`min` of arrays compare them as Python does (or raise as it
 does); `in` tests identity first; PRNG keys go into staged lists like any array."""
 
+import collections
 import math
 
 import jax
@@ -550,3 +551,48 @@ def test_percent_text_assigned_to_a_name_only_printed_shows_values(capsys):
     expected = capsys.readouterr().out
     jax.block_until_ready(transpiler.jit(percent_text_printed_later)(3, 1.5))
     assert capsys.readouterr().out == expected == "n is 3, x is 1.50\n"
+
+
+class _Tagged(dict):
+    def __init__(self, tag, **items):
+        super().__init__(**items)
+        self.tag = tag
+
+
+class _Named(list):
+    def __init__(self, name, items=()):
+        super().__init__(items)
+        self.name = name
+
+
+def prints_containers_of_library_and_user_types(x):
+    counts = collections.defaultdict(float)
+    counts["a"] = x
+    print(_Tagged("t", a=x), _Named("n", [x, x]), counts, collections.OrderedDict(a=x))
+    return x
+
+
+def test_dict_and_list_subclasses_print_their_values(capsys):
+    # A dict subclass printed `{}` (made again by its constructor, which takes other
+    # arguments), a defaultdict raised "first argument must be callable".
+    prints_containers_of_library_and_user_types(jnp.float32(1.0))
+    expected = capsys.readouterr().out
+    x = jnp.float32(1.0)
+    jax.block_until_ready(transpiler.jit(prints_containers_of_library_and_user_types)(x))
+    assert capsys.readouterr().out == expected
+
+
+def carries_a_numpy_int64(x):
+    a = np.int64(2) ** 40
+    if x > 0:
+        a = a + 1
+    return a
+
+
+def test_a_numpy_int64_an_int32_cannot_hold_is_refused_and_a_negative_int_power_raises():
+    # It was cut to an int32 (0 where Python gives 1099511627777), as a Python int is not.
+    with pytest.raises(StagingError, match="1099511627777 would be made a int32"):
+        transpiler.jit(carries_a_numpy_int64)(1.0)
+    # `2 ** -n` of an int32 `n`: eager JAX and NumPy raise, XLA's power of ints gives 0.
+    with pytest.raises(Exception, match="Integers cannot be raised to negative powers"):
+        transpiler.jit(lambda n: 2**-n)(jnp.int32(3)).block_until_ready()
