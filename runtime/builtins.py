@@ -241,8 +241,9 @@ def _or_default(best, default, nonempty, name: str):
 
 
 def _best_by_key(items, keys, beats, site):
-    """The first item whose key no later one beats, staged."""
-    for key in keys:
+    """The first item whose key no later one beats, staged. Tuple keys compare as Python's
+    tuples do, item by item (`min((abs(x - c), i) for i, c in enumerate(cs))`)."""
+    for key in (part for key in keys for part in (key if type(key) is tuple else (key,))):
         if jnp.size(key) != 1:  # Python's `value > best` of such arrays has no truth value
             raise errors.python_error(
                 ValueError(
@@ -253,7 +254,7 @@ def _best_by_key(items, keys, beats, site):
             )
     best, best_key = items[0], keys[0]
     for value, value_key in zip(items[1:], keys[1:]):
-        if not (is_staged(value_key) or is_staged(best_key)):
+        if not (has_staged(value_key) or has_staged(best_key)):
             # Two Python keys (`max(1e5, 2e5, x)`): Python decides, as it would; unless they
             # are concrete arrays compared where JAX traces every operation (a branch traced
             # inside `jax.vmap`): their comparison is traced, and staged below.
@@ -286,12 +287,45 @@ def _best_by_key(items, keys, beats, site):
                     "reshape one of them."
                 )
         # (a scalar: keys of one item, `key=lambda v: v.reshape(1)`, must not reshape the items)
-        wins = jnp.reshape(staging.compare(beats, value_key, best_key), ())
+        wins = jnp.reshape(_key_beats(beats, value_key, best_key), ())
         best = jax.tree_util.tree_map(
             lambda v, b, wins=wins: b if v is b else _chosen(wins, v, b), value, best
         )
-        best_key = _chosen(wins, value_key, best_key)
+        best_key = jax.tree_util.tree_map(
+            lambda v, b, wins=wins: b if v is b else _chosen(wins, v, b), value_key, best_key
+        )
     return best
+
+
+def _key_beats(beats, a, b):
+    """Whether key `a` beats key `b` (`a > b` for max), as Python compares them: numbers, or
+    tuples item by item (the first items that differ decide; where all are equal, the longer
+    one is greater). A traced bool, or Python's where both are Python's."""
+    if type(a) is not tuple or type(b) is not tuple:
+        if not (is_staged(a) or is_staged(b)):
+            return jnp.asarray(bool(a > b) if beats is lax.gt else bool(a < b))
+        return staging.compare(beats, a, b)
+    result, equal_so_far = jnp.asarray(False), jnp.asarray(True)
+    for x, y in zip(a, b):
+        differs_here = jnp.logical_and(equal_so_far, jnp.logical_not(_key_equal(x, y)))
+        result = jnp.logical_or(result, jnp.logical_and(differs_here, _key_beats(beats, x, y)))
+        equal_so_far = jnp.logical_and(equal_so_far, _key_equal(x, y))
+    longer = len(a) > len(b) if beats is lax.gt else len(a) < len(b)
+    return jnp.logical_or(result, jnp.logical_and(equal_so_far, longer))
+
+
+def _key_equal(a, b):
+    """`a == b` of two items of tuple keys, as Python's tuple comparison asks it."""
+    if type(a) is tuple and type(b) is tuple:
+        if len(a) != len(b):
+            return jnp.asarray(False)
+        equal = jnp.asarray(True)
+        for x, y in zip(a, b):
+            equal = jnp.logical_and(equal, _key_equal(x, y))
+        return equal
+    if not (is_staged(a) or is_staged(b)):
+        return jnp.asarray(bool(a == b))
+    return staging.compare(lax.eq, a, b)
 
 
 def _chosen(wins, v, b):

@@ -596,3 +596,21 @@ def test_a_numpy_int64_an_int32_cannot_hold_is_refused_and_a_negative_int_power_
     # `2 ** -n` of an int32 `n`: eager JAX and NumPy raise, XLA's power of ints gives 0.
     with pytest.raises(Exception, match="Integers cannot be raised to negative powers"):
         transpiler.jit(lambda n: 2**-n)(jnp.int32(3)).block_until_ready()
+
+
+def argmin_and_running_max_of_tuples(x):
+    nearest = min((abs(x - c), i) for i, c in enumerate([0.0, 1.0, 2.0]))
+    best = (x * 0, -1)
+    for i in range(4):
+        best = max(best, (x * i % 3, i))
+    return nearest, best, max((x, 2.0), (x, 1.0)), max((1, x), (2, x))
+
+
+@pytest.mark.parametrize("x", [0.5, 1.7, 2.2])
+def test_min_and_max_of_tuples_of_traced_values_compare_item_by_item(x):
+    # They raised JAX's TracerArrayConversionError (the tuple read as one array).
+    expected = argmin_and_running_max_of_tuples(jnp.float32(x))
+    got = transpiler.jit(argmin_and_running_max_of_tuples)(x)
+    assert [float(v) for v in jax.tree.leaves(got)] == [
+        float(v) for v in jax.tree.leaves(expected)
+    ]
