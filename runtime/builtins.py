@@ -243,7 +243,7 @@ def _or_default(best, default, nonempty, name: str):
 def _best_by_key(items, keys, beats, site):
     """The first item whose key no later one beats, staged. Tuple keys compare as Python's
     tuples do, item by item (`min((abs(x - c), i) for i, c in enumerate(cs))`)."""
-    for key in (part for key in keys for part in (key if type(key) is tuple else (key,))):
+    for key in (part for whole in keys for part in (whole if type(whole) is tuple else (whole,))):
         if jnp.size(key) != 1:  # Python's `value > best` of such arrays has no truth value
             raise errors.python_error(
                 ValueError(
@@ -302,8 +302,6 @@ def _key_beats(beats, a, b):
     tuples item by item (the first items that differ decide; where all are equal, the longer
     one is greater). A traced bool, or Python's where both are Python's."""
     if type(a) is not tuple or type(b) is not tuple:
-        if not (is_staged(a) or is_staged(b)):
-            return jnp.asarray(bool(a > b) if beats is lax.gt else bool(a < b))
         return staging.compare(beats, a, b)
     result, equal_so_far = jnp.asarray(False), jnp.asarray(True)
     for x, y in zip(a, b):
@@ -323,8 +321,6 @@ def _key_equal(a, b):
         for x, y in zip(a, b):
             equal = jnp.logical_and(equal, _key_equal(x, y))
         return equal
-    if not (is_staged(a) or is_staged(b)):
-        return jnp.asarray(bool(a == b))
     return staging.compare(lax.eq, a, b)
 
 

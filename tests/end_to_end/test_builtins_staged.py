@@ -611,6 +611,4 @@ def test_min_and_max_of_tuples_of_traced_values_compare_item_by_item(x):
     # They raised JAX's TracerArrayConversionError (the tuple read as one array).
     expected = argmin_and_running_max_of_tuples(jnp.float32(x))
     got = transpiler.jit(argmin_and_running_max_of_tuples)(x)
-    assert [float(v) for v in jax.tree.leaves(got)] == [
-        float(v) for v in jax.tree.leaves(expected)
-    ]
+    assert [float(v) for v in jax.tree.leaves(got)] == [float(v) for v in jax.tree.leaves(expected)]
