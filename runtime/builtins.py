@@ -243,8 +243,9 @@ def _or_default(best, default, nonempty, name: str):
 def _best_by_key(items, keys, beats, site):
     """The first item whose key no later one beats, staged. Tuple keys compare as Python's
     tuples do, item by item (`min((abs(x - c), i) for i, c in enumerate(cs))`)."""
-    for key in (part for whole in keys for part in (whole if type(whole) is tuple else (whole,))):
-        if jnp.size(key) != 1:  # Python's `value > best` of such arrays has no truth value
+    for key in (part for whole in keys for part in _tuple_parts(whole)):
+        # Python's `value > best` of arrays of more than one element has no truth value
+        if staging.is_array_leaf(key) and jnp.size(key) != 1:
             raise errors.python_error(
                 ValueError(
                     f"The truth value of an array with more than one element is ambiguous: "
@@ -305,6 +306,8 @@ def _key_beats(beats, a, b):
         return staging.compare(beats, a, b)
     result, equal_so_far = jnp.asarray(False), jnp.asarray(True)
     for x, y in zip(a, b):
+        if x is y:
+            continue  # equal (a NaN, None): the next items decide, as in Python
         differs_here = jnp.logical_and(equal_so_far, jnp.logical_not(_key_equal(x, y)))
         result = jnp.logical_or(result, jnp.logical_and(differs_here, _key_beats(beats, x, y)))
         equal_so_far = jnp.logical_and(equal_so_far, _key_equal(x, y))
@@ -312,8 +315,18 @@ def _key_beats(beats, a, b):
     return jnp.logical_or(result, jnp.logical_and(equal_so_far, longer))
 
 
+def _tuple_parts(key) -> list:
+    """The items of a tuple key, through nested tuples (`(loss, (step, i))`); a key itself."""
+    if type(key) is not tuple:
+        return [key]
+    return [part for item in key for part in _tuple_parts(item)]
+
+
 def _key_equal(a, b):
-    """`a == b` of two items of tuple keys, as Python's tuple comparison asks it."""
+    """`a == b` of two items of tuple keys, as Python's tuple comparison asks it: the same
+    object is equal to itself (a NaN too, `None`)."""
+    if a is b:
+        return jnp.asarray(True)
     if type(a) is tuple and type(b) is tuple:
         if len(a) != len(b):
             return jnp.asarray(False)

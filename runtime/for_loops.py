@@ -456,6 +456,10 @@ def range_(*args):
     if not 1 <= len(args) <= 3:
         raise TypeError(f"range expected at most 3 arguments, got {len(args)}")
     for arg in args:
+        if jnp.ndim(arg) != 0:  # Python's (and eager JAX's) `__index__` of an array
+            raise errors.python_error(
+                TypeError("only integer scalar arrays can be converted to a scalar index")
+            )
         dtype = jnp.result_type(arg)
         if not (jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.bool_)):
             kind = "float" if jnp.issubdtype(dtype, jnp.floating) else dtype.name

@@ -160,6 +160,13 @@ def in_(item, container):
         return container.contains(item)
     if isinstance(container, sequences.OneShot):
         return _in_iterator(item, container)
+    if isinstance(container, for_loops.CountedIterator):
+        raise errors.python_error(
+            TypeError(
+                f"`in` of {container.kind}: it has a traced length, so only a for statement can "
+                "take its items (staged as a while loop); test the item in such a loop"
+            )
+        )
     if isinstance(container, lists.ProbeList):
         # A staged loop's list, probed: in the loop its items are traced, so is what `in`
         # decides (a Python answer now could leave an append under it uncounted).

@@ -612,3 +612,24 @@ def test_min_and_max_of_tuples_of_traced_values_compare_item_by_item(x):
     expected = argmin_and_running_max_of_tuples(jnp.float32(x))
     got = transpiler.jit(argmin_and_running_max_of_tuples)(x)
     assert [float(v) for v in jax.tree.leaves(got)] == [float(v) for v in jax.tree.leaves(expected)]
+
+
+def tuples_with_one_object_twice(x):
+    nan, label = x[0], None
+    return max((nan, 1), (nan, 2)), max((x[1], label), (x[2], label)), min((nan, 2), (nan, 1))
+
+
+def test_tuple_items_that_are_one_object_are_equal_as_in_python():
+    # Python's tuple comparison takes the same object as equal (a NaN, None): the next items
+    # decide. Staged, the NaNs compared unequal ((nan, 1) where Python gives (nan, 2)), and
+    # None reached a comparison of arrays.
+    x = jnp.array([jnp.nan, 1.0, 2.0])
+    expected = tuples_with_one_object_twice(x)
+    got = transpiler.jit(tuples_with_one_object_twice)(x)
+    assert str(jax.tree.map(float, got)) == str(jax.tree.map(float, expected))
+
+
+def test_a_range_of_a_traced_array_bound_is_refused_as_python_refuses_it():
+    # `len(range(n))` of an int32[2] `n` gave [1, 3].
+    with pytest.raises(TypeError, match="only integer scalar arrays"):
+        transpiler.jit(lambda n: len(range(n)))(jnp.array([1, 3]))
