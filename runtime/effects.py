@@ -341,6 +341,10 @@ class Snapshot:
             owner = getattr(obj, "__self__", None)
             if _generator_state(owner) is not None:  # `self.draw = random.random`
                 return [(label, owner)]
+            if isinstance(obj, types.BuiltinMethodType) and isinstance(owner, _CONTAINERS):
+                # `push = stack.append`: a container's own method, kept in a variable and
+                # called where conversion does not see which list it changes.
+                return [(f"{label}.__self__", owner)]
         if isinstance(obj, np.ndarray):
             if obj.size <= _WATCHED_NUMPY_SIZE and obj.dtype != object:
                 self._records.append((obj, "numpy", obj.copy(), label))
@@ -1438,6 +1442,10 @@ def called_as_is(known: bool, makes_effects: bool) -> None:
     run again (see `Watch`)."""
     if makes_effects or not known:
         staging.made_effect(unseen=not makes_effects)
+
+
+# Containers whose builtin methods change them (`append`, `__setitem__`, `add`, `update`).
+_CONTAINERS = (list, dict, set, bytearray, collections.deque)
 
 
 def check_consumed(iterator, what: str, *, known: bool = False) -> None:

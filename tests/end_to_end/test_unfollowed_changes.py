@@ -641,3 +641,18 @@ def test_a_change_through_what_a_helper_returned_from_a_staged_return_is_refused
     # container no other name sees, so the change through the caller's name went unwatched.
     with pytest.raises(StagingError, match="the return value of 'returns_its_argument_or_a_new"):
         jax.jit(transpiler.convert(changes_what_a_helper_returned))(-2.0)
+
+
+def appends_through_a_kept_method(x):
+    out = []
+    push = out.append
+    if x[0] < 0:
+        push(1.0)
+    return len(out)
+
+
+def test_a_change_through_a_containers_method_kept_in_a_variable_is_refused():
+    # `push = out.append` called under a traced if: the append was made once while tracing,
+    # whichever branch runs (1 where Python gives 0); the method's list was not watched.
+    with pytest.raises(StagingError, match=r"push.__self__ \(a list\) grows from 0 to 1"):
+        jax.jit(transpiler.convert(appends_through_a_kept_method))(jnp.array([3.0, -1.0]))
