@@ -150,31 +150,6 @@ def why_unknown(why: str | None) -> str:
     )
 
 
-class Iterated(OneShot):
-    """An iterator over the items of `base` (`reversed(range(3))`: Python's range iterator)."""
-
-    def __init__(self, base: Sequence, kind: str):
-        self.base, self.kind = base, kind
-
-    def __len__(self):
-        return len(self.base)
-
-    def __getitem__(self, k):
-        return self.base[k]
-
-    def staged(self):
-        return self.base.staged()
-
-    def exact_as_arrays(self):
-        return self.base.exact_as_arrays()
-
-    def python_parts(self):
-        return self.base.python_parts()
-
-    def scan_inputs(self, k):
-        return self.base.scan_inputs(k)
-
-
 class Tail(Sequence):
     """The items of `base` from item `skip` on (a partly consumed iterator, wrapped again)."""
 
@@ -198,6 +173,14 @@ class Tail(Sequence):
 
     def scan_inputs(self, k):
         return self.base.scan_inputs(self.skip + k)
+
+
+class Iterated(OneShot, Tail):
+    """An iterator over the items of `base` (`reversed(range(3))`: Python's range iterator)."""
+
+    def __init__(self, base: Sequence, kind: str):
+        Tail.__init__(self, base, 0)
+        self.kind = kind
 
 
 class Enumerated(OneShot):
