@@ -112,8 +112,7 @@ def len_(obj):
     if isinstance(obj, for_loops.TracedRange):
         return obj.trip_count()
     if isinstance(obj, (sequences.OneShot, for_loops.CountedIterator)):  # Python's iterators
-        kind = obj.kind.split("(")[0].split()[0]
-        raise errors.python_error(TypeError(f"object of type '{kind}' has no len()"))
+        raise errors.python_error(TypeError(f"object of type '{obj.type_name}' has no len()"))
     return errors.python_call(builtins.len, obj)
 
 
@@ -289,12 +288,12 @@ def _best_by_key(items, keys, beats, site):
                 )
         # (a scalar: keys of one item, `key=lambda v: v.reshape(1)`, must not reshape the items)
         wins = jnp.reshape(_key_beats(beats, value_key, best_key), ())
-        best = jax.tree_util.tree_map(
-            lambda v, b, wins=wins: b if v is b else _chosen(wins, v, b), value, best
-        )
-        best_key = jax.tree_util.tree_map(
-            lambda v, b, wins=wins: b if v is b else _chosen(wins, v, b), value_key, best_key
-        )
+
+        def pick(v, b, wins=wins):
+            return b if v is b else _chosen(wins, v, b)
+
+        best = jax.tree_util.tree_map(pick, value, best)
+        best_key = jax.tree_util.tree_map(pick, value_key, best_key)
     return best
 
 
@@ -308,9 +307,10 @@ def _key_beats(beats, a, b):
     for x, y in zip(a, b):
         if x is y:
             continue  # equal (a NaN, None): the next items decide, as in Python
-        differs_here = jnp.logical_and(equal_so_far, jnp.logical_not(_key_equal(x, y)))
+        equal = _key_equal(x, y)
+        differs_here = jnp.logical_and(equal_so_far, jnp.logical_not(equal))
         result = jnp.logical_or(result, jnp.logical_and(differs_here, _key_beats(beats, x, y)))
-        equal_so_far = jnp.logical_and(equal_so_far, _key_equal(x, y))
+        equal_so_far = jnp.logical_and(equal_so_far, equal)
     longer = len(a) > len(b) if beats is lax.gt else len(a) < len(b)
     return jnp.logical_or(result, jnp.logical_and(equal_so_far, longer))
 
@@ -483,9 +483,12 @@ def _all_or_any(iterable, lazy, stops_on, site):
 
 def _source_iterator(iterable):
     """What `any`/`all` take items from: `iterable`, or the iterator a generator expression
-    over it reads (`any(v > 0 for v in it)`: `it`)."""
-    frame = getattr(iterable, "gi_frame", None)
-    return frame.f_locals.get(".0", iterable) if frame is not None else iterable
+    over it reads (`any(v > 0 for v in it)`: `it`), so that an iterator they leave where the
+    program decides is known to be so. CPython keeps that iterator in the generator's hidden
+    local `.0` (before it starts); elsewhere, `iterable` itself."""
+    if isinstance(iterable, types.GeneratorType) and iterable.gi_frame is not None:
+        return iterable.gi_frame.f_locals.get(".0", iterable)
+    return iterable
 
 
 def _position_unknown(source) -> None:
@@ -587,7 +590,7 @@ def reversed_(seq):
     """`reversed(seq)`; a range stays a range (a traced one too), an array gives a view a `for`
     loop can scan."""
     if isinstance(seq, range):  # Python's range iterator, last first
-        return sequences.Iterated(sequences.RangeSequence(seq[::-1]), "reversed")
+        return sequences.Iterated(sequences.RangeSequence(seq[::-1]), "reversed", "range_iterator")
     if isinstance(seq, for_loops.TracedRange):
         return for_loops.ReversedRange(seq.reversed())
     base = sequences.as_sequence(seq)

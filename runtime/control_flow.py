@@ -792,12 +792,12 @@ def _returns_note(name: str, site: Site) -> str:
     return f" Its return statements: {', '.join(returned[1])}." if returned else ""
 
 
-def _compare_branches(first, second, names, site, state, untouched=frozenset(), aliased=None):
+def _compare_branches(first, second, names, site, state, untouched=frozenset(), checked=None):
     """Raises StagingError where the branches disagree on a variable; _Retrace where JAX would
     promote (weak types), or where a return value is set on one path only (a placeholder).
     `untouched`: the ids of the probe lists (`lists.ProbeList`) neither branch appended to.
-    `aliased`: the variables whose lists the function may change in place after the statement
-    (see `staged_cond`)."""
+    `checked`: the variables whose lists the function may change in place after the statement,
+    or that may not come out holding different ones (`staged_cond`'s `aliased` and `refused`)."""
     casts, placeholders, unbound_shapes = {}, {}, {}
     for index, name in enumerate(names):
         values = {first[0]: first[1][index], second[0]: second[1][index]}
@@ -845,7 +845,7 @@ def _compare_branches(first, second, names, site, state, untouched=frozenset(), 
         if grown is not None:
             # One list, grown by different numbers of items in the two branches (not two lists
             # of their own, `[x] if p else []`).
-            _refuse_shared_staged_list(index, (first[2], second[2]), names, aliased, site)
+            _refuse_shared_staged_list(index, (first[2], second[2]), names, checked, site)
             raise _Retrace(lists={index: grown})
         staged = [v for v in (a, b) if isinstance(v, lists.StagedList)]
         python_list = len(staged) == 1 and type(a if staged[0] is b else b) is list
@@ -872,20 +872,20 @@ def _compare_branches(first, second, names, site, state, untouched=frozenset(), 
         raise _Retrace(casts, placeholders, unbound=unbound_shapes)
 
 
-def _refuse_shared_staged_list(index, raws, names, aliased, site) -> None:
+def _refuse_shared_staged_list(index, raws, names, checked, site) -> None:
     """StagingError where the list variable `index` is to become a list of traced length
     (`StagedList`) while a branch leaves another variable holding that very list (`retval =
     out`, a `return out`) and the function may change it in place after the statement: a
     staged list is a value, which two names cannot share, so a later `out.append(v)` would
     not show through the other name, where Python's shows it."""
-    if not aliased:
+    if not checked:
         return
     for raw in raws:
         held = raw[index]
         for other, value in enumerate(raw):
             if other == index or value is not held:
                 continue
-            if names[index] in aliased or names[other] in aliased:
+            if names[index] in checked or names[other] in checked:
                 raise StagingError(
                     f"{_label(names[other], site)} and {_label(names[index], site)} hold one "
                     f"list after a branch of the staged {site.construct} ({site}), which grows "

@@ -44,6 +44,9 @@ _WATCHED_NUMPY_SIZE = 1 << 16  # larger NumPy arrays are not copied to watch the
 _ABSENT = object()  # a key or attribute that is not there
 _BUILTIN_CONTAINERS = (dict, list, set, tuple, type)
 _SIZED = (dict, list, set, tuple, collections.deque, bytearray)
+# Containers whose own builtin method kept in a variable (`push = out.append`) is watched:
+# where it is called, conversion cannot tell which container that method changes.
+_MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
 # A module's own globals, which Python keeps (`__warningregistry__` changes when a warning is
 # shown): not state of the user's. Other names with underscores (`__calls = [0]`) are.
 _MODULE_BOOKKEEPING = frozenset(
@@ -341,7 +344,7 @@ class Snapshot:
             owner = getattr(obj, "__self__", None)
             if _generator_state(owner) is not None:  # `self.draw = random.random`
                 return [(label, owner)]
-            if isinstance(obj, types.BuiltinMethodType) and isinstance(owner, _CONTAINERS):
+            if isinstance(obj, types.BuiltinMethodType) and isinstance(owner, _MUTABLE_CONTAINERS):
                 # `push = stack.append`: a container's own method, kept in a variable and
                 # called where conversion does not see which list it changes.
                 return [(f"{label}.__self__", owner)]
@@ -1444,15 +1447,11 @@ def called_as_is(known: bool, makes_effects: bool) -> None:
         staging.made_effect(unseen=not makes_effects)
 
 
-# Containers whose builtin methods change them (`append`, `__setitem__`, `add`, `update`).
-_CONTAINERS = (list, dict, set, bytearray, collections.deque)
-
-
-def check_consumed(iterator, what: str, *, known: bool = False) -> None:
+def check_consumed(iterator, what: str, *, is_iterator: bool = False) -> None:
     """Raises StagingError if `iterator`, reachable before the staged block being traced now,
-    is advanced in it: tracing would advance it once, for every run and any branch. (`known`:
-    it is an iterator, though `iter()` refuses it: one of traced length.)"""
-    if not known and iter(iterator) is not iterator:
+    is advanced in it: tracing would advance it once, for every run and any branch.
+    (`is_iterator`: it is one, though `iter()` refuses it: one of traced length.)"""
+    if not is_iterator and iter(iterator) is not iterator:
         return  # a list, a range...: iterating it changes nothing
     for watch in staging.watches():
         if watch.snapshot.reaches(iterator):
@@ -1460,12 +1459,17 @@ def check_consumed(iterator, what: str, *, known: bool = False) -> None:
     for snapshot in staging.trackers():
         if snapshot.reaches(iterator):
             raise StagingError(
-                f"{what} advances a Python iterator ({type(iterator).__name__}) in staged code "
+                f"{what} advances a Python iterator ({_type_name(iterator)}) in staged code "
                 f"({errors.Site(what)}: a branch or loop body under a traced condition, an "
                 "operand of `and`/`or` after a traced one), where tracing would advance it once "
                 "for every run of the code and whichever branch runs. Take the items out of it "
                 "before (`items = list(it)`), or keep the iterator out of staged code."
             )
+
+
+def _type_name(iterator) -> str:
+    """What Python calls the type of `iterator`: the runtime's iterators say (`enumerate`)."""
+    return getattr(iterator, "type_name", None) or type(iterator).__name__
 
 
 def called(fn) -> None:

@@ -220,6 +220,8 @@ class CountedIterator:
     took is known only when the program runs (it may stop early, or another iterator took
     them: `why`)."""
 
+    kind: str  # what messages call it
+    type_name: str  # the type Python's is (`enumerate`, `zip`, `range_iterator`)
     spent: bool | None = False
     why: str | None = None  # why `spent` is None, where not a loop's break
 
@@ -259,6 +261,7 @@ class ReversedRange(CountedIterator):
     """`reversed(range(...))` of a range with a traced bound: an iterator of its items, last
     first, which only a for statement can loop over (staged as a while loop)."""
 
+    type_name = "range_iterator"
     kind = "reversed() of a range with a traced bound"
 
     def __init__(self, items: TracedRange):
@@ -294,6 +297,7 @@ class EnumeratedList(CountedIterator):
     """`enumerate(items, start)` of a list of traced length: only a for statement can loop over
     it (staged as a while loop over the length)."""
 
+    type_name = "enumerate"
     kind = "enumerate() of a list of traced length"
 
     def __init__(self, items, start):
@@ -320,6 +324,7 @@ class EnumeratedRange(CountedIterator):
     """`enumerate(range(...), start)` of a range with a traced bound: only a for statement can
     loop over it (staged as a while loop over its trip count)."""
 
+    type_name = "enumerate"
     kind = "enumerate() of a range with a traced bound"
 
     def __init__(self, items: TracedRange, start):
@@ -351,6 +356,7 @@ class ZippedCounted(CountedIterator):
     traced length, `enumerate` of one) and the others are arrays or ranges: only a for
     statement can loop over it (staged as a while loop over the shortest)."""
 
+    type_name = "zip"
     kind = "zip() with a range with a traced bound or a list of traced length"
 
     def __init__(self, parts: list[tuple[object, Callable]], bounds: list[int | None]):
@@ -406,6 +412,7 @@ class EnumeratedZip(CountedIterator):
     """`enumerate(zip(...), start)` of a zip with a traced length (see `ZippedCounted`): only a
     for statement can loop over it (staged as a while loop over the shortest)."""
 
+    type_name = "enumerate"
     kind = "enumerate() of a zip() of traced length"
 
     def __init__(self, items: ZippedCounted, start):
@@ -589,6 +596,7 @@ def for_stmt(
         return (*out, False) if unfired else out
 
     unfired = exit_ is not None  # the flag starts False: the staged loop may test the exit
+    stops_early = extra_test is not None or exit_ is not None  # a break or a return in it
     if isinstance(iterable, TracedRange):
         log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
         return finish(
@@ -619,9 +627,9 @@ def for_stmt(
             if not iterable.take("a for loop"):
                 return finish(state)  # a spent iterator: no items, as Python's gives
             if staging.trackers() or staging.watches():
-                effects_.check_consumed(iterable, "a for loop", known=True)
+                effects_.check_consumed(iterable, "a for loop", is_iterator=True)
             count, item = iterable.counted()
-            iterable.spent = None if extra_test is not None or exit_ is not None else True
+            iterable.spent = None if stops_early else True
         else:
             count, item = iterable.length, iterable.buffer.__getitem__
         bound = at_most(iterable)
@@ -675,7 +683,6 @@ def for_stmt(
     n, k = len(seq), first
     if max_iterations is not None:
         n = min(n, first + max_iterations)
-    stops_early = extra_test is not None or exit_ is not None
 
     def took(count):  # Python's iterator has given `count` items (None: known at run time)
         if one_shot:
@@ -790,19 +797,20 @@ def for_stmt(
             took(i + 1)
             yield seq[i]
 
+    unknown = lambda: took(None)  # noqa: E731 - where the program decides how many it took
     state = _python_for(
-        rest(), body, state, symbol_names, site, extra_test, effects, unknown=lambda: took(None)
+        rest(), body, state, symbol_names, site, extra_test, effects, on_traced_stop=unknown
     )
     return finish(state)
 
 
 def _python_for(
-    items, body, state, names, site, extra_test, effects, taking_shows=None, unknown=None
+    items, body, state, names, site, extra_test, effects, taking_shows=None, on_traced_stop=None
 ):
     """The Python loop; once `extra_test` is traced, each remaining iteration is a masked cond.
     `taking_shows`: the type name of `items` where taking an item from them can be seen (see
-    `sequences.taking_items_shows`), which a traced `extra_test` cannot stop. `unknown`: called
-    where how many items Python takes becomes known only at run time (a traced break)."""
+    `sequences.taking_items_shows`), which a traced `extra_test` cannot stop. `on_traced_stop`:
+    called where how many items Python takes becomes known only at run time (a traced break)."""
     if extra_test is None:
         for item in items:
             state = body(item, *state)
@@ -812,8 +820,8 @@ def _python_for(
         go = extra_test(*state)  # before fetching: a loop left by `break` fetches no more items
         if not is_staged(go) and not go:
             return state
-        if is_staged(go) and unknown is not None:
-            unknown()
+        if is_staged(go) and on_traced_stop is not None:
+            on_traced_stop()
         if is_staged(go) and taking_shows:
             raise StagingError(
                 f"the {site.construct} ({site}) takes its items from an iterator "

@@ -104,6 +104,8 @@ class OneShot(Sequence):
     once. `taken`: how many a loop, `next()` or `list()` took so far; None where that is known
     only when the program runs (a staged loop that may stop early took them)."""
 
+    kind: str  # what messages call it: `enumerate` (as `enumerate()`)
+    type_name: str  # the type Python's is (its messages name it): `enumerate`, `range_iterator`
     taken: int | None = 0
     why: str | None = None  # why `taken` is known only at run time, where not a loop's break
 
@@ -178,13 +180,13 @@ class Tail(Sequence):
 class Iterated(OneShot, Tail):
     """An iterator over the items of `base` (`reversed(range(3))`: Python's range iterator)."""
 
-    def __init__(self, base: Sequence, kind: str):
+    def __init__(self, base: Sequence, kind: str, type_name: str):
         Tail.__init__(self, base, 0)
-        self.kind = kind
+        self.kind, self.type_name = kind, type_name
 
 
 class Enumerated(OneShot):
-    kind = "enumerate"
+    kind = type_name = "enumerate"
 
     def __init__(self, base: Sequence, start: int):
         self.base, self.start = base, start
@@ -211,7 +213,7 @@ class Enumerated(OneShot):
 
 
 class Zipped(OneShot):
-    kind = "zip"
+    kind = type_name = "zip"
 
     def __init__(self, bases: list[Sequence]):
         self.bases = bases
@@ -239,7 +241,7 @@ class Zipped(OneShot):
 
 
 class Reversed(OneShot):
-    kind = "reversed"
+    kind = type_name = "reversed"
 
     def __init__(self, base: ArraySequence):
         self.base = base

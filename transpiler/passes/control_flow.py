@@ -346,7 +346,7 @@ class _ControlFlow(Transformer):
         # the staged loop runs every iteration (a `for i in range(300)` and `return i`); a
         # tuple of names reads it as Python items, the loop unrolled.
         last_item = isinstance(node.target, gast.Name) and node.target.id in live_after
-        if last_item and not _binds(node.body, node.target.id):
+        if last_item and node.target.id not in anno.getanno(node, _A.BODY_ACTIVITY).bound:
             live_after = live_after - {node.target.id}
             options.append(gast.keyword(arg="last_item", value=templates.constant(node.target.id)))
         if item_uses.uses_items_as_python(node, live_after, enclosing, self._catches()):
@@ -639,15 +639,6 @@ def _increments(stmt: gast.stmt, name: str) -> bool:
         and target.id == name
         and isinstance(op, (gast.Add, gast.Sub))
         and name not in activity.of(value).reads
-    )
-
-
-def _binds(stmts: list[gast.stmt], name: str) -> bool:
-    """Whether `stmts` bind or delete `name` (`i = i * 2` in `for i in ...`)."""
-    return any(
-        isinstance(node, gast.Name) and node.id == name and not isinstance(node.ctx, gast.Load)
-        for stmt in stmts
-        for node in structure.walk_nodes(stmt)
     )
 
 

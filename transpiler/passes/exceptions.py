@@ -45,6 +45,11 @@ except {RUNTIME}.CANNOT_STAGE:
 """
 
 
+# (The inner clause catches every Exception, re-raised as it is unless it stands for what
+# cannot be staged: a check the program makes when it runs raises the program's own type, a
+# KeyError or an IndexError as well as a TypeError; see `runtime.staging.raise_cannot_stage`.)
+
+
 class _Exceptions(Transformer):
     def generic_visit(self, node):
         node = super().generic_visit(node)

@@ -90,18 +90,18 @@ class _Text(Rewriter):
     format(x, ".2f")   ->  rt__.fstring((x, '', '.2f'))     (what f"{x:.2f}" is)
     """
 
-    def __init__(self, globals_: dict, everywhere: bool = False):
+    def __init__(self, globals_: dict, in_printed_assignment: bool = False):
         self.globals = globals_
         # Text assigned to names only printed, raised or asserted (`msg = "n %d" % n; print(
         # msg)`): made as a print's is, but `str()` of more than one argument stays Python's.
-        self.everywhere = everywhere
+        self.in_printed_assignment = in_printed_assignment
 
     def visit_Call(self, node):
         node = self.generic_visit(node)
         func = node.func
         one_argument = len(node.args) == 1 and not node.keywords
         if activity.reads_builtin(func, self.globals, ("str", "repr")) and (
-            one_argument or not self.everywhere
+            one_argument or not self.in_printed_assignment
         ):
             node.func = templates.replace_as_expression(f"{RUNTIME}.{func.id}_")
         elif (
@@ -126,11 +126,7 @@ class _Text(Rewriter):
 
     def visit_BinOp(self, node):
         node = self.generic_visit(node)
-        if (
-            isinstance(node.op, gast.Mod)
-            and isinstance(node.left, gast.Constant)
-            and isinstance(node.left.value, str)
-        ):
+        if _percent_of_text(node):
             return templates.replace_as_expression(
                 f"{RUNTIME}.percent(text, values)", text=node.left, values=node.right
             )
@@ -162,7 +158,7 @@ class _Text(Rewriter):
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     fn_node = _PrintStatements(ctx.globals).visit(fn_node)
-    text = _Text(ctx.globals, everywhere=True)
+    text = _Text(ctx.globals, in_printed_assignment=True)
     for assignment in _printed_text_assignments(fn_node, ctx.globals):
         assignment.value = text.visit(assignment.value)
     return fn_node
@@ -213,6 +209,16 @@ def _printed_text_assignments(fn_node: gast.FunctionDef, globals_: dict) -> list
         names -= other
 
 
+def _percent_of_text(node) -> bool:
+    """`"..." % values`: Python's text formatting (a `%` of a string constant)."""
+    return (
+        isinstance(node, gast.BinOp)
+        and isinstance(node.op, gast.Mod)
+        and isinstance(node.left, gast.Constant)
+        and isinstance(node.left.value, str)
+    )
+
+
 def _text_assignment(node, globals_: dict) -> bool:
     """`name = <value>` or `name += <value>` whose value makes text (an f-string, `.format` of a
     constant, `str()`/`repr()` of one argument, `format()`, `%` of a constant)."""
@@ -224,12 +230,7 @@ def _text_assignment(node, globals_: dict) -> bool:
     for n in structure.walk_nodes(node.value):
         if isinstance(n, gast.JoinedStr):
             return True
-        if (
-            isinstance(n, gast.BinOp)
-            and isinstance(n.op, gast.Mod)
-            and isinstance(n.left, gast.Constant)
-            and isinstance(n.left.value, str)
-        ):
+        if _percent_of_text(n):
             return True
         if isinstance(n, gast.Call):
             func = n.func
