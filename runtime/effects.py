@@ -28,6 +28,7 @@ import random
 import sys
 import sysconfig
 import types
+import weakref
 
 import jax
 import numpy as np
@@ -44,6 +45,12 @@ _WATCHED_NUMPY_SIZE = 1 << 16  # larger NumPy arrays are not copied to watch the
 _ABSENT = object()  # a key or attribute that is not there
 _BUILTIN_CONTAINERS = (dict, list, set, tuple, type)
 _SIZED = (dict, list, set, tuple, collections.deque, bytearray)
+# What shows a dict's values without being the dict: its views, a read-only proxy of it.
+_VIEWS = (
+    type({}.values()),
+    type({}.items()),
+    types.MappingProxyType,
+)
 # Containers whose own builtin method kept in a variable (`push = out.append`) is watched:
 # where it is called, conversion cannot tell which container that method changes.
 _MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
@@ -351,9 +358,17 @@ class Snapshot:
         if isinstance(obj, np.ndarray):
             if obj.size <= _WATCHED_NUMPY_SIZE and obj.dtype != object:
                 self._records.append((obj, "numpy", obj.copy(), label))
-            else:
-                self.opaque.append(label)
+                return []
+            self.opaque.append(label)
+            if obj.dtype == object and obj.size <= _WATCHED_NUMPY_SIZE:
+                return [(f"{label}[{i}]", v) for i, v in enumerate(obj.ravel())]  # what it holds
             return []
+        if isinstance(obj, _VIEWS):  # `d.values()`, `types.MappingProxyType(d)`: d's values
+            values = obj.values() if isinstance(obj, types.MappingProxyType) else obj
+            return [(f"{label}[{i}]", v) for i, v in enumerate(list(values))]
+        if isinstance(obj, weakref.ref):  # `weakref.ref(n)`: what it refers to
+            referent = obj()
+            return [] if referent is None else [(f"{label}()", referent)]
         state = _buffer_state(obj)
         if state is not None:
             self._records.append((obj, "state", state, label))
@@ -737,9 +752,17 @@ def _may_draw(fn: types.FunctionType, names, generator, modules) -> bool:
     target = _GLOBAL_RANDOM_STATE if generator is np.random else generator
     values = [namespace.get(name) for name in (namespace if names is None else names)]
     return any(
-        any(value is m for m in modules) or getattr(value, "__self__", None) is target
+        any(value is m for m in modules) or _bound_to(value, target)
         for value in values + _cell_values(fn)
     )
+
+
+def _bound_to(value, owner) -> bool:
+    """Whether `value` is a method bound to `owner`. Only a method's `__self__` is read: another
+    object's attribute lookup may run the user's `__getattr__`, which may change state (or
+    raise)."""
+    methods = (types.MethodType, types.BuiltinMethodType)
+    return isinstance(value, methods) and value.__self__ is owner
 
 
 def _cell_values(fn: types.FunctionType) -> list:

@@ -14,6 +14,7 @@ import copy
 import itertools
 import operator
 import re
+import weakref
 
 import jax
 import jax.numpy as jnp
@@ -656,3 +657,47 @@ def test_a_change_through_a_containers_method_kept_in_a_variable_is_refused():
     # whichever branch runs (1 where Python gives 0); the method's list was not watched.
     with pytest.raises(StagingError, match=r"push.__self__ \(a list\) grows from 0 to 1"):
         jax.jit(transpiler.convert(appends_through_a_kept_method))(jnp.array([3.0, -1.0]))
+
+
+class _Node:
+    pass
+
+
+class _Logged:
+    def __init__(self):
+        self.__dict__["log"] = []
+        self.__dict__["k"] = 1.0
+
+    def __getattr__(self, name):
+        self.log.append(name)
+        raise AttributeError(name)
+
+
+def changes_through_views_and_references(x):
+    table = {"a": []}
+    values = table.values()
+    node = _Node()
+    node.items = []
+    ref = weakref.ref(node)
+    if x > 0:
+        for held in values:
+            held.append(1)
+        ref().items.append(1)
+    return len(table["a"]) + len(node.items)
+
+
+def reads_an_object_with_its_own_getattr(x):
+    logged = _Logged()
+    y = x + logged.k if x > 0 else x - 1
+    return y, len(logged.log)
+
+
+def test_changes_through_a_dict_view_or_a_weak_reference_are_watched():
+    # Appends through `table.values()` and `weakref.ref(node)()` under a traced if were made
+    # once while tracing (2 where Python gives 0); the watcher did not follow views or
+    # references. Nor may the watcher's own probe (`__self__`) run a `__getattr__` (it logged
+    # four lookups where Python makes none).
+    with pytest.raises(StagingError, match=r"grows from 0 to 1 items"):
+        jax.jit(transpiler.convert(changes_through_views_and_references))(-3.0)
+    got = jax.jit(transpiler.convert(reads_an_object_with_its_own_getattr))(-3.0)
+    assert int(got[1]) == reads_an_object_with_its_own_getattr(-3.0)[1] == 0
