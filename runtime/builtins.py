@@ -307,7 +307,7 @@ def _key_beats(beats, a, b):
     for x, y in zip(a, b):
         if x is y:
             continue  # equal (a NaN, None): the next items decide, as in Python
-        equal = _key_equal(x, y)
+        equal = jnp.asarray(staging.equal_truth(x, y))
         differs_here = jnp.logical_and(equal_so_far, jnp.logical_not(equal))
         result = jnp.logical_or(result, jnp.logical_and(differs_here, _key_beats(beats, x, y)))
         equal_so_far = jnp.logical_and(equal_so_far, equal)
@@ -320,21 +320,6 @@ def _tuple_parts(key) -> list:
     if type(key) is not tuple:
         return [key]
     return [part for item in key for part in _tuple_parts(item)]
-
-
-def _key_equal(a, b):
-    """`a == b` of two items of tuple keys, as Python's tuple comparison asks it: the same
-    object is equal to itself (a NaN too, `None`)."""
-    if a is b:
-        return jnp.asarray(True)
-    if type(a) is tuple and type(b) is tuple:
-        if len(a) != len(b):
-            return jnp.asarray(False)
-        equal = jnp.asarray(True)
-        for x, y in zip(a, b):
-            equal = jnp.logical_and(equal, _key_equal(x, y))
-        return equal
-    return staging.compare(lax.eq, a, b)
 
 
 def _chosen(wins, v, b):
@@ -496,8 +481,9 @@ def _position_unknown(source) -> None:
     when the program runs: the iterator they took them from (`enumerate(x)`) stands where the
     program decides."""
     if isinstance(source, sequences.OneShot):
-        source.taken = None
-        source.why = "any() or all() took its items up to one that decides, known at run time"
+        source.forget_position(
+            "any() or all() took its items up to one that decides, known at run time"
+        )
 
 
 def _all_or_any_of_traced_length(items: lists.StagedList, stops_on, site):

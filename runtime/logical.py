@@ -209,7 +209,7 @@ def _in_iterator(item, items: sequences.OneShot):
     the `or` of them, and where the iterator stands after it is the program's to decide."""
     found = None
     for element in items:
-        equal = True if element is item else _equal(item, element)
+        equal = staging.equal_truth(item, element)
         if not is_staged(equal):
             if equal and found is None:
                 return True
@@ -218,28 +218,8 @@ def _in_iterator(item, items: sequences.OneShot):
         found = equal if found is None else staging.either(found, equal)
     if found is None:
         return False
-    items.taken = None
-    items.why = "`in` took its items up to an equal one, which the program decides"
+    items.forget_position("`in` took its items up to an equal one, which the program decides")
     return found
-
-
-def _equal(a, b):
-    """`a == b` as `in` reads it: its truth (a traced bool where traced); tuples item by item
-    (`(3, 3.0) in enumerate(x)`)."""
-    if type(a) is tuple and type(b) is tuple:
-        if len(a) != len(b):
-            return False
-        truths = [_equal(x, y) for x, y in zip(a, b)]
-        if not any(is_staged(t) for t in truths):
-            return all(truths)
-        result = True
-        for truth in truths:
-            result = staging.both(jnp.asarray(result), jnp.asarray(truth))
-        return result
-    equal = a == b
-    if not is_staged(equal):
-        return bool(equal)
-    return staging.scalar_predicate(equal, Site("in"), "comparison")
 
 
 def _equal_to_any(item, elements):

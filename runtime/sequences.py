@@ -134,11 +134,16 @@ class OneShot(Sequence):
             f"Make a new {self.kind}() for each loop, or take its items into a list first."
         )
 
+    def forget_position(self, why: str) -> None:
+        """Where it stands is known only when the program runs, `why` (taken past a traced item
+        by `in`, `any`, `all`, or by another iterator made of it)."""
+        self.taken, self.why = None, why
+
     def rest(self, by: str) -> Sequence:
         """The items not taken yet, as a view `by` (an `enumerate()` made of this one) takes
         them; this iterator's own position is known no more."""
         k = self.position(by)
-        self.taken, self.why = None, f"the {by} made of it takes them"
+        self.forget_position(f"the {by} made of it takes them")
         return self if k == 0 else Tail(self, k)
 
 

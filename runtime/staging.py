@@ -1022,6 +1022,28 @@ def scalar_predicate(pred, site: Site, role: str):
     return truths(pred)
 
 
+def equal_truth(a, b):
+    """The truth of `a == b` as Python's `in` and tuple comparison take it: the same object is
+    equal to itself (a NaN, None); tuples item by item (`(3, 3.0) in enumerate(x)`); a Python
+    bool where Python decides it, else a traced one."""
+    if a is b:
+        return True
+    if type(a) is tuple and type(b) is tuple:
+        if len(a) != len(b):
+            return False
+        truths = [equal_truth(x, y) for x, y in zip(a, b)]
+        if not any(is_staged(t) for t in truths):
+            return all(truths)
+        result = True
+        for truth in truths:
+            result = both(jnp.asarray(result), jnp.asarray(truth))
+        return result
+    equal = a == b
+    if not is_staged(equal):
+        return bool(equal)
+    return scalar_predicate(equal, Site("=="), "comparison")
+
+
 def truths(values):
     """The truth of each element of `values` (an array), as Python's truth test reads a
     number."""
