@@ -287,13 +287,15 @@ def _best_by_key(items, keys, beats, site):
                     "reshape one of them."
                 )
         # (a scalar: keys of one item, `key=lambda v: v.reshape(1)`, must not reshape the items)
-        wins = jnp.reshape(_key_beats(beats, value_key, best_key), ())
+        wins = _key_beats(beats, value_key, best_key)
+        wins = wins if jnp.shape(wins) == () else jnp.reshape(wins, ())
 
         def pick(v, b, wins=wins):
             return b if v is b else _chosen(wins, v, b)
 
+        same = value_key is value and best_key is best  # no key function: the items decide
         best = jax.tree_util.tree_map(pick, value, best)
-        best_key = jax.tree_util.tree_map(pick, value_key, best_key)
+        best_key = best if same else jax.tree_util.tree_map(pick, value_key, best_key)
     return best
 
 

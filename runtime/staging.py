@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections.abc
 import contextlib
 import contextvars
+import logging
 import numbers
 import types
 import typing
@@ -276,6 +277,8 @@ def host_callback(fn, *args, ordered: bool = False, kind: str = "check") -> None
     if _quiet.get():
         return
     made_effect()
+    if kind != "print":
+        _unlogged_when_run()
     effects = _host_effects.get()
     if effects is not None:
         dropped = kind in effects.drop
@@ -283,6 +286,28 @@ def host_callback(fn, *args, ordered: bool = False, kind: str = "check") -> None
         if dropped:
             return
     jax.debug.callback(fn, *args, ordered=ordered)
+
+
+# JAX logs the exception a callback raises ("jax.debug.callback failed", with a traceback into
+# the runtime) before it raises it again from the program's call: the user's own failing assert,
+# raise or check is reported once, by that exception, which names the user's line.
+_CALLBACK_LOGGERS = ("jax._src.debugging", "jax._src.callback")
+
+
+class _RaisedWhenRun(logging.Filter):
+    """Drops the records of exceptions a staged check raised as the program ran."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not getattr(error, "_transpiler_when_run", False)
+
+
+def _unlogged_when_run() -> None:
+    """Adds `_RaisedWhenRun` to JAX's callback loggers, once (the loggers hold it)."""
+    for name in _CALLBACK_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _RaisedWhenRun) for f in logger.filters):
+            logger.addFilter(_RaisedWhenRun())
 
 
 def check_when_run(failing, error, *operands, kind: str = "check") -> None:

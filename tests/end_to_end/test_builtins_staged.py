@@ -78,6 +78,23 @@ def test_max_of_two_arrays_compares_them_as_python_does():
         transpiler.jit(larger)(jnp.array([1.0, 5.0]), jnp.array([3.0, 2.0]))
 
 
+def smallest_of_three(a, b, c):
+    return min(a + 1, b + 1, c)
+
+
+def test_min_of_items_without_a_key_compares_and_selects_once_per_item():
+    # The items are their own keys: one comparison and one select per item after the first,
+    # as `jnp.where(c < m, c, m)` written by hand (the keys were selected a second time).
+    jaxpr = jax.make_jaxpr(transpiler.convert(smallest_of_three))(1.0, 2.0, 3.0)
+    names = [eqn.primitive.name for eqn in jaxpr.eqns]
+    assert names.count("select_n") == 2 and names.count("lt") == 2 and "reshape" not in names
+    nan = float("nan")
+    for args in ((1.0, 2.0, 3.0), (2.0, 1.0, nan), (nan, 1.0, 0.5), (3.0, 1.0, 0.0)):
+        got = float(jax.jit(transpiler.convert(smallest_of_three))(*args))
+        want = smallest_of_three(*args)
+        assert got == want or (math.isnan(got) and math.isnan(want))
+
+
 def larger_by_a_vector_key(a, b):
     return max(a, b, key=lambda v: v.reshape(1))
 

@@ -42,6 +42,34 @@ def test_variable_defined_in_one_branch():
     assert f"in converted code at {HERE}:{line}" in str(e.value)
 
 
+def checked_positive(x):
+    assert x > 0, "x must be positive"
+    return x
+
+
+def raises_when_negative(x):
+    if x < 0:
+        raise ValueError("negative")
+    return x
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (defined_in_one_branch, "local variable 'y'"),
+        (checked_positive, "x must be positive"),
+        (raises_when_negative, "negative"),
+    ],
+)
+def test_a_check_failing_as_the_program_runs_is_reported_once(fn, message, caplog):
+    # JAX logs a failing callback's exception ("jax.debug.callback failed", with a traceback
+    # into the runtime) before raising it again: the user's error is the raised one only.
+    compiled = jax.jit(transpiler.convert(fn))
+    with caplog.at_level("DEBUG"), pytest.raises(jax.errors.JaxRuntimeError, match=message):
+        compiled(-1.0).block_until_ready()
+    assert [r.getMessage() for r in caplog.records if "callback failed" in r.getMessage()] == []
+
+
 def name_in_one_branch(x):
     if x > 0:
         label = "positive"
