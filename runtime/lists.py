@@ -709,13 +709,43 @@ def picked_by_program(items: list, what: str, name: str | None = None) -> Staged
     if element is None and len(kinds) == 1 and None not in kinds:
         element = item_type(items)
     if element is None:
+        element = _joined_type(items)
+    if element is None:
         raise StagingError(
             f"{what} of a list with a traced index ({Site('index')}): which item, the program "
             "decides when it runs, and the list must be one array then, but its items are not "
-            "arrays of one shape and dtype (nor Python numbers of one type). Index with a "
-            "Python int, or make the items arrays of one type."
+            "arrays of one shape and dtype (nor Python numbers of one type, or among arrays of "
+            "a dtype they join). Index with a Python int, or make the items arrays of one type."
         )
     return StagedList.create(items, len(items), element, None if name is None else Origin(name))
+
+
+def _joined_type(items) -> jax.ShapeDtypeStruct | None:
+    """The type of strongly typed arrays of one shape and dtype among which the other items
+    are Python numbers (or weakly typed arrays) that join that dtype as a staged `if` joins
+    them (`staging.joins_as`: `dp = [0] * n` whose items a staged `if` made int32 arrays, some
+    of them): read back, a Python number is an array of that dtype, as after such an `if`. A
+    number the dtype cannot hold is refused (`staging.check_fits`). None where there is no
+    such dtype."""
+    if not all(isinstance(x, (int, float, complex, np.ndarray, jax.Array)) for x in items):
+        return None
+    # A Python number as a zero of its type: its own value may not fit JAX's default dtype.
+    proxies = [type(x)() if isinstance(x, (int, float, complex)) else x for x in items]
+    types = [jax.typeof(p) for p in proxies]
+    if len({t.shape for t in types}) != 1:
+        return None
+    strong = {t.dtype for t in types if not t.weak_type}
+    if len(strong) != 1:
+        return None
+    (dtype,) = strong
+    weak = [(x, p) for x, p, t in zip(items, proxies, types) if t.weak_type]
+    if not all(
+        staging.joins_as(jax.typeof(p), dtype) and staging.takes_dtype(p, dtype) for _, p in weak
+    ):
+        return None  # (a Python float among int32 arrays would make them float32)
+    for item, _ in weak:
+        staging.check_fits(item, dtype)
+    return jax.ShapeDtypeStruct(types[0].shape, dtype)
 
 
 def _number_kind(item) -> str | None:

@@ -851,8 +851,8 @@ def picks_an_item(x, k):
     return out[k], out[0], out[-1], counts[k], sum(counts)
 
 
-def picks_from_mixed_items(x, k):
-    out = [x, 2]
+def picks_from_mixed_items(x, y, k):
+    out = [x, y]
     return out[k]
 
 
@@ -862,8 +862,63 @@ def test_a_traced_index_picks_an_item_of_a_python_list():
     for k in (0, 2, -2):
         checks.check_jit(picks_an_item, jnp.float32(1.5), k)
     assert transpiler.convert(picks_an_item)(1.5, 1) == picks_an_item(1.5, 1)
-    with pytest.raises(StagingError, match=r"test_traced_length_lists.py:\d+.*Index with a Python"):
-        transpiler.jit(picks_from_mixed_items)(jnp.float32(1.5), 1)
+    # Arrays of two dtypes, or a Python number their dtype would change (a float among int32
+    # arrays: float32), or cannot hold: refused.
+    with pytest.raises(StagingError, match=r"test_traced_length_lists.py:\d+"):
+        transpiler.jit(picks_from_mixed_items)(jnp.float32(1.5), jnp.int32(2), 1)
+    for x, y in ((jnp.int32(1), 2.5), (jnp.int32(1), 2**40), (jnp.float32(1.5), "2"), (1.5, True)):
+        with pytest.raises(StagingError, match=r"test_traced_length_lists.py:\d+"):
+            transpiler.jit(picks_from_mixed_items, static_argnums=1)(x, y, 1)
+
+
+def knapsack(weights, values, capacity):
+    best = [0] * (capacity + 1)
+    for i in range(len(weights)):
+        w, v = weights[i], values[i]
+        for c in range(capacity, -1, -1):
+            if c >= w:
+                take = best[c - w] + v
+                if take > best[c]:
+                    best[c] = take
+    return max(best)
+
+
+def reachable_total(adjacent, start):
+    stack, total = [start], 0
+    while stack:
+        transpiler.loop_options(max_iterations=8)
+        v = stack.pop()
+        if v > 5:
+            continue
+        total += v
+        for u in range(3):
+            if adjacent[v, u]:
+                stack.append(u)
+    return total
+
+
+def test_a_popped_item_and_an_appended_loop_index_are_items_not_the_list():
+    # `v = stack.pop()` joined `v` with `stack` itself (not its items): every name then seemed
+    # to reach the list the loop changes, and `stack.append(u)` in the staged if was refused
+    # as a store of a container changed after it.
+    adjacent = jnp.array([[False, True, True], [False, False, True], [False, False, False]])
+    for start in (0, 1, 7):
+        want = reachable_total(adjacent, jnp.int32(start))
+        assert int(transpiler.jit(reachable_total)(adjacent, jnp.int32(start))) == int(want)
+
+
+def test_python_numbers_among_arrays_of_a_dtype_they_join_are_picked_as_that_dtype():
+    # A staged `if` made some items of `best` int32 arrays; the Python 0s among them join
+    # int32, as they do in a staged `if`: read back at a traced index, an int32 array.
+    for x, y in ((jnp.float32(1.5), 2), (jnp.float32(1.5), 2.5), (jnp.int32(1), 7)):
+        got = transpiler.jit(picks_from_mixed_items, static_argnums=1)(x, y, 1)
+        assert got.dtype == x.dtype and got == y
+    weights, values = jnp.array([[2, 3, 4, 5], [5, 4, 3, 2]]), jnp.array([[3, 4, 5, 6]] * 2)
+    compiled = jax.jit(transpiler.convert(knapsack), static_argnums=2)
+    for w, v in zip(weights, values):
+        assert int(compiled(w, v, 5)) == int(knapsack(w, v, 5))
+    batched = jax.vmap(transpiler.convert(knapsack), in_axes=(0, 0, None))(weights, values, 5)
+    assert batched.tolist() == [int(knapsack(w, v, 5)) for w, v in zip(weights, values)]
 
 
 def weights_until_large(xs, n):

@@ -618,7 +618,11 @@ def bindings(node) -> list[tuple[str, gast.expr, bool]]:
     `st["k"] = p`) `node` binds to a value, or (`item`) to an item of one: `b = p`,
     `self.best = p`, `b, c = p, q` (item by item), `b, c = pair` and `for b in ps` (items),
     `(b := p)`, `with p as b`."""
-    if isinstance(node, gast.Assign):
+    if isinstance(node, gast.Assign) and _popped(node):
+        # `out, last = rt__.list_pop(out)`: the list itself, and an item of it
+        (target,) = node.targets
+        pairs = [(target.elts[0], node.value, False), (target.elts[1], node.value, True)]
+    elif isinstance(node, gast.Assign):
         pairs = [(target, node.value, False) for target in node.targets]
     elif isinstance(node, (gast.AnnAssign, gast.NamedExpr)) and node.value is not None:
         pairs = [(node.target, node.value, False)]
@@ -660,6 +664,19 @@ def bindings(node) -> list[tuple[str, gast.expr, bool]]:
                 base = base.value
             found += [(items(p), value, item) for p, _ in sources(base)]
     return found
+
+
+def _popped(node: gast.Assign) -> bool:
+    """Whether `node` is a pop as the lists pass writes it: `out, last = rt__.list_pop(out)`."""
+    (target, *more), value = node.targets, node.value
+    return (
+        not more
+        and isinstance(target, gast.Tuple)
+        and len(target.elts) == 2
+        and isinstance(value, gast.Call)
+        and is_runtime(value.func)
+        and value.func.attr == "list_pop"
+    )
 
 
 def _item_target(target: gast.expr, iterated: gast.expr) -> gast.expr:

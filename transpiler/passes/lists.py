@@ -342,9 +342,12 @@ def _plain_operation(node: gast.expr, names: frozenset[str], globals_: dict) -> 
         isinstance(node.left, displays) or isinstance(node.right, displays)
     )
     for operand in (node.left, node.right):
+        if repeated and not isinstance(operand, displays):
+            # `[0] * n_classes`, `[0] * (cap + 1)`, `[0.0] * len(xs)`: a list display repeated
+            # a number of times is a new list
+            continue
         if isinstance(operand, gast.Name):
-            # `[0] * n_classes`: a list display repeated a number of times is a new list
-            if operand.id not in names and not repeated:
+            if operand.id not in names:
                 return False
         elif isinstance(operand, gast.Call):
             if not _array_function(operand.func, globals_):

@@ -131,3 +131,36 @@ def test_a_loop_around_a_statement_counts_its_whole_body_as_after():
         """
     )
     assert {"b", "h"} <= found[5]
+
+
+def test_a_pop_joins_the_popped_item_with_the_lists_items_not_with_the_list():
+    found = _aliased_at(
+        """
+        def f(adj, start):
+            stack = [start]
+            total = 0
+            while stack:
+                stack, v = rt__.list_pop(stack)
+                if v > 5:       # line 7
+                    total += v
+                    for u in rt__.range_(2):
+                        stack = rt__.list_append(stack, u)
+            return total
+        """
+    )
+    # `v` is an item of `stack`, as `u` is: neither is the list, which the loop changes.
+    assert found[7] == {"stack", "total"}
+
+
+def test_a_popped_list_changed_in_place_is_an_item_of_its_list():
+    found = _aliased_at(
+        """
+        def f(rows, c):
+            if c:           # line 3
+                c = 1
+            rows, row = rt__.list_pop(rows)
+            row[0] = 2
+            return rows
+        """
+    )
+    assert {"row", "rows"} <= found[3]
