@@ -970,3 +970,29 @@ def rebuilt_from_its_own_keys(x):
 @pytest.mark.parametrize("x", [1.5, -1.0, 5.0])
 def test_a_container_chosen_and_not_changed_afterwards_is_exact(fn, x):
     check_jit(fn, jnp.float32(x))
+
+
+def row_changed_around_its_store(x):
+    rows = [[x, 1.0], [x * 2, 2.0]]
+    if x > 0:
+        row = rows.pop()
+        row[0] = x * 5  # before the store
+        rows.append(row)
+        row[1] = 7.0  # after it, in the same branch: both leave the branch as it ends
+    return rows[-1][0], rows[-1][1], len(rows)
+
+
+def row_stored_then_changed_after_the_if(x):
+    rows = []
+    row = [x, 1.0]
+    if x > 0:
+        rows.append(row)
+    row[1] = 7.0  # Python's `rows` holds the changed row: a staged one would hold a copy
+    return rows
+
+
+@pytest.mark.parametrize("x", [1.5, -1.0])
+def test_a_container_stored_in_a_branch_and_changed_in_it_leaves_it_as_it_ends(x):
+    check_jit(row_changed_around_its_store, jnp.float32(x))
+    with pytest.raises(StagingError, match=r"stores 'row' in another container.*list_identity"):
+        jax.jit(transpiler.convert(row_stored_then_changed_after_the_if))(jnp.float32(x))

@@ -47,6 +47,7 @@ CLASS_NAMES = {
     18: "lists a staged branch or loop chooses, changed where conversion cannot see it",
     19: "list surgery under traced conditions: pop, swaps, loops, comprehensions",
     20: "ranges and iterators as objects: truth, ==, sum/min/max, reuse, the index after",
+    21: "tables and stacks: items set by staged ifs read at traced indices, pops pushed back",
 }
 
 
@@ -825,6 +826,61 @@ class _Generator(ProgramWriter):
                 self.emit(indent + 1, f"if {self.cond(ctx)}:")
                 self.emit(indent + 2, "break")
             self.emit(indent, f"b = ((b + {t} * 5) % 97)")
+
+    # -- 21: tables and stacks ---------------------------------------------------------------
+
+    def c21(self, indent: int, ctx: _Ctx) -> None:
+        """A table of Python ints (`[0] * n`) whose items staged `if`s set, read and updated at
+        indices computed from the inputs (traced under jit), as a dynamic program fills its
+        table; a stack popped in a bounded `while` and pushed to under traced conditions (a
+        depth-first search); a row popped from a list of lists, changed under a traced
+        condition and pushed back."""
+        r = self.rng.random()
+        if r < 0.5 or not ctx.bounded:
+            n = self.rng.choice([3, 4, 5])
+            t, c = self.fresh("tab"), self.fresh("c")
+            self.emit(indent, f"{t} = [0] * {self.rng.choice([str(n), f'({n - 1} + 1)'])}")
+            self.emit(indent, f"for {c} in range({self.rng.choice([n, n - 1])}):")
+            inner = self.loop_ctx(ctx, c, True)
+            self.emit(indent + 1, f"if {self.cond(inner)}:")
+            picked = f"{t}[({self.atom(inner)} + {c}) % {n}]"
+            value = self.rng.choice([self.expr(inner), f"({picked} + {self.atom(inner)}) % 97"])
+            self.emit(indent + 2, f"{t}[{c}] = {value}")
+            idx = self.rng.choice([f"a % {n}", f"b % {n}", f"-1 - (x % {n})", f"(y + 1) % {n}"])
+            use = self.rng.choice(
+                [
+                    f"a = ((a + {t}[{idx}]) % 97)",
+                    f"{t}[{idx}] = ({t}[{idx}] + b) % 97",
+                    f"{t}[{idx}] += 1",
+                    f"b = ((b + max({t}[{idx}], {t}[-1])) % 97)",
+                ]
+            )
+            self.emit(indent, use)
+            self.emit(indent, f"a = ((a + sum({t}) + {t}[0]) % 97)")
+        elif r < 0.8:
+            st, k, v, u = self.fresh("st"), self.fresh("k"), self.fresh("v"), self.fresh("u")
+            self.emit(indent, f"{st} = [a % 5, b % 5]")
+            self.emit(indent, f"{k} = 0")
+            self.emit(indent, f"while {st} and {k} < 6:")
+            self.emit(indent + 1, "transpiler.loop_options(max_iterations=6)")
+            self.emit(indent + 1, f"{k} += 1")
+            self.emit(indent + 1, f"{v} = {st}.pop()")
+            if self.chance(0.5):
+                self.emit(indent + 1, f"if {v} > {self.rng.choice([2, 3])}:")
+                self.emit(indent + 2, "continue")
+            self.emit(indent + 1, f"a = ((a + {v}) % 97)")
+            self.emit(indent + 1, f"for {u} in range(2):")
+            self.emit(indent + 2, f"if ({v} + {u} + {self.atom(ctx)}) % 3 == 0:")
+            self.emit(indent + 3, f"{st}.append(({v} + {u}) % 5)")
+            self.emit(indent, f"b = ((b + len({st}) + {k}) % 97)")
+        else:
+            rows, row = self.fresh("rows"), self.fresh("row")
+            self.emit(indent, f"{rows} = [[a % 7, 1], [b % 7, 2]]")
+            self.emit(indent, f"{row} = {rows}.pop({self.rng.choice(['', '0'])})")
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            self.emit(indent + 1, f"{row}[0] = {self.expr(ctx)}")
+            self.emit(indent, f"{rows}.append({row})")
+            self.emit(indent, f"a = ((a + {rows}[0][0] + 2 * {rows}[-1][0] + {row}[1]) % 97)")
 
     def list_print(self, indent: int, ctx: _Ctx, out: _Lst, extra: tuple = ()) -> None:
         v = self.rng.choice(["a", "b"] + list(ctx.names) + list(extra))
