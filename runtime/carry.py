@@ -164,6 +164,10 @@ class Carry:
                 # Of known length (a list a loop changes at a traced index): the Python list
                 # of its items, as code that reads the whole list (`jnp.stack(out)`) reads it.
                 value, staged = value.items("a staged loop"), False
+            elif not staged:
+                # Its copy: the lists and dicts it holds are copies too, which the probe may
+                # change in place (`top = stack.pop(); top[0] = x`) without the caller's seeing.
+                value = probe_state[i]
             probe_state[i] = lists_.ProbeList([] if staged else value, value if staged else None)
             probe_state[i].element = elements.get(i)
         # What the loop carries enters the probe abstract, as it enters the loop: a test on it is

@@ -94,7 +94,13 @@ class StagedList:
             jax.ShapeDtypeStruct(shape, element.dtype, weak_type=element.weak_type)
         )
         for i, item in enumerate(items):
+            if isinstance(item, (int, float, complex)):
+                # made the buffer's dtype at once: JAX would make a Python int an int32 first
+                # (2**31 among float32 items overflows there)
+                item = np.asarray(item, buffer.dtype)
             buffer = buffer.at[i].set(item)
+        if element.weak_type and not jax.typeof(buffer).weak_type:
+            buffer = staging.python_number(buffer)
         return cls(buffer, jnp.asarray(len(items)), static_length=len(items), origin=origin)
 
     @property
@@ -299,7 +305,10 @@ class StagedList:
         known = self.known_length()
         length = self.length if known is None else known
         if staged:
-            return staging.where(index < 0, index + length, index)
+            position = staging.where(index < 0, index + length, index)
+            # Out of range: the nearest item, as JAX's indexing clamps (lax's dynamic indexing
+            # would count a position still negative from the end a second time).
+            return jnp.clip(position, 0, jnp.maximum(length - 1, 0))
         return index + length if index < 0 else index
 
     def _item_at(self, position):
@@ -321,18 +330,36 @@ class StagedList:
             value = update(self._item_at(position), value)
         check_items([value], f"'{self.origin.name}[...] = ...', into a list built in staged code,")
         item = jnp.asarray(value)
-        if not _fits_row(value, self.buffer):
+        buffer = self._joined_with(item)
+        if buffer is None or not _fits_row(value, buffer):
             raise StagingError(
                 f"'{self.origin.name}[...] = ...' puts a {staging.describe(item)} into a list of "
                 f"{staging.describe(self.buffer[0])} items built in staged code: its items are "
-                "stacked into one array, so the new item must have their shape and dtype."
+                "stacked into one array, so the new item must have their shape and dtype (a "
+                "Python number may join them), as Python gives each item back with its own."
             )
+        staging.check_fits(value, buffer.dtype)
         if update is None:
             position = self._position(index, "list assignment index out of range")
-        buffer = lax.dynamic_update_index_in_dim(
-            self.buffer, item.astype(self.buffer.dtype), position, 0
-        )
+        buffer = lax.dynamic_update_index_in_dim(buffer, item.astype(buffer.dtype), position, 0)
         return self._with(buffer=self._stored(buffer, value))
+
+    def _joined_with(self, item) -> jax.Array | None:
+        """This list's buffer as it can hold `item`: as it is where `item` has its dtype or
+        is a Python number (weakly typed) that it takes; the buffer of Python numbers (weakly
+        typed) made `item`'s dtype where they join it as a staged `if` joins a Python number
+        with an array (`dp = [0] * n`, then `dp[k] = x` of a uint32 `x`: a uint32 list, as
+        Python's item `x` is one); None where neither holds (a uint8 into a list of int32s:
+        Python would give it back a uint8)."""
+        buffer, typed = self.buffer, jax.typeof(item)
+        if typed.dtype == buffer.dtype and (typed.weak_type or not self.weak):
+            return buffer
+        if typed.weak_type or typed.dtype == jnp.bool_ and self.weak:
+            return buffer if staging.takes_dtype(item, buffer.dtype) else None
+        if self.weak and staging.joins_as(jax.typeof(buffer), typed.dtype):
+            if staging.takes_dtype(buffer, typed.dtype):
+                return lax.convert_element_type(buffer, typed.dtype)
+        return None
 
     def __setitem__(self, index, value):
         raise StagingError(

@@ -591,12 +591,18 @@ def check_fits(x, dtype) -> None:
     known = (jax.Array, np.ndarray, np.generic, int, float, complex)
     if isinstance(x, (jax.core.Tracer, bool)) or not isinstance(x, known):
         return
-    value, dtype = np.asarray(x), np.dtype(dtype)
-    numeric = jnp.issubdtype(value.dtype, jnp.number) and jnp.issubdtype(dtype, jnp.number)
-    if not numeric or value.size == 0:  # (bfloat16's NumPy kind is "V": ask JAX)
-        return
-    if _fits(value, dtype):
-        return
+    dtype = np.dtype(dtype)
+    if isinstance(x, int):
+        if not jnp.issubdtype(dtype, jnp.number) or _int_fits(x, dtype):
+            return
+        value = np.asarray(x, object)
+    else:
+        value = np.asarray(x)
+        numeric = jnp.issubdtype(value.dtype, jnp.number) and jnp.issubdtype(dtype, jnp.number)
+        if not numeric or value.size == 0:  # (bfloat16's NumPy kind is "V": ask JAX)
+            return
+        if _fits(value, dtype):
+            return
     shown = value.item() if value.size == 1 else f"an array of {value.dtype}"
     where = errors_.calling_line()
     raise StagingError(
@@ -608,6 +614,21 @@ def check_fits(x, dtype) -> None:
         f"where Python keeps the number. Cast the array first (x.astype(jnp.int32), "
         "x.astype(jnp.float32)), or use a number the dtype holds."
     )
+
+
+def _int_fits(x: int, dtype: np.dtype) -> bool:
+    """Whether the Python int `x` keeps its value made a `dtype`: in range for an integer
+    dtype; exactly for a floating-point one (16777217 is 16777216 as a float32: an int is a
+    number Python keeps exact, where a float rounds as JAX's weak type rounds it)."""
+    if jnp.issubdtype(dtype, jnp.integer):
+        info = np.iinfo(dtype)
+        return int(info.min) <= x <= int(info.max)
+    real = np.empty(0, dtype).real.dtype  # of a complex dtype, its parts
+    try:
+        cast = np.asarray(float(x)).astype(real)
+    except OverflowError:  # beyond every float
+        return False
+    return bool(np.isfinite(cast)) and int(cast) == x
 
 
 def _fits(value: np.ndarray, dtype: np.dtype) -> bool:

@@ -364,6 +364,7 @@ def _generate(fn: types.FunctionType, options: Options) -> _Generated:
             suffix=_runtime_bridge.GENERATED_SUFFIX,
             footer=lambda line_map: _runtime_bridge.source_map_footer(line_map, return_values),
             flags=parsing.future_flags(fn.__code__),
+            generated=converted.generated,
         )
     generated = _Generated(code, source, runs_converted, _owner_of(fn.__globals__), builtins_read)
     _generated.put(fn, options, generated)

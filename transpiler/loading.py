@@ -224,6 +224,7 @@ def compile_function(
     suffix: str = ".py",
     footer: Callable[[dict[int, tuple[str, int]]], str] = lambda line_map: "",
     flags: int = 0,
+    generated: frozenset[str] = frozenset(),
 ) -> Compiled:
     """Compiles a converted function definition into a generated file.
 
@@ -237,6 +238,9 @@ def compile_function(
         ends the file.
       flags: the compiler flags of the user's `from __future__` imports (`parsing.future_flags`):
         the code compiles under those, not this module's.
+      generated: the names of the functions conversion made (`if_true`, `loop_body`): the
+        functions the user defines inside them keep the qualified names Python gives them
+        (`f.<locals>.inner`, not `f.<locals>.if_true.<locals>.inner`).
 
     Returns:
       The code object of the function and its printed definition.
@@ -264,7 +268,7 @@ def compile_function(
     _files.write(filename, source)
     # Also in linecache, should the file be gone by the time a traceback is printed.
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-    fn_code = function_code(code, fn_node.name)
+    fn_code = user_qualnames(function_code(code, fn_node.name), generated)
     # The file and the linecache entry go when the code does (its nested functions' code
     # objects are its constants: they go with it).
     weakref.finalize(fn_code, _forget, filename)
@@ -272,6 +276,43 @@ def compile_function(
     if numbered.complete and not numbered.multiline_strings:
         definition = _definition_in(body, fn_node.name)
     return Compiled(fn_code, printing.numbered(printed).text if definition is None else definition)
+
+
+def user_qualnames(code: types.CodeType, generated: frozenset[str]) -> types.CodeType:
+    """`code` with the qualified names of the functions and lambdas defined in it, at any depth,
+    as the user's code gives them: less the functions among `generated` that conversion moved
+    them into (a user's error message and `__qualname__` name `f.<locals>.inner`)."""
+    if not generated:
+        return code
+    consts, changed = [], False
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            new = user_qualnames(const, generated)
+        elif isinstance(const, str) and ".<locals>." in const:
+            # a class body's `__qualname__`, and before Python 3.11 MAKE_FUNCTION's argument
+            new = _without_generated(const, generated)
+            new = const if new == const else new
+        else:
+            new = const
+        changed = changed or new is not const
+        consts.append(new)
+    replaced = {"co_consts": tuple(consts)} if changed else {}
+    qualname = getattr(code, "co_qualname", None)  # Python 3.11 on
+    if qualname is not None and _without_generated(qualname, generated) != qualname:
+        replaced["co_qualname"] = _without_generated(qualname, generated)
+    return code.replace(**replaced) if replaced else code
+
+
+def _without_generated(qualname: str, generated: frozenset[str]) -> str:
+    """`qualname` less its `<generated>.<locals>` parts."""
+    parts, kept, i = qualname.split("."), [], 0
+    while i < len(parts):
+        if parts[i] in generated and i + 1 < len(parts) and parts[i + 1] == "<locals>":
+            i += 2
+            continue
+        kept.append(parts[i])
+        i += 1
+    return ".".join(kept)
 
 
 def _definition_in(body: str, name: str) -> str | None:

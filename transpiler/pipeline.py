@@ -95,6 +95,8 @@ class Converted:
     runs_converted: bool = False
     # the builtins it was converted for (`ctx.builtins_read`): the module must not define them
     builtins_read: frozenset[str] = frozenset()
+    # the names of the functions and variables conversion made (`if_true`, `loop_body`)
+    generated: frozenset[str] = frozenset()
 
 
 def run(
@@ -129,4 +131,5 @@ def run(
         ctx.return_values,
         ctx.bounds_loops or ctx.hands_functions,
         ctx.builtins_read(),
+        frozenset(ctx.namer.generated),
     )

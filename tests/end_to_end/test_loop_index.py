@@ -3,6 +3,7 @@ index's identity (`i is ZERO`), a negative power of it, a shape or a static slic
 it, an `if` on it that decides how long a list grows. Staged as a scan, the index would be an
 int32 tracer: a different result, or JAX's error for a tracer where it needs a value."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -183,3 +184,44 @@ def test_the_enumerate_index_over_a_traced_array_prints_as_python(capsys):
     assert capsys.readouterr().out == "step 0\nstep 1\n"
     assert_tree_close(transpiler.jit(printed_steps)(xs), expected)
     assert capsys.readouterr().out == "step 0\nstep 1\n"
+
+
+def prints_a_fraction_of_the_index(y):
+    for i in range(3):
+        y = y * 2
+        print("step", i, y, i / 3)
+    return y
+
+
+def prints_a_float_bound_from_the_index(y):
+    for i in range(3):
+        y = y * 2
+        frac = i / 3
+        print("frac", frac + 1, f"{i * 0.1}")
+    return y
+
+
+def prints_ints_made_from_the_index(y):
+    for i in range(3):
+        y = y * 2 + i / 3
+        print("step", i, i * 2)
+    return y
+
+
+@pytest.mark.parametrize(
+    "fn, staged",
+    [
+        (prints_a_fraction_of_the_index, False),
+        (prints_a_float_bound_from_the_index, False),
+        (prints_ints_made_from_the_index, True),  # an int prints as Python's: a scan
+    ],
+)
+def test_a_float_made_from_the_index_prints_python_digits(fn, staged, capfd):
+    # `i / 3` of a staged index is a float32: `0.33333334` printed, where Python prints
+    # `0.3333333333333333`; such a loop runs unrolled, as for text made from the index.
+    fn(jnp.float32(1.0))
+    expected = capfd.readouterr().out
+    jax.jit(transpiler.convert(fn))(jnp.float32(1.0))
+    jax.effects_barrier()
+    assert capfd.readouterr().out == expected
+    assert ("items_as_python=True" not in transpiler.to_source(fn)) == staged

@@ -4,6 +4,7 @@ printing and formatting them; and `range` with a traced step checks it is not ze
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 import transpiler
@@ -1129,3 +1130,119 @@ def test_an_augmented_item_at_an_index_expression_is_staged():
     assert transpiler.convert(tally)(labels, [True, False, True, True]) == tally(
         labels, [True, False, True, True]
     )
+
+
+def assigned_at(x, k):
+    table = [0, 0, 0]
+    table[k] = x
+    return table[k]
+
+
+def updated_at(x, k):
+    table = [0, 0, 0]
+    table[k] -= x
+    table[k] *= 2
+    return table[k]
+
+
+def scaled_at(x, k):
+    table = [0.0, 0.0]
+    table[k] = x
+    return table[k] * 1000
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (assigned_at, jnp.uint32(3_000_000_000)),
+        (assigned_at, jnp.int8(-5)),
+        (updated_at, jnp.uint8(3)),
+        (scaled_at, jnp.float16(100.0)),
+        (scaled_at, jnp.bfloat16(3.0)),
+    ],
+)
+def test_an_array_assigned_into_python_numbers_at_a_traced_index_keeps_its_dtype(fn, x):
+    # Python's list holds the array itself; the staged one was int32 (or float32): a uint32
+    # wrapped to a negative int32, a float16 times 1000 did not overflow to inf.
+    want = fn(x, 1)
+    got = jax.jit(transpiler.convert(fn))(x, jnp.int32(1))
+    assert got.dtype == want.dtype and np.array_equal(np.asarray(got), np.asarray(want))
+
+
+def assigned_over_arrays(x, y, k):
+    table = [x, x]
+    table[k] = y
+    return table[k]
+
+
+def test_an_item_of_another_dtype_assigned_into_arrays_at_a_traced_index_is_refused():
+    # Python gives the uint8 back as it is; the staged list of int32 items cannot hold it.
+    with pytest.raises(StagingError, match=r"puts a uint8\[\] into a list of int32\[\] items"):
+        jax.jit(transpiler.convert(assigned_over_arrays))(jnp.int32(1), jnp.uint8(2), 0)
+
+
+def python_numbers_picked(x, y, k):
+    out = [x, y]
+    return out[k]
+
+
+def test_a_python_int_a_dtype_does_not_hold_exactly_is_refused_not_rounded():
+    # 16777217 is 16777216 as a float32, where Python keeps the int; 2**31 is exact there
+    # (it was made an int32 first, and overflowed).
+    with pytest.raises(StagingError, match="16777217 would be made a float32"):
+        jax.jit(transpiler.convert(python_numbers_picked), static_argnums=1)(
+            jnp.float32(1.0), 16777217, 1
+        )
+    got = jax.jit(transpiler.convert(python_numbers_picked), static_argnums=1)(
+        jnp.float32(1.0), 2**31, 1
+    )
+    assert float(got) == 2.0**31
+
+
+def clamped(x, k):
+    out = [x, x + 10]
+    return out[k]
+
+
+def test_a_traced_index_out_of_range_picks_the_nearest_item():
+    compiled = jax.jit(transpiler.convert(clamped))
+    got = [float(compiled(jnp.float32(1.0), jnp.int32(k))) for k in (-4, -3, -2, -1, 1, 2, 5)]
+    assert got == [1.0, 1.0, 1.0, 11.0, 11.0, 11.0, 11.0]
+
+
+def popped_then_changed(xs):
+    stack = [[0.0]]
+    for i in range(3):
+        top = stack.pop()
+        top[0] = top[0] + xs[i]
+        stack.append(top)
+    return stack
+
+
+def popped_from_shared_lists(xs):
+    a, b = [0.0], [0.0]
+    stack = [a, b, a]
+    for i in range(3):
+        top = stack.pop()
+        top[0] = top[0] + xs[i]
+    return a[0], b[0]
+
+
+@pytest.mark.parametrize("fn", [popped_then_changed, popped_from_shared_lists])
+def test_a_list_popped_and_changed_in_a_staged_loop_is_changed_once(fn):
+    # The loop's probe changed the caller's inner list in place: a tracer leaked into it.
+    xs = jnp.array([1.0, -2.0, 3.0])
+    checks.check_jit(fn, xs)
+
+
+def repeated_from_a_name(k):
+    base = [0.0]
+    table = base * 3  # a new list, as `[0.0] * 3` is
+    table[k] = 1.0
+    return table, base
+
+
+def test_a_list_repeated_from_another_is_a_new_list_a_traced_index_may_pick():
+    # It stayed Python's: JAX's TracerIntegerConversionError at `table[k] = 1.0`.
+    table, base = transpiler.jit(repeated_from_a_name)(jnp.int32(1))
+    assert [float(v) for v in table] == [0.0, 1.0, 0.0] and [float(v) for v in base] == [0.0]

@@ -149,6 +149,36 @@ def test_nested_functions_are_converted_with_their_parent():
     assert "if_stmt" in transpiler.to_source(outer).split("return helper")[0]
 
 
+def names_defined_in_branches_and_loops(k):
+    for _ in range(1):
+        transpiler.loop_options(max_iterations=3)  # the converted code runs on Python values
+    names = []
+    if k > 0:
+
+        def inner(q):
+            return q
+
+        names += [inner.__qualname__, (lambda: 0).__qualname__]
+    for _ in range(2):
+
+        class Local:
+            pass
+
+        names.append(Local.__qualname__)
+    try:
+        (lambda q: q)()
+    except TypeError as e:
+        names.append(str(e))
+    return names
+
+
+def test_functions_defined_in_converted_blocks_keep_their_qualified_names():
+    # They were `...if_true.<locals>.inner`: the generated function they were moved into.
+    want = names_defined_in_branches_and_loops(1)
+    assert transpiler.convert(names_defined_in_branches_and_loops)(1) == want
+    assert want[0] == "names_defined_in_branches_and_loops.<locals>.inner"
+
+
 def test_lambdas_convert():
     relu = transpiler.convert(lambda x: x if x > 0 else 0.0 * x)
     assert float(jax.jit(relu)(-3.0)) == 0.0 and float(jax.jit(relu)(3.0)) == 3.0

@@ -108,30 +108,46 @@ class _Statements:
     def __init__(self, statements, counter=None, indices=frozenset(), catches=False):
         self.statements = statements
         self.counter, self.indices, self.catches = counter, indices, catches
-        # (names a binding binds, names its value passes on: `_passed`)
+        # (names a binding binds, names its value passes on: `_passed`, whether it makes a
+        # float of them: `_makes_float`)
         self.bindings = [
-            (_names(target), _passed(value))
+            (_names(target), _passed(value), _makes_float(value))
             for stmt in statements
             for target, value in _bindings(stmt)
             if value is not None
         ]
-        self._python_reads: dict[int, frozenset[str]] = {}
+        self._python_reads: dict[tuple[int, frozenset[str]], frozenset[str]] = {}
 
     def closure(self, tainted: set[str]) -> set[str]:
         """`tainted` and the names bound from them, through any number of assignments."""
         tainted = set(tainted)
         while True:
             grown = set(tainted)
-            for bound, passed in self.bindings:
+            for bound, passed, _ in self.bindings:
                 if passed & tainted:
                     grown |= bound
             if grown == tainted:
                 return tainted
             tainted = grown
 
+    def floats(self, tainted: set[str]) -> frozenset[str]:
+        """The names bound to a float made from `tainted` (`frac = i / n`, `t = i * 0.1`), and
+        those bound from them: a Python float where the item is Python's, a float32 staged,
+        whose printed digits differ (`0.3333333333333333`, `0.33333334`)."""
+        found: set[str] = set()
+        while True:
+            grown = set(found)
+            for bound, passed, makes_float in self.bindings:
+                if passed & found or (makes_float and passed & tainted):
+                    grown |= bound
+            if grown == found:
+                return frozenset(found)
+            found = grown
+
     def used_as_python(self, tainted: set[str]) -> bool:
         """Whether the statements use one of `tainted`, or a name bound from them, as a Python
         value."""
+        floats = self.floats(tainted) if self.bindings else frozenset()
         tainted = self.closure(tainted)
         for stmt in self.statements:
             if isinstance(stmt, structure.SCOPES) and _reads(stmt, tainted):
@@ -142,13 +158,14 @@ class _Statements:
                 and _resizes_a_list(stmt)
             ):
                 return True  # `if t % 2 == 0: outs.append(h)`: Python knows how long `outs` is
-            if self._reads_as_python(stmt) & tainted:
+            if self._reads_as_python(stmt, floats & tainted) & tainted:
                 return True
         return False
 
-    def _reads_as_python(self, stmt: gast.stmt) -> frozenset[str]:
-        """The variables `stmt` itself reads somewhere other than into an array computation."""
-        found = self._python_reads.get(id(stmt))
+    def _reads_as_python(self, stmt: gast.stmt, floats=frozenset()) -> frozenset[str]:
+        """The variables `stmt` itself reads somewhere other than into an array computation
+        (`floats`: those holding a float made from an item, whose text is Python's only)."""
+        found = self._python_reads.get((id(stmt), floats))
         if found is None:
             reads = [
                 node
@@ -159,9 +176,9 @@ class _Statements:
             found = frozenset(
                 node.id
                 for node in reads
-                if not _array_use(node, parents, self.counter, self.catches)
+                if not _array_use(node, parents, self.counter, self.catches, node.id in floats)
             )
-            self._python_reads[id(stmt)] = found
+            self._python_reads[(id(stmt), floats)] = found
         return found
 
 
@@ -283,15 +300,23 @@ def _parents(stmt: gast.stmt) -> dict[int, gast.AST]:
 
 
 def _array_use(
-    name: gast.Name, parents: dict[int, gast.AST], counter: str | None, catches: bool = False
+    name: gast.Name,
+    parents: dict[int, gast.AST],
+    counter: str | None,
+    catches: bool = False,
+    floated: bool = False,
 ) -> bool:
     """Whether this read of an item feeds an array computation, where a tracer is exact: its
     value (or what arithmetic makes of it) is compared, indexes an array, goes into a JAX
     function or into an assignment (followed as a binding); not into text, a type test, an
-    exponent, or user code."""
+    exponent, or user code. `floated`: the name holds a float made from an item, which is
+    printed with Python's digits only where the item is Python's (and so is one made here:
+    `print(i / 3)`)."""
     node, parent = name, parents.get(id(name))
     sliced = False  # passed through a slice bound: `m[:, :i]` needs a static bound
     while parent is not None:
+        if isinstance(parent, gast.BinOp) and _makes_float(parent):
+            floated = True
         power = isinstance(parent, gast.BinOp) and isinstance(parent.op, gast.Pow)
         if power and parent.left is node:
             # `i ** -1` is a float in Python, an error for an int32; `i ** 2` and `i ** i` (the
@@ -327,7 +352,9 @@ def _array_use(
             if naming.runtime_operator(parent.func) == "fstring":
                 # Text shows the value where it is printed, raised or asserted; made for
                 # anything else (`f"layer{i}" in frozen`), it is the text of a tracer.
-                return _printed(parent, parents, catches)
+                return _printed(parent, parents, catches) and not floated
+            if naming.runtime_operator(parent.func) == "print_":
+                return not floated  # an int prints as Python's, a float32 with its digits
             if naming.runtime_operator(parent.func) not in _PASSING_RUNTIME:
                 return _array_function(parent.func)
         elif isinstance(parent, gast.stmt):
@@ -337,6 +364,21 @@ def _array_use(
         sliced = sliced or isinstance(parent, gast.Slice)
         node, parent = parent, parents.get(id(parent))
     return True
+
+
+def _makes_float(value: gast.AST) -> bool:
+    """Whether arithmetic in `value` may make a float of ints: a true division, or an operand
+    that is a float literal (`i / 3`, `i * 0.1`)."""
+    for node in structure.walk_nodes(value):
+        if isinstance(node, gast.BinOp) and (
+            isinstance(node.op, gast.Div)
+            or any(
+                isinstance(side, gast.Constant) and type(side.value) is float
+                for side in (node.left, node.right)
+            )
+        ):
+            return True
+    return False
 
 
 # Runtime operators whose result is made from their arguments: followed up like arithmetic.

@@ -338,14 +338,16 @@ def _plain_operation(node: gast.expr, names: frozenset[str], globals_: dict) -> 
     if not isinstance(node, gast.BinOp):
         return False
     displays = (gast.List, gast.ListComp)
-    repeated = isinstance(node.op, gast.Mult) and (
-        isinstance(node.left, displays) or isinstance(node.right, displays)
-    )
-    for operand in (node.left, node.right):
-        if repeated and not isinstance(operand, displays):
-            # `[0] * n_classes`, `[0] * (cap + 1)`, `[0.0] * len(xs)`: a list display repeated
-            # a number of times is a new list
-            continue
+    sides = (node.left, node.right)
+    counts = [side for side in sides if isinstance(side, gast.Constant) and type(side.value) is int]
+    if isinstance(node.op, gast.Mult) and (
+        any(isinstance(side, displays) for side in sides)
+        or (len(counts) == 1 and any(isinstance(side, gast.Name) for side in sides))
+    ):
+        # `[0] * n_classes`, `[0] * (cap + 1)`, `[0.0] * len(xs)`: a list display repeated a
+        # number of times is a new list; so is `base * 3` (of an array, a new array)
+        return True
+    for operand in sides:
         if isinstance(operand, gast.Name):
             if operand.id not in names:
                 return False
