@@ -131,7 +131,11 @@ def _extreme(python_fn, args, key, default):
     one beats (`v > best` for max), so ties keep the first (and the gradient goes to it) and a
     NaN counts only where it comes first."""
     if len(args) == 1 and isinstance(args[0], lists.ProbeList):
-        args = (args[0].read(),)  # the list a staged loop is sizing: its items
+        probed = args[0]
+        # The list a staged loop is sizing: its items; where the probe has none (a pop under
+        # a traced condition took them), one of the item type: only its type matters, and
+        # whether the list is empty when the program runs, the staged loop checks then.
+        args = (probed.read() or [probed[0]],)
     if len(args) == 1 and isinstance(args[0], (list, tuple)) and type(args[0]) not in (list, tuple):
         args = (list(args[0]),)  # a list subclass: its items
     elif (
@@ -578,14 +582,15 @@ def reversed_(seq):
     """`reversed(seq)`; a range stays a range (a traced one too), an array gives a view a `for`
     loop can scan."""
     if isinstance(seq, range):  # Python's range iterator, last first
-        return sequences.Iterated(sequences.RangeSequence(seq[::-1]), "reversed", "range_iterator")
+        backwards = sequences.RangeSequence(seq[::-1])
+        return sequences.Iterated(backwards, "reversed()", "range_iterator")
     if isinstance(seq, for_loops.TracedRange):
         return for_loops.ReversedRange(seq.reversed())
     base = sequences.as_sequence(seq)
     if isinstance(base, sequences.ArraySequence):
         return sequences.Reversed(base)
     if isinstance(base, sequences.OneShot):  # an iterator, as Python's enumerate() is
-        raise errors.python_error(TypeError(f"'{base.kind}' object is not reversible"))
+        raise errors.python_error(TypeError(f"'{base.type_name}' object is not reversible"))
     return builtins.reversed(seq)
 
 

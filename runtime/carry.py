@@ -37,6 +37,7 @@ class Carry:
         self, state, names, site, probe, trip_count=None, probe_args=(), *, stops_early=False
     ):
         self.names, self.site = names, site
+        _check_no_shared_items(state, names, site)
         self.stops_early = stops_early
         self.static_lengths: dict[int, int] = {}
         self.planned: set[int] = set()  # the lists this loop sized (and fixed)
@@ -375,7 +376,7 @@ class Carry:
                 and isinstance(value, lists_.StagedList)
                 and value.known_length() == len(prev)
             ):
-                raise Picked(index)  # `out[i] = v` with the loop's traced `i`
+                raise Picked(index, value.buffer[0])  # `out[i] = v` of the loop's traced `i`
             value = _adopt_weak_dtypes(staging.as_arrays(value), prev)
             promoted = self._check_leaves(name, prev, value, index in self.python_bools)
             if promoted:
@@ -509,14 +510,48 @@ class Replaced(staging.Retrace):
         self.index = index
 
 
+def _check_no_shared_items(state, names, site) -> None:
+    """Raises StagingError where a list or dict inside the loop's state (an item of a list, a
+    value of a dict, at any depth) is one object at two places (`rows = [row, row]`, `[[0.0] *
+    3] * 2`): the staged loop carries each place's items as arrays of its own, so a change
+    through one place would not show through the other, as in Python it does."""
+    seen: dict[int, str] = {}
+
+    def visit(value, path: str, depth: int) -> None:
+        if type(value) in (list, tuple):
+            items = enumerate(value)
+        elif type(value) is dict:
+            items = value.items()
+        else:
+            return
+        if depth and type(value) is not tuple:
+            where = seen.setdefault(id(value), path)
+            if where != path:
+                kind = type(value).__name__
+                raise StagingError(
+                    f"{where} and {path} are one {kind} ({site}), which the staged "
+                    f"{site.construct} carries: it carries the items of each place as arrays of "
+                    f"their own, so a change through one place would not show through the "
+                    f"other, as it does in Python. Make a {kind} for each place "
+                    f"(`[[0.0] * m for _ in range(n)]`, not `[[0.0] * m] * n`)."
+                )
+        for key, item in items:
+            visit(item, f"{path}[{key!r}]", depth + 1)
+
+    for name, value in zip(names, state):
+        visit(value, name, 0)
+
+
 class Picked(staging.Retrace):
     """Internal: an iteration changes an item of a Python list the loop carries at an index it
     traces (`out[i] = x * i` in `for i in range(n)`), which makes it the staged list of its
-    items: stage the loop again with it entering as that staged list."""
+    items: stage the loop again with it entering as that staged list, of the type the
+    iteration made of it (`item`: one of its items, traced: Python numbers that an array
+    assigned joins take its dtype)."""
 
-    def __init__(self, index: int):
+    def __init__(self, index: int, item):
         super().__init__(index)
-        self.index = index
+        self.index, self.item = index, item
 
 
 def _replaced_probe(held, value) -> bool:
@@ -551,7 +586,9 @@ def staged_with(stage, state, names):
             state = (*state[:i], list(state[i]), *state[i + 1 :])
         except Picked as request:
             i = request.index
-            picked = lists_.picked_by_program(state[i], "the item assigned", names[i])
+            picked = lists_.picked_by_program(
+                state[i], "the item assigned", names[i], joining=request.item
+            )
             state = (*state[:i], picked, *state[i + 1 :])
         except Promoted as request:
             for i, casts in request.promotions.items():

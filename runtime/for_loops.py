@@ -213,27 +213,20 @@ class TracedRange:
         return range(*(int(p) for p in parts)) if concrete else TracedRange(*parts)
 
 
-class CountedIterator:
+class CountedIterator(sequences.Iterator):
     """An iterator of traced length (`enumerate` or `zip` of a range with a traced bound or of a
     list of traced length): one for statement takes its items, as Python's iterator gives them
     once. `spent`: False before that; True once a loop took them all; None where how many it
     took is known only when the program runs (it may stop early, or another iterator took
     them: `why`)."""
 
-    kind: str  # what messages call it
-    type_name: str  # the type Python's is (`enumerate`, `zip`, `range_iterator`)
     spent: bool | None = False
-    why: str | None = None  # why `spent` is None, where not a loop's break
 
     def take(self, what: str) -> bool:
         """Whether items are left to take (False: a loop took them all); StagingError where that
         is known only when the program runs."""
         if self.spent is None:
-            raise StagingError(
-                f"{what} takes items from an iterator of traced length ({self.kind}) whose items "
-                f"left are known only when the program runs ({Site(what)}): "
-                f"{sequences.why_unknown(self.why)}. Make a new one for each loop."
-            )
+            raise self.unknown_position(what)
         return not self.spent
 
     def moved(self, by: str) -> None:
@@ -252,9 +245,6 @@ class CountedIterator:
             "only when the program runs; only a for statement can take its items (staged as a "
             "while loop)."
         )
-
-    def __bool__(self) -> bool:
-        return True  # an iterator, empty or not
 
 
 class ReversedRange(CountedIterator):

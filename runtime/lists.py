@@ -329,9 +329,9 @@ class StagedList:
             position = self._position(index)
             value = update(self._item_at(position), value)
         check_items([value], f"'{self.origin.name}[...] = ...', into a list built in staged code,")
-        item = jnp.asarray(value)
+        item = jnp.asarray(_typed_as(value))  # (the value itself is checked against the list)
         buffer = self._joined_with(item)
-        if buffer is None or not _fits_row(value, buffer):
+        if buffer is None or not _fits_row(item, buffer):
             raise StagingError(
                 f"'{self.origin.name}[...] = ...' puts a {staging.describe(item)} into a list of "
                 f"{staging.describe(self.buffer[0])} items built in staged code: its items are "
@@ -339,6 +339,8 @@ class StagedList:
                 "Python number may join them), as Python gives each item back with its own."
             )
         staging.check_fits(value, buffer.dtype)
+        if isinstance(value, (int, float, complex)):
+            item = jnp.asarray(np.asarray(value, buffer.dtype))  # 2**40 into float32s
         if update is None:
             position = self._position(index, "list assignment index out of range")
         buffer = lax.dynamic_update_index_in_dim(buffer, item.astype(buffer.dtype), position, 0)
@@ -346,19 +348,14 @@ class StagedList:
 
     def _joined_with(self, item) -> jax.Array | None:
         """This list's buffer as it can hold `item`: as it is where `item` has its dtype or
-        is a Python number (weakly typed) that it takes; the buffer of Python numbers (weakly
-        typed) made `item`'s dtype where they join it as a staged `if` joins a Python number
-        with an array (`dp = [0] * n`, then `dp[k] = x` of a uint32 `x`: a uint32 list, as
-        Python's item `x` is one); None where neither holds (a uint8 into a list of int32s:
-        Python would give it back a uint8)."""
+        is a Python number (weakly typed) that it takes; None where not (a uint8 into a list of
+        int32s: Python would give it back a uint8; a list of Python numbers whose values are
+        known then took the item's dtype: `picked_by_program`)."""
         buffer, typed = self.buffer, jax.typeof(item)
-        if typed.dtype == buffer.dtype and (typed.weak_type or not self.weak):
-            return buffer
+        if typed.dtype == buffer.dtype:
+            return buffer  # (a strongly typed item makes a weakly typed list strong: `_stored`)
         if typed.weak_type or typed.dtype == jnp.bool_ and self.weak:
             return buffer if staging.takes_dtype(item, buffer.dtype) else None
-        if self.weak and staging.joins_as(jax.typeof(buffer), typed.dtype):
-            if staging.takes_dtype(buffer, typed.dtype):
-                return lax.convert_element_type(buffer, typed.dtype)
         return None
 
     def __setitem__(self, index, value):
@@ -649,7 +646,7 @@ def list_setitem(target, index, value):
     """Functional form of `target[index] = value`: returns the list (the same object, if
     Python; the staged list of its items where a traced index picks the item)."""
     if type(target) is list and is_staged(index):
-        target = picked_by_program(target, "the item assigned")
+        target = picked_by_program(target, "the item assigned", joining=value)
     if isinstance(target, StagedList):
         return target.with_item(index, value)
     python_call(operator.setitem, target, index, value)
@@ -661,7 +658,7 @@ def list_update(target, index, op: str, value):
     (the same object, if Python)."""
     update = _IN_PLACE[op]
     if type(target) is list and is_staged(index):
-        target = picked_by_program(target, "the item updated")
+        target = picked_by_program(target, "the item updated", joining=value)
     if isinstance(target, StagedList):
         return target.with_item(index, value, update)
     updated = python_call(update, python_call(operator.getitem, target, index), value)
@@ -725,16 +722,29 @@ def list_clear(target):
     return target
 
 
-def picked_by_program(items: list, what: str, name: str | None = None) -> StagedList:
+def picked_by_program(items: list, what: str, name: str | None = None, joining=None) -> StagedList:
     """The Python list `items` as the staged list of its items, where a traced index picks
     one (`out[k]`, `out[k] = v`, `out.pop(k)`): which, the program decides when it runs, and
     the items must be one array then. They must be arrays of one shape, dtype and weak type,
-    or Python numbers of one kind (each read back as it is); else a StagingError naming the
-    line and `what` the index picks."""
+    or Python numbers of one kind (each read back as it is), or both where the numbers join the
+    arrays' dtype (`_joined_type`); else a StagingError naming the line and `what` the index
+    picks. `joining`: a value assigned into it (`out[k] = v`, `out[k] -= v`): an array among
+    Python numbers makes them its dtype, where they join it."""
     element = one_array_type(items)
     kinds = {_number_kind(x) for x in items}
     if element is None and len(kinds) == 1 and None not in kinds:
-        element = item_type(items)
+        element = item_type([_typed_as(x) for x in items])
+        if (
+            isinstance(joining, (np.ndarray, jax.Array))
+            and not jax.typeof(joining).weak_type
+            and jnp.shape(joining) == element.shape
+        ):
+            # `dp = [0] * n`, then `dp[k] = x` of a uint8 `x`: a uint8 list, its Python
+            # numbers checked against it (-1 is refused, not wrapped)
+            joined = _joined_type([*items, joining])
+            element = element if joined is None else joined
+        for item in items:
+            staging.check_fits(item, element.dtype)  # 2**40 among Python ints: not an int32
     if element is None:
         element = _joined_type(items)
     if element is None:
@@ -756,8 +766,7 @@ def _joined_type(items) -> jax.ShapeDtypeStruct | None:
     such dtype."""
     if not all(isinstance(x, (int, float, complex, np.ndarray, jax.Array)) for x in items):
         return None
-    # A Python number as a zero of its type: its own value may not fit JAX's default dtype.
-    proxies = [type(x)() if isinstance(x, (int, float, complex)) else x for x in items]
+    proxies = [_typed_as(x) for x in items]
     types = [jax.typeof(p) for p in proxies]
     if len({t.shape for t in types}) != 1:
         return None
@@ -773,6 +782,17 @@ def _joined_type(items) -> jax.ShapeDtypeStruct | None:
     for item, _ in weak:
         staging.check_fits(item, dtype)
     return jax.ShapeDtypeStruct(types[0].shape, dtype)
+
+
+def _typed_as(item):
+    """`item`, or for a Python int JAX's default int type cannot hold (2**40), a zero that
+    JAX types as it types ints (the value is checked against the dtype it joins)."""
+    if isinstance(item, int) and not isinstance(item, bool):
+        try:
+            jax.typeof(item)
+        except OverflowError:
+            return 0
+    return item
 
 
 def _number_kind(item) -> str | None:

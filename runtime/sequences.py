@@ -99,15 +99,36 @@ class RangeSequence(Sequence):
         return None, functools.partial(counted, self.range[k], self.range.step)
 
 
-class OneShot(Sequence):
+class Iterator:
+    """What an iterator the runtime stands in for has, whatever holds its items (`OneShot`: a
+    sequence of known length; `for_loops.CountedIterator`: one of traced length): Python's
+    truth and type, and where it stands, which may be known only when the program runs."""
+
+    kind: str  # what messages call it: `enumerate()`
+    type_name: str  # the type Python's is (its messages name it): `enumerate`, `range_iterator`
+    why: str | None = None  # why its position is known only at run time, if not a loop's break
+
+    __reversed__ = None  # reversed() of an iterator: Python's TypeError
+
+    def __bool__(self) -> bool:
+        return True  # an iterator, empty or not (not its length's truth)
+
+    def unknown_position(self, what: str) -> StagingError:
+        """The error of `what` taking items from it where its position is known only at run
+        time."""
+        return StagingError(
+            f"{what} takes items from an iterator ({self.kind}) whose items left are known "
+            f"only when the program runs ({errors.Site(what)}): {why_unknown(self.why)}. "
+            f"Make a new {self.kind} for each loop, or take its items into a list first."
+        )
+
+
+class OneShot(Iterator, Sequence):
     """A view Python gives as an iterator (`enumerate`, `zip`, `reversed`): its items are taken
     once. `taken`: how many a loop, `next()` or `list()` took so far; None where that is known
     only when the program runs (a staged loop that may stop early took them)."""
 
-    kind: str  # what messages call it: `enumerate` (as `enumerate()`)
-    type_name: str  # the type Python's is (its messages name it): `enumerate`, `range_iterator`
     taken: int | None = 0
-    why: str | None = None  # why `taken` is known only at run time, where not a loop's break
 
     def __iter__(self):
         return self
@@ -119,20 +140,11 @@ class OneShot(Sequence):
         self.taken = k + 1
         return self[k]
 
-    __reversed__ = None  # reversed() of an iterator: Python's TypeError
-
-    def __bool__(self) -> bool:
-        return True  # an iterator, empty or not (not its length's truth)
-
     def position(self, what: str) -> int:
         """How many items were taken; StagingError where that is known only at run time."""
         if self.taken is not None:
             return self.taken
-        raise StagingError(
-            f"{what} takes items from an iterator ({self.kind}()) whose items left are known "
-            f"only when the program runs ({errors.Site(what)}): {why_unknown(self.why)}. "
-            f"Make a new {self.kind}() for each loop, or take its items into a list first."
-        )
+        raise self.unknown_position(what)
 
     def forget_position(self, why: str) -> None:
         """Where it stands is known only when the program runs, `why` (taken past a traced item
@@ -191,7 +203,7 @@ class Iterated(OneShot, Tail):
 
 
 class Enumerated(OneShot):
-    kind = type_name = "enumerate"
+    kind, type_name = "enumerate()", "enumerate"
 
     def __init__(self, base: Sequence, start: int):
         self.base, self.start = base, start
@@ -218,7 +230,7 @@ class Enumerated(OneShot):
 
 
 class Zipped(OneShot):
-    kind = type_name = "zip"
+    kind, type_name = "zip()", "zip"
 
     def __init__(self, bases: list[Sequence]):
         self.bases = bases
@@ -246,7 +258,7 @@ class Zipped(OneShot):
 
 
 class Reversed(OneShot):
-    kind = type_name = "reversed"
+    kind, type_name = "reversed()", "reversed"
 
     def __init__(self, base: ArraySequence):
         self.base = base

@@ -3,6 +3,8 @@ index's identity (`i is ZERO`), a negative power of it, a shape or a static slic
 it, an `if` on it that decides how long a list grows. Staged as a scan, the index would be an
 int32 tracer: a different result, or JAX's error for a tracer where it needs a value."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -204,7 +206,33 @@ def prints_a_float_bound_from_the_index(y):
 def prints_ints_made_from_the_index(y):
     for i in range(3):
         y = y * 2 + i / 3
-        print("step", i, i * 2)
+        print("step", i, i * 2, 2 * i + 1, (i + 1) // 2, -i)
+    return y
+
+
+def prints_a_float_divided_in_place(y):
+    for i in range(3):
+        y = y * 2
+        j = i + 1
+        j /= 3
+        print(j)
+    return y
+
+
+SCALE = 0.1
+
+
+def prints_the_index_times_a_python_float(y):
+    for i in range(3):
+        y = y * 2
+        print(i * SCALE, math.pi * i, float(i) * 2)
+    return y
+
+
+def prints_an_array_made_with_the_index(y, xs):
+    for i in range(3):
+        y = y * 2 + xs[i] * i  # an array in Python too
+        print(y)
     return y
 
 
@@ -214,14 +242,18 @@ def prints_ints_made_from_the_index(y):
         (prints_a_fraction_of_the_index, False),
         (prints_a_float_bound_from_the_index, False),
         (prints_ints_made_from_the_index, True),  # an int prints as Python's: a scan
+        (prints_a_float_divided_in_place, False),
+        (prints_the_index_times_a_python_float, False),
+        (prints_an_array_made_with_the_index, True),
     ],
 )
 def test_a_float_made_from_the_index_prints_python_digits(fn, staged, capfd):
     # `i / 3` of a staged index is a float32: `0.33333334` printed, where Python prints
     # `0.3333333333333333`; such a loop runs unrolled, as for text made from the index.
-    fn(jnp.float32(1.0))
+    args = (jnp.float32(1.0), jnp.arange(3.0))[: fn.__code__.co_argcount]
+    fn(*args)
     expected = capfd.readouterr().out
-    jax.jit(transpiler.convert(fn))(jnp.float32(1.0))
+    jax.jit(transpiler.convert(fn))(*args)
     jax.effects_barrier()
     assert capfd.readouterr().out == expected
     assert ("items_as_python=True" not in transpiler.to_source(fn)) == staged

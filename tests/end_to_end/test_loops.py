@@ -846,11 +846,20 @@ def loops_again_after_a_traced_break(xs):
     return total
 
 
+def reverses_a_range_iterator(x):
+    backwards = reversed(range(3))
+    if x > 0:
+        x = -x
+    return x, reversed(backwards)
+
+
 def test_an_iterator_a_traced_break_left_is_refused_by_the_next_loop():
     with pytest.raises(StagingError, match=r"enumerate\(\)\) whose items left are known only"):
         jax.jit(transpiler.convert(loops_again_after_a_traced_break))(jnp.array([1.0, 2.0, 3.0]))
     with pytest.raises(TypeError, match="'enumerate' object is not reversible"):
         jax.jit(transpiler.convert(lambda xs: list(reversed(enumerate(xs)))))(jnp.ones(2))
+    with pytest.raises(TypeError, match="'range_iterator' object is not reversible"):
+        jax.jit(transpiler.convert(reverses_a_range_iterator))(1.0)
 
 
 def appends_the_index_then_pops(n):

@@ -1246,3 +1246,57 @@ def test_a_list_repeated_from_another_is_a_new_list_a_traced_index_may_pick():
     # It stayed Python's: JAX's TracerIntegerConversionError at `table[k] = 1.0`.
     table, base = transpiler.jit(repeated_from_a_name)(jnp.int32(1))
     assert [float(v) for v in table] == [0.0, 1.0, 0.0] and [float(v) for v in base] == [0.0]
+
+
+def assigned_among_python_ints(x, k):
+    table = [-1, 300]
+    table[k] = x
+    return table[0], table[1]
+
+
+def assigned_a_big_int(x, k):
+    table = [x, x * 2]
+    table[k] = 2**40  # a float32 holds it exactly
+    return table[k]
+
+
+def test_python_ints_an_assigned_array_cannot_hold_are_refused_not_wrapped():
+    # The list of Python ints took the uint8's dtype: -1 was 255, 300 was 44.
+    with pytest.raises(StagingError, match="-1 would be made a uint8"):
+        jax.jit(transpiler.convert(assigned_among_python_ints))(jnp.uint8(3), jnp.int32(1))
+    got = jax.jit(transpiler.convert(assigned_a_big_int))(jnp.float32(1.0), jnp.int32(1))
+    assert float(got) == 2.0**40  # (JAX's OverflowError: an int32 first)
+
+
+def sliding_window_max(xs):
+    window, peaks = [], []
+    for x in xs:
+        window.append(x)
+        if x < 0 and len(window) > 1:
+            window.pop(0)
+        peaks.append(max(window))
+    return jnp.stack(peaks)
+
+
+def test_max_of_a_list_a_staged_loop_pops_under_a_traced_condition():
+    # The loop's probe popped its only item: `max()` of the probe's empty list raised Python's
+    # ValueError while tracing, for a list never empty.
+    checks.check_jit(sliding_window_max, jnp.array([1.0, 3.0, -2.0, 5.0]))
+
+
+def rows_sharing_one_row(xs, n):
+    row = [0.0, 0.0]
+    rows = [row, row]
+    i = 0
+    while i < n:
+        r = rows.pop()
+        r[1] = r[1] + xs[i]
+        rows.insert(0, r)
+        i += 1
+    return row
+
+
+def test_a_staged_loop_refuses_state_holding_one_list_at_two_places():
+    # Each place's items were carried as arrays of their own: 1.0 where Python gives 2.0.
+    with pytest.raises(StagingError, match=r"rows\[0\] and rows\[1\] are one list"):
+        jax.jit(transpiler.convert(rows_sharing_one_row))(jnp.array([1.0, -2.0, 3.0]), 3)

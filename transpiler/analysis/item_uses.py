@@ -108,15 +108,14 @@ class _Statements:
     def __init__(self, statements, counter=None, indices=frozenset(), catches=False):
         self.statements = statements
         self.counter, self.indices, self.catches = counter, indices, catches
-        # (names a binding binds, names its value passes on: `_passed`, whether it makes a
-        # float of them: `_makes_float`)
+        # (names a binding binds, names its value passes on: `_passed`, the value)
         self.bindings = [
-            (_names(target), _passed(value), _makes_float(value))
+            (_names(target), _passed(value), value)
             for stmt in statements
             for target, value in _bindings(stmt)
             if value is not None
         ]
-        self._python_reads: dict[tuple[int, frozenset[str]], frozenset[str]] = {}
+        self._python_reads: dict[tuple, frozenset[str]] = {}
 
     def closure(self, tainted: set[str]) -> set[str]:
         """`tainted` and the names bound from them, through any number of assignments."""
@@ -131,14 +130,17 @@ class _Statements:
             tainted = grown
 
     def floats(self, tainted: set[str]) -> frozenset[str]:
-        """The names bound to a float made from `tainted` (`frac = i / n`, `t = i * 0.1`), and
-        those bound from them: a Python float where the item is Python's, a float32 staged,
-        whose printed digits differ (`0.3333333333333333`, `0.33333334`)."""
+        """The names of `closure(tainted)` that may be bound to a float made from an item
+        (`frac = i / n`, `h /= 3`, `t = i * 0.1`, `u = i * scale`), and those bound from them: a
+        Python float where the item is Python's, a float32 staged, whose printed digits differ
+        (`0.3333333333333333`, `0.33333334`)."""
+        tainted = self.closure(tainted)
         found: set[str] = set()
         while True:
             grown = set(found)
-            for bound, passed, makes_float in self.bindings:
-                if passed & found or (makes_float and passed & tainted):
+            ints = tainted - found
+            for bound, passed, value in self.bindings:
+                if passed & found or (passed & ints and _makes_float(value, ints)):
                     grown |= bound
             if grown == found:
                 return frozenset(found)
@@ -149,6 +151,7 @@ class _Statements:
         value."""
         floats = self.floats(tainted) if self.bindings else frozenset()
         tainted = self.closure(tainted)
+        ints = frozenset(tainted - floats)
         for stmt in self.statements:
             if isinstance(stmt, structure.SCOPES) and _reads(stmt, tainted):
                 return True  # a nested function reads an item: it may do anything with it
@@ -158,14 +161,16 @@ class _Statements:
                 and _resizes_a_list(stmt)
             ):
                 return True  # `if t % 2 == 0: outs.append(h)`: Python knows how long `outs` is
-            if self._reads_as_python(stmt, floats & tainted) & tainted:
+            if self._reads_as_python(stmt, floats, ints) & tainted:
                 return True
         return False
 
-    def _reads_as_python(self, stmt: gast.stmt, floats=frozenset()) -> frozenset[str]:
+    def _reads_as_python(self, stmt: gast.stmt, floats=frozenset(), ints=None) -> frozenset[str]:
         """The variables `stmt` itself reads somewhere other than into an array computation
-        (`floats`: those holding a float made from an item, whose text is Python's only)."""
-        found = self._python_reads.get((id(stmt), floats))
+        (`floats`: those holding a float made from an item, whose text is Python's only; `ints`:
+        those holding ints made from one, None where not asked)."""
+        key = (id(stmt), floats, ints)
+        found = self._python_reads.get(key)
         if found is None:
             reads = [
                 node
@@ -176,9 +181,11 @@ class _Statements:
             found = frozenset(
                 node.id
                 for node in reads
-                if not _array_use(node, parents, self.counter, self.catches, node.id in floats)
+                if not _array_use(
+                    node, parents, self.counter, self.catches, node.id in floats, ints
+                )
             )
-            self._python_reads[(id(stmt), floats)] = found
+            self._python_reads[key] = found
         return found
 
 
@@ -260,7 +267,13 @@ def _bindings(stmt: gast.stmt):
     if isinstance(stmt, gast.Assign):
         for target in stmt.targets:
             yield target, stmt.value
-    elif isinstance(stmt, (gast.AugAssign, gast.AnnAssign)):
+    elif isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name):
+        # `h /= 3`: `h = h / 3`, made from `h` too
+        read = gast.Name(id=stmt.target.id, ctx=gast.Load(), annotation=None, type_comment=None)
+        yield stmt.target, gast.BinOp(left=read, op=stmt.op, right=stmt.value)
+    elif isinstance(stmt, gast.AugAssign):
+        yield stmt.target, stmt.value
+    elif isinstance(stmt, gast.AnnAssign):
         yield stmt.target, stmt.value
     elif isinstance(stmt, gast.For):
         yield stmt.target, stmt.iter
@@ -305,17 +318,19 @@ def _array_use(
     counter: str | None,
     catches: bool = False,
     floated: bool = False,
+    ints: frozenset[str] | None = None,
 ) -> bool:
     """Whether this read of an item feeds an array computation, where a tracer is exact: its
     value (or what arithmetic makes of it) is compared, indexes an array, goes into a JAX
     function or into an assignment (followed as a binding); not into text, a type test, an
     exponent, or user code. `floated`: the name holds a float made from an item, which is
     printed with Python's digits only where the item is Python's (and so is one made here:
-    `print(i / 3)`)."""
+    `print(i / 3)`, `print(i * scale)`; `ints`: the names holding ints made from items, which
+    arithmetic with it keeps ints; None: not followed)."""
     node, parent = name, parents.get(id(name))
     sliced = False  # passed through a slice bound: `m[:, :i]` needs a static bound
     while parent is not None:
-        if isinstance(parent, gast.BinOp) and _makes_float(parent):
+        if ints is not None and isinstance(parent, gast.BinOp) and _makes_float(parent, ints):
             floated = True
         power = isinstance(parent, gast.BinOp) and isinstance(parent.op, gast.Pow)
         if power and parent.left is node:
@@ -366,19 +381,43 @@ def _array_use(
     return True
 
 
-def _makes_float(value: gast.AST) -> bool:
-    """Whether arithmetic in `value` may make a float of ints: a true division, or an operand
-    that is a float literal (`i / 3`, `i * 0.1`)."""
-    for node in structure.walk_nodes(value):
-        if isinstance(node, gast.BinOp) and (
-            isinstance(node.op, gast.Div)
-            or any(
-                isinstance(side, gast.Constant) and type(side.value) is float
-                for side in (node.left, node.right)
-            )
-        ):
-            return True
-    return False
+def _makes_float(value: gast.AST, ints: frozenset[str]) -> bool:
+    """Whether `value` is a float made from the ints `ints` hold (see `_made_of_ints`)."""
+    return _made_of_ints(value, ints) == "float"
+
+
+def _made_of_ints(node: gast.AST, ints: frozenset[str]) -> str | None:
+    """What `node` is made of ints `ints` hold (the items of a loop over a range, and the ints
+    made from them), as Python computes it: `"int"` (`i + 1`, `2 * j`, `int(i)`), `"float"`
+    (`i / 3`, `i * 0.1`, `float(i)`, `i * scale` and `math.pi * i`, whose other operand may be
+    a Python float); None where not made of them, or made with an array (`xs[i] * i`,
+    `jnp.sin(i)`: an array in Python too)."""
+    if isinstance(node, gast.Name):
+        return "int" if node.id in ints else None
+    if isinstance(node, gast.Constant):
+        return {int: "int", float: "float"}.get(type(node.value))
+    if isinstance(node, gast.UnaryOp):
+        return _made_of_ints(node.operand, ints)
+    if isinstance(node, gast.Call) and naming.runtime_operator(node.func) in ("int_", "float_"):
+        inner = [_made_of_ints(a, ints) for a in node.args]
+        if "int" in inner or "float" in inner:
+            return "int" if naming.runtime_operator(node.func) == "int_" else "float"
+        return None
+    if not isinstance(node, gast.BinOp):
+        return None
+    sides = [_made_of_ints(side, ints) for side in (node.left, node.right)]
+    if "float" in sides:
+        return "float"
+    if "int" not in sides:
+        return None
+    if isinstance(node.op, gast.Div):
+        return "float"
+    if sides == ["int", "int"]:
+        return "int"
+    other = node.right if sides[0] == "int" else node.left
+    if isinstance(other, (gast.Name, gast.Attribute)):
+        return "float"  # `i * scale`, `math.pi * i`: maybe a Python float
+    return None
 
 
 # Runtime operators whose result is made from their arguments: followed up like arithmetic.

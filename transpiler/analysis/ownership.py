@@ -424,19 +424,14 @@ def aliased_names(fn_node: gast.FunctionDef, nested: bool = False, resolve=None)
     return Sharing(fn_node, nested, resolve).closure(changed, owned=frozenset())
 
 
-def aliased_after(
-    fn_node: gast.FunctionDef, resolve=None, outside: dict | None = None
-) -> dict[gast.stmt, frozenset[str]]:
+def aliased_after(fn_node: gast.FunctionDef, resolve=None) -> dict[gast.stmt, frozenset[str]]:
     """For each `if`, `while` and `for` statement of `fn_node`'s own code: the names and
     attributes whose containers may be changed in place after it (by the statements after it,
     those of the loops around it, which run again, and the nested functions, which may be
     called anywhere), with the names that may hold those containers too (`Sharing`). A change
     before the statement cannot show in which object a variable holds after it; a change made
     inside it is followed by the statement itself (an `if`'s changes count as they are, for
-    `runtime.control_flow._check_not_changed_then_replaced`). `outside`, if given, gets the
-    same for each statement less an `if`'s own changes: what a store inside it must not be
-    followed by (a container stored in another and changed after it inside the same branch
-    leaves the branch as it ends, in both)."""
+    `runtime.control_flow._check_not_changed_then_replaced`)."""
     owned = owned_names(fn_node)
     changes: dict[gast.stmt, frozenset[str]] = {}
     nested: set[str] = set()
@@ -465,8 +460,6 @@ def aliased_after(
             elif isinstance(stmt, gast.If):
                 own = {path for path in changes[stmt] if path.split(".")[0] not in owned}
                 found[stmt] = sharing.closure(now, owned) | own
-            if outside is not None and stmt in found:
-                outside[stmt] = sharing.closure(now, owned)
             # A loop's body runs again after itself; a `try`'s handlers run after its body.
             again = isinstance(stmt, (gast.While, gast.For, gast.AsyncFor, gast.Try))
             for block in structure.blocks(stmt):

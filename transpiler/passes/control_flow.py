@@ -202,10 +202,8 @@ class _ControlFlow(Transformer):
         self.resolvers: list[callees_.Callees] = []  # per scope: `callees`, nested ones'
         self.scopes: list[gast.FunctionDef] = []
         self.range_indices: list[frozenset[str]] = []  # of the loops over ranges around a node
-        # Per scope: what `ownership.aliased_after` finds, per statement, and the same less
-        # an `if`'s own changes (its `outside`: what its stores are checked against).
+        # Per scope: what `ownership.aliased_after` finds, per statement.
         self.aliased: list[dict[gast.stmt, frozenset[str]]] = []
-        self.stored_after: list[dict[gast.stmt, frozenset[str]]] = []
         # Per scope: the names that own their containers (`ownership.owned_names`), when asked.
         self.owned: list[frozenset[str] | None] = []
         self.catches: list[bool | None] = []
@@ -217,14 +215,12 @@ class _ControlFlow(Transformer):
         # leave holding one of two objects (see runtime.control_flow._identities).
         callees = self.callees if len(self.scopes) == 1 else self.resolvers[-1].scope(node)
         self.resolvers.append(callees)
-        self.stored_after.append({})
-        self.aliased.append(ownership.aliased_after(node, callees, self.stored_after[-1]))
+        self.aliased.append(ownership.aliased_after(node, callees))
         self.owned.append(None)
         self.catches.append(None)  # whether it has a `try` (found when a loop asks)
         node.body = self.visit_block(node.body)
         self.catches.pop()
         self.aliased.pop()
-        self.stored_after.pop()
         self.owned.pop()
         self.resolvers.pop()
         self.scopes.pop()
@@ -406,9 +402,10 @@ class _ControlFlow(Transformer):
         """`stores=((statement, path), ...)`: the statements of `stmts` that store a list or
         dict the function may change in place after `node` into another container
         (`record["best"] = params`), which the runtime refuses where `node` is staged and the
-        stored value is a list or dict (see runtime.effects.Effects). A change inside an `if`
-        after the store does not count: both leave the branch as it ends."""
-        after = self.stored_after[-1].get(node, frozenset())
+        stored value is a list or dict (see runtime.effects.Effects). An `if`'s own changes
+        count, before the store or after it: the staged store keeps a copy of the container as
+        the branch's store found it."""
+        after = self.aliased[-1].get(node, frozenset())
         if isinstance(node, gast.For) and isinstance(node.target, gast.Name):
             if item_uses.range_loop(node):  # its item is an int: no container to store
                 after = frozenset(p for p in after if ownership.head(p) != node.target.id)
