@@ -16,6 +16,7 @@ from runtime.builtins import (
     next_,
     reversed_,
     round_,
+    sorted_,
     sum_,
     zip_,
 )
@@ -80,6 +81,7 @@ __all__ = [
     "str_",
     "reversed_",
     "round_",
+    "sorted_",
     "sum_",
     "stack_list",
     "zip_",

@@ -131,11 +131,13 @@ def _extreme(python_fn, args, key, default):
     one beats (`v > best` for max), so ties keep the first (and the gradient goes to it) and a
     NaN counts only where it comes first."""
     if len(args) == 1 and isinstance(args[0], lists.ProbeList):
-        probed = args[0]
-        # The list a staged loop is sizing: its items; where the probe has none (a pop under
-        # a traced condition took them), one of the item type: only its type matters, and
-        # whether the list is empty when the program runs, the staged loop checks then.
-        args = (probed.read() or [probed[0]],)
+        probed, items = args[0], args[0].read()
+        if type(items) is list and not items:
+            # The probe has no item (a pop under a traced condition took it): one of the item
+            # type; only its type matters, and whether the list is empty when the program
+            # runs, the staged loop checks then.
+            items = [probed[0]]
+        args = (items,)  # the list a staged loop is sizing: its items
     if len(args) == 1 and isinstance(args[0], (list, tuple)) and type(args[0]) not in (list, tuple):
         args = (list(args[0]),)  # a list subclass: its items
     elif (
@@ -226,6 +228,113 @@ def _extreme(python_fn, args, key, default):
     return _best_by_key(args, keys, beats, Site(f"{python_fn.__name__}()"))
 
 
+MAX_SORTED_ITEMS = 64
+"""At most this many items in a `sorted()` of traced keys: it compares every pair of items."""
+
+
+def sorted_(iterable, /, *, key=None, reverse=False):
+    """`sorted(iterable, key=key, reverse=reverse)`, as Python sorts, on traced keys too: a
+    stable sort (items of equal keys keep their order, with `reverse` too), each key computed
+    once, in order. With traced keys the order is decided in the graph: item `i` goes to the
+    place that counts the items before it (those whose keys are smaller, and, of the equal
+    ones, those earlier), and each place selects its item; so the items must be arrays of one
+    shape and dtype, at most `MAX_SORTED_ITEMS` of them. Keys that are NaN, for which Python's
+    order depends on its algorithm, raise a ValueError when the program runs."""
+    site = Site("sorted()")
+    if isinstance(iterable, lists.ProbeList):
+        iterable = iterable.read()  # the list a staged loop is sizing: its items
+    if isinstance(iterable, lists.StagedList) and iterable.known_length() is not None:
+        iterable = list(iterable)
+    if not (has_staged(iterable) or key is not None) or isinstance(iterable, lists.StagedList):
+        return errors.python_call(builtins.sorted, iterable, key=key, reverse=reverse)
+    items = list(iterable)
+    keys = items if key is None else [key(item) for item in items]
+    if not has_staged(keys):
+        try:
+            order = builtins.sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)
+            return [items[i] for i in order]
+        except jax.errors.TracerBoolConversionError:
+            pass  # concrete arrays compared where JAX traces every operation (inside vmap)
+    if len(items) > MAX_SORTED_ITEMS:
+        raise StagingError(
+            f"sorted() of {len(items)} items with traced keys ({site}): the order is decided in "
+            f"the graph, comparing every pair of items, which is staged for at most "
+            f"{MAX_SORTED_ITEMS}. Stack the keys and sort with jnp.argsort (stable=True)."
+        )
+    _check_choosable(items, site)
+    parts = [_tuple_parts(k) for k in keys]
+    for part in (p for whole in parts for p in whole):
+        if staging.is_array_leaf(part) and jnp.size(part) != 1:
+            raise errors.python_error(
+                ValueError(
+                    f"The truth value of an array with more than one element is ambiguous: "
+                    f"sorted() compares keys of shape {jnp.shape(part)} ({site})."
+                )
+            )
+    nans = [jnp.isnan(p) for whole in parts for p in whole if _inexact(p)]
+    if nans:
+        staging.check_when_run(
+            lambda *flags: any(bool(f) for f in flags),
+            lambda *_: ValueError(
+                f"sorted() of keys holding a NaN ({site}): Python's order then depends on how "
+                "its sort compares them, which the staged sort does not follow. Replace the "
+                "NaN keys first (jnp.nan_to_num)."
+            ),
+            *nans,
+        )
+    first = lax.gt if reverse else lax.lt  # key a goes before key b
+
+    def before(j, i):  # whether item j goes before item i
+        if j < i:  # earlier: before, unless i's key goes first
+            return jnp.logical_not(_key_beats(first, keys[i], keys[j]))
+        return _key_beats(first, keys[j], keys[i])
+
+    n = len(items)
+    places = [
+        sum(jnp.asarray(before(j, i), jnp.int32) for j in range(n) if j != i) for i in range(n)
+    ]
+    out = []
+    for place in range(n):
+        chosen = items[0]
+        for i in range(1, n):
+            at = jnp.reshape(places[i] == place, ())
+            chosen = jax.tree_util.tree_map(lambda v, c, at=at: _chosen(at, v, c), items[i], chosen)
+        out.append(chosen)
+    return out
+
+
+def _inexact(value) -> bool:
+    return staging.is_array_leaf(value) and jnp.issubdtype(jnp.result_type(value), jnp.inexact)
+
+
+def _check_choosable(items, site) -> None:
+    """Raises StagingError unless `items` can be chosen among in the graph: arrays (or tuples
+    of arrays) of one structure, shape and dtype (a Python number joins an array's dtype, as in
+    a staged `if`)."""
+    base = jax.tree_util.tree_structure(items[0])
+    for value in items[1:]:
+        leaves = jax.tree_util.tree_leaves(value), jax.tree_util.tree_leaves(items[0])
+        if jax.tree_util.tree_structure(value) != base or any(
+            not (staging.is_array_leaf(v) and staging.is_array_leaf(b)) and v is not b
+            for v, b in zip(*leaves)
+        ):
+            raise StagingError(
+                f"the items compared are {staging.describe_tree(items[0])} and "
+                f"{staging.describe_tree(value)} ({site}); with traced keys the item is chosen "
+                "in the graph, which holds arrays only, so the items must be arrays (or tuples "
+                "of arrays) of one structure: keep the Python values out of them."
+            )
+        for v, b in zip(*leaves):
+            staging.check_same_dtypes(b, v, "the items compared", site)
+            if jnp.shape(v) != jnp.shape(b):  # Python gives one of them, with its own shape
+                raise StagingError(
+                    f"the items compared are of shapes {jnp.shape(b)} and {jnp.shape(v)} "
+                    f"({site}); with traced values the result is one of them, chosen in the "
+                    "graph, so they must have one shape (Python would give each its own): "
+                    "reshape one of them."
+                )
+
+
 def _or_default(best, default, nonempty, name: str):
     """`best` where the list has items, else `default` (`max(out, default=-1.0)`), one dtype."""
     site = Site(name)
@@ -270,26 +379,7 @@ def _best_by_key(items, keys, beats, site):
                 if wins:
                     best, best_key = value, value_key
                 continue
-        leaves = jax.tree_util.tree_leaves(value), jax.tree_util.tree_leaves(best)
-        if jax.tree_util.tree_structure(value) != jax.tree_util.tree_structure(best) or any(
-            not (staging.is_array_leaf(v) and staging.is_array_leaf(b)) and v is not b
-            for v, b in zip(*leaves)
-        ):
-            raise StagingError(
-                f"the items compared are {staging.describe_tree(best)} and "
-                f"{staging.describe_tree(value)} ({site}); with traced keys the item is chosen in "
-                "the graph, which holds arrays only, so the items must be arrays (or tuples of "
-                "arrays) of one structure: keep the Python values out of them."
-            )
-        for v, b in zip(*leaves):
-            staging.check_same_dtypes(b, v, "the items compared", site)
-            if jnp.shape(v) != jnp.shape(b):  # Python gives one of them, with its own shape
-                raise StagingError(
-                    f"the items compared are of shapes {jnp.shape(b)} and {jnp.shape(v)} "
-                    f"({site}); with traced values the result is one of them, chosen in the "
-                    "graph, so they must have one shape (Python would give each its own): "
-                    "reshape one of them."
-                )
+        _check_choosable([best, value], site)
         # (a scalar: keys of one item, `key=lambda v: v.reshape(1)`, must not reshape the items)
         wins = _key_beats(beats, value_key, best_key)
         wins = wins if jnp.shape(wins) == () else jnp.reshape(wins, ())
@@ -603,6 +693,7 @@ STAGED = types.MappingProxyType(
         builtins.len: len_,
         builtins.min: min_,
         builtins.max: max_,
+        builtins.sorted: sorted_,
         builtins.sum: sum_,
         builtins.all: all_,
         builtins.any: any_,

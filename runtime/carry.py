@@ -343,6 +343,7 @@ class Carry:
         """The loop body's outputs as the next carry; StagingError if they changed type."""
         assert len(outs) == len(self.names), "generated code returned the wrong number of values"
         self.check_identities(outs)
+        _check_no_shared_items(outs, self.names, self.site)  # made so by the body: `a[1] = a[0]`
         before = iter(before)
         result = []
         promotions = {}
@@ -376,7 +377,12 @@ class Carry:
                 and isinstance(value, lists_.StagedList)
                 and value.known_length() == len(prev)
             ):
-                raise Picked(index, value.buffer[0])  # `out[i] = v` of the loop's traced `i`
+                # `out[i] = v` with the loop's traced `i`: its items' type (not a value of
+                # this trace, which is thrown away)
+                item = jax.ShapeDtypeStruct(
+                    value.buffer.shape[1:], value.buffer.dtype, weak_type=value.weak
+                )
+                raise Picked(index, item)
             value = _adopt_weak_dtypes(staging.as_arrays(value), prev)
             promoted = self._check_leaves(name, prev, value, index in self.python_bools)
             if promoted:
@@ -546,8 +552,8 @@ class Picked(staging.Retrace):
     """Internal: an iteration changes an item of a Python list the loop carries at an index it
     traces (`out[i] = x * i` in `for i in range(n)`), which makes it the staged list of its
     items: stage the loop again with it entering as that staged list, of the type the
-    iteration made of it (`item`: one of its items, traced: Python numbers that an array
-    assigned joins take its dtype)."""
+    iteration made of it (`item`: its items' type: Python numbers that an array assigned joins
+    take its dtype)."""
 
     def __init__(self, index: int, item):
         super().__init__(index)

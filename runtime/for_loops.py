@@ -213,7 +213,7 @@ class TracedRange:
         return range(*(int(p) for p in parts)) if concrete else TracedRange(*parts)
 
 
-class CountedIterator(sequences.Iterator):
+class CountedIterator(sequences.StandInIterator):
     """An iterator of traced length (`enumerate` or `zip` of a range with a traced bound or of a
     list of traced length): one for statement takes its items, as Python's iterator gives them
     once. `spent`: False before that; True once a loop took them all; None where how many it

@@ -94,13 +94,7 @@ class StagedList:
             jax.ShapeDtypeStruct(shape, element.dtype, weak_type=element.weak_type)
         )
         for i, item in enumerate(items):
-            if isinstance(item, (int, float, complex)):
-                # made the buffer's dtype at once: JAX would make a Python int an int32 first
-                # (2**31 among float32 items overflows there)
-                item = np.asarray(item, buffer.dtype)
-            buffer = buffer.at[i].set(item)
-        if element.weak_type and not jax.typeof(buffer).weak_type:
-            buffer = staging.python_number(buffer)
+            buffer = buffer.at[i].set(_as_dtype(item, buffer.dtype))
         return cls(buffer, jnp.asarray(len(items)), static_length=len(items), origin=origin)
 
     @property
@@ -330,33 +324,34 @@ class StagedList:
             value = update(self._item_at(position), value)
         check_items([value], f"'{self.origin.name}[...] = ...', into a list built in staged code,")
         item = jnp.asarray(_typed_as(value))  # (the value itself is checked against the list)
-        buffer = self._joined_with(item)
-        if buffer is None or not _fits_row(item, buffer):
+        if not (self._takes(item) and _fits_row(item, self.buffer)):
             raise StagingError(
-                f"'{self.origin.name}[...] = ...' puts a {staging.describe(item)} into a list of "
-                f"{staging.describe(self.buffer[0])} items built in staged code: its items are "
-                "stacked into one array, so the new item must have their shape and dtype (a "
-                "Python number may join them), as Python gives each item back with its own."
+                f"'{self.origin.name}[...] = ...' ({Site('item assignment')}) puts a "
+                f"{staging.describe(item)} into a list of {staging.describe(self.buffer[0])} "
+                "items staged as one array: the new item must have their shape and dtype (or be "
+                "a Python number they take), as Python gives each item back with its own. Cast "
+                "it, or make the list's items of its dtype."
             )
-        staging.check_fits(value, buffer.dtype)
-        if isinstance(value, (int, float, complex)):
-            item = jnp.asarray(np.asarray(value, buffer.dtype))  # 2**40 into float32s
+        staging.check_fits(value, self.buffer.dtype)
         if update is None:
             position = self._position(index, "list assignment index out of range")
-        buffer = lax.dynamic_update_index_in_dim(buffer, item.astype(buffer.dtype), position, 0)
+        buffer = lax.dynamic_update_index_in_dim(
+            self.buffer, _as_dtype(value, self.buffer.dtype), position, 0
+        )
         return self._with(buffer=self._stored(buffer, value))
 
-    def _joined_with(self, item) -> jax.Array | None:
-        """This list's buffer as it can hold `item`: as it is where `item` has its dtype or
-        is a Python number (weakly typed) that it takes; None where not (a uint8 into a list of
-        int32s: Python would give it back a uint8; a list of Python numbers whose values are
-        known then took the item's dtype: `picked_by_program`)."""
-        buffer, typed = self.buffer, jax.typeof(item)
-        if typed.dtype == buffer.dtype:
-            return buffer  # (a strongly typed item makes a weakly typed list strong: `_stored`)
-        if typed.weak_type or typed.dtype == jnp.bool_ and self.weak:
-            return buffer if staging.takes_dtype(item, buffer.dtype) else None
-        return None
+    def _takes(self, item) -> bool:
+        """Whether the list can hold `item` as Python holds it: of its dtype, or a Python number
+        (weakly typed) that it takes (a bool into a list of Python numbers as a number of
+        theirs, as a staged `if` joins them); not a uint8 into a list of int32s, which Python
+        gives back a uint8 (a list of Python numbers whose values are known took an assigned
+        array's dtype already: `picked_by_program`)."""
+        typed = jax.typeof(item)
+        if typed.dtype == self.buffer.dtype:
+            return True  # (a strongly typed item makes a weakly typed list strong: `_stored`)
+        if typed.weak_type or (typed.dtype == jnp.bool_ and self.weak):
+            return staging.takes_dtype(item, self.buffer.dtype)
+        return False
 
     def __setitem__(self, index, value):
         raise StagingError(
@@ -646,7 +641,7 @@ def list_setitem(target, index, value):
     """Functional form of `target[index] = value`: returns the list (the same object, if
     Python; the staged list of its items where a traced index picks the item)."""
     if type(target) is list and is_staged(index):
-        target = picked_by_program(target, "the item assigned", joining=value)
+        target = picked_by_program(target, "the item assigned", joining=assigned_type(value))
     if isinstance(target, StagedList):
         return target.with_item(index, value)
     python_call(operator.setitem, target, index, value)
@@ -658,7 +653,7 @@ def list_update(target, index, op: str, value):
     (the same object, if Python)."""
     update = _IN_PLACE[op]
     if type(target) is list and is_staged(index):
-        target = picked_by_program(target, "the item updated", joining=value)
+        target = picked_by_program(target, "the item updated", joining=assigned_type(value))
     if isinstance(target, StagedList):
         return target.with_item(index, value, update)
     updated = python_call(update, python_call(operator.getitem, target, index), value)
@@ -722,31 +717,34 @@ def list_clear(target):
     return target
 
 
-def picked_by_program(items: list, what: str, name: str | None = None, joining=None) -> StagedList:
+def picked_by_program(
+    items: list, what: str, name: str | None = None, joining: jax.ShapeDtypeStruct | None = None
+) -> StagedList:
     """The Python list `items` as the staged list of its items, where a traced index picks
     one (`out[k]`, `out[k] = v`, `out.pop(k)`): which, the program decides when it runs, and
     the items must be one array then. They must be arrays of one shape, dtype and weak type,
     or Python numbers of one kind (each read back as it is), or both where the numbers join the
     arrays' dtype (`_joined_type`); else a StagingError naming the line and `what` the index
-    picks. `joining`: a value assigned into it (`out[k] = v`, `out[k] -= v`): an array among
-    Python numbers makes them its dtype, where they join it."""
+    picks. `joining`: the type of an array assigned into it (`out[k] = v`, `out[k] -= v`),
+    whose dtype Python numbers take where they join it (`dp = [0] * n`, then `dp[k] = x` of a
+    uint8 `x`: a uint8 list; -1 among them is refused, not wrapped)."""
     element = one_array_type(items)
     kinds = {_number_kind(x) for x in items}
     if element is None and len(kinds) == 1 and None not in kinds:
         element = item_type([_typed_as(x) for x in items])
-        if (
-            isinstance(joining, (np.ndarray, jax.Array))
-            and not jax.typeof(joining).weak_type
-            and jnp.shape(joining) == element.shape
-        ):
-            # `dp = [0] * n`, then `dp[k] = x` of a uint8 `x`: a uint8 list, its Python
-            # numbers checked against it (-1 is refused, not wrapped)
-            joined = _joined_type([*items, joining])
-            element = element if joined is None else joined
         for item in items:
             staging.check_fits(item, element.dtype)  # 2**40 among Python ints: not an int32
     if element is None:
         element = _joined_type(items)
+    if (
+        element is not None
+        and element.weak_type  # Python numbers (or a loop's state they became)
+        and joining is not None
+        and not joining.weak_type
+        and joining.shape == element.shape
+    ):
+        joined = _joined_type(items, joining)
+        element = element if joined is None else joined
     if element is None:
         raise StagingError(
             f"{what} of a list with a traced index ({Site('index')}): which item, the program "
@@ -757,17 +755,26 @@ def picked_by_program(items: list, what: str, name: str | None = None, joining=N
     return StagedList.create(items, len(items), element, None if name is None else Origin(name))
 
 
-def _joined_type(items) -> jax.ShapeDtypeStruct | None:
-    """The type of strongly typed arrays of one shape and dtype among which the other items
-    are Python numbers (or weakly typed arrays) that join that dtype as a staged `if` joins
-    them (`staging.joins_as`: `dp = [0] * n` whose items a staged `if` made int32 arrays, some
-    of them): read back, a Python number is an array of that dtype, as after such an `if`. A
-    number the dtype cannot hold is refused (`staging.check_fits`). None where there is no
-    such dtype."""
+def assigned_type(value) -> jax.ShapeDtypeStruct | None:
+    """The type of an array assigned into a list (see `picked_by_program`); None for a Python
+    number."""
+    if not isinstance(value, (np.ndarray, jax.Array)):
+        return None
+    typed = jax.typeof(value)
+    return jax.ShapeDtypeStruct(typed.shape, typed.dtype, weak_type=typed.weak_type)
+
+
+def _joined_type(items, extra: jax.ShapeDtypeStruct | None = None) -> jax.ShapeDtypeStruct | None:
+    """The type of strongly typed arrays of one shape and dtype (`items`', and `extra`, the type
+    of one more) among which the other items are Python numbers (or weakly typed arrays) that
+    join that dtype as a staged `if` joins them (`staging.joins_as`: `dp = [0] * n` whose items
+    a staged `if` made int32 arrays, some of them): read back, a Python number is an array of
+    that dtype, as after such an `if`. A number the dtype cannot hold is refused
+    (`staging.check_fits`). None where there is no such dtype."""
     if not all(isinstance(x, (int, float, complex, np.ndarray, jax.Array)) for x in items):
         return None
     proxies = [_typed_as(x) for x in items]
-    types = [jax.typeof(p) for p in proxies]
+    types = [jax.typeof(p) for p in proxies] + ([] if extra is None else [extra])
     if len({t.shape for t in types}) != 1:
         return None
     strong = {t.dtype for t in types if not t.weak_type}
@@ -782,6 +789,14 @@ def _joined_type(items) -> jax.ShapeDtypeStruct | None:
     for item, _ in weak:
         staging.check_fits(item, dtype)
     return jax.ShapeDtypeStruct(types[0].shape, dtype)
+
+
+def _as_dtype(value, dtype) -> jax.Array:
+    """`value` (an array, or a Python number checked to fit) as an array of `dtype`; a Python
+    number made one directly (JAX would make 2**40 an int32 first, and overflow)."""
+    if isinstance(value, (int, float, complex)):
+        return jnp.asarray(np.asarray(value, dtype))
+    return jnp.asarray(value).astype(dtype)
 
 
 def _typed_as(item):

@@ -99,7 +99,7 @@ class RangeSequence(Sequence):
         return None, functools.partial(counted, self.range[k], self.range.step)
 
 
-class Iterator:
+class StandInIterator:
     """What an iterator the runtime stands in for has, whatever holds its items (`OneShot`: a
     sequence of known length; `for_loops.CountedIterator`: one of traced length): Python's
     truth and type, and where it stands, which may be known only when the program runs."""
@@ -123,7 +123,7 @@ class Iterator:
         )
 
 
-class OneShot(Iterator, Sequence):
+class OneShot(StandInIterator, Sequence):
     """A view Python gives as an iterator (`enumerate`, `zip`, `reversed`): its items are taken
     once. `taken`: how many a loop, `next()` or `list()` took so far; None where that is known
     only when the program runs (a staged loop that may stop early took them)."""

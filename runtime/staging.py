@@ -291,7 +291,8 @@ def host_callback(fn, *args, ordered: bool = False, kind: str = "check") -> None
 # JAX logs the exception a callback raises ("jax.debug.callback failed", with a traceback into
 # the runtime) before it raises it again from the program's call: the user's own failing assert,
 # raise or check is reported once, by that exception, which names the user's line.
-# (JAX's loggers are named after the modules of its callbacks.)
+# JAX's loggers are named after the (private) modules of its callbacks; a test of the logged
+# records catches a rename.
 _CALLBACK_LOGGERS = (jax.debug.callback.__module__, jax.pure_callback.__module__)
 
 

@@ -279,27 +279,59 @@ def compile_function(
 
 
 def user_qualnames(code: types.CodeType, generated: frozenset[str]) -> types.CodeType:
-    """`code` with the qualified names of the functions and lambdas defined in it, at any depth,
-    as the user's code gives them: less the functions among `generated` that conversion moved
-    them into (a user's error message and `__qualname__` name `f.<locals>.inner`)."""
+    """`code` with the qualified names of the functions, classes and lambdas defined in it, at
+    any depth, as the user's code gives them: less the functions among `generated` that
+    conversion moved them into (a user's error message and `__qualname__` name
+    `f.<locals>.inner`, not `f.<locals>.if_true.<locals>.inner`)."""
     if not generated:
         return code
+    qualnames = {q for c in _code_objects(code) for q in _qualnames_made(c)}
+    return _renamed(code, {q: _without_generated(q, generated) for q in qualnames})
+
+
+def _code_objects(code: types.CodeType):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _qualname(code: types.CodeType) -> str | None:
+    """A code object's qualified name: its own (Python 3.11 on), else None."""
+    return getattr(code, "co_qualname", None)
+
+
+def _qualnames_made(code: types.CodeType) -> set[str]:
+    """The qualified names `code` gives what it defines: its own, and before Python 3.11 the
+    string constants MAKE_FUNCTION takes, those that name a function it holds the code of."""
+    found = {q for q in (_qualname(code),) if q is not None}
+    inner = {c.co_name for c in code.co_consts if isinstance(c, types.CodeType)}
+    found |= {
+        c
+        for c in code.co_consts
+        if isinstance(c, str) and ".<locals>." in c and c.rsplit(".", 1)[-1] in inner
+    }
+    return found
+
+
+def _renamed(code: types.CodeType, names: dict[str, str]) -> types.CodeType:
+    """`code` with its qualified name and its string constants that are qualified names (a
+    class body's `__qualname__`; before Python 3.11, MAKE_FUNCTION's argument) renamed by
+    `names`, at any depth; a user's string that is none of them stays as it is."""
     consts, changed = [], False
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            new = user_qualnames(const, generated)
-        elif isinstance(const, str) and ".<locals>." in const:
-            # a class body's `__qualname__`, and before Python 3.11 MAKE_FUNCTION's argument
-            new = _without_generated(const, generated)
-            new = const if new == const else new
+            new = _renamed(const, names)
+        elif isinstance(const, str) and names.get(const, const) != const:
+            new = names[const]
         else:
             new = const
         changed = changed or new is not const
         consts.append(new)
     replaced = {"co_consts": tuple(consts)} if changed else {}
-    qualname = getattr(code, "co_qualname", None)  # Python 3.11 on
-    if qualname is not None and _without_generated(qualname, generated) != qualname:
-        replaced["co_qualname"] = _without_generated(qualname, generated)
+    qualname = _qualname(code)
+    if qualname is not None and names.get(qualname, qualname) != qualname:
+        replaced["co_qualname"] = names[qualname]
     return code.replace(**replaced) if replaced else code
 
 

@@ -650,3 +650,78 @@ def test_a_range_of_a_traced_array_bound_is_refused_as_python_refuses_it():
     # `len(range(n))` of an int32[2] `n` gave [1, 3].
     with pytest.raises(TypeError, match="only integer scalar arrays"):
         transpiler.jit(lambda n: len(range(n)))(jnp.array([1, 3]))
+
+
+def simplex_order(x):
+    vertices = sorted([x, x + 1.0, x - 2.0], key=lambda p: jnp.sum(p**2))
+    return vertices[0], vertices[-1]
+
+
+def top_two(scores):
+    candidates = [(scores[i], i) for i in range(4)]
+    best = sorted(candidates, key=lambda c: c[0], reverse=True)[:2]
+    return best[0][1], best[1][1], best[0][0]
+
+
+def three_sorted(a, b, c):
+    return sorted([a, b, c])
+
+
+def by_floor(a, b, c):
+    return sorted([a, b, c], key=jnp.floor)
+
+
+def by_tuple(a, b):
+    return sorted([(a, 1), (b, 0), (a, 0)])
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (simplex_order, (jnp.array([0.5, 0.5]),)),
+        (simplex_order, (jnp.array([-1.5, 0.5]),)),
+        (top_two, (jnp.array([0.3, 0.9, 0.1, 0.9]),)),  # ties keep their order, reversed too
+        (top_two, (jnp.array([0.3, 0.2, 0.7, 0.1]),)),
+        (three_sorted, (3.0, 1.0, 2.0)),
+        (three_sorted, (1.0, 1.0, -1.0)),
+        (by_floor, (1.5, 1.25, 0.5)),  # equal keys: the first first
+        (by_tuple, (jnp.float32(2.0), jnp.float32(1.0))),
+        (by_tuple, (jnp.float32(1.0), jnp.float32(1.0))),
+    ],
+)
+def test_sorted_with_traced_keys_is_pythons_stable_order(fn, args):
+    want = fn(*args)
+    got = jax.jit(transpiler.convert(fn))(*args)
+    assert jax.tree.map(lambda v: np.asarray(v).tolist(), got) == jax.tree.map(
+        lambda v: np.asarray(v).tolist(), want
+    )
+
+
+def test_sorted_with_traced_keys_under_grad_and_vmap():
+    def weighted(a):
+        return sum(
+            v * w for v, w in zip(transpiler.convert(three_sorted)(a, 1.0, 2.0), [1, 10, 100])
+        )
+
+    assert [float(jax.grad(weighted)(a)) for a in (3.0, 1.5, 0.5)] == [100.0, 10.0, 1.0]
+    batched = jax.vmap(transpiler.convert(three_sorted))(
+        jnp.array([3.0, 0.0]), jnp.array([1.0, 1.0]), jnp.array([2.0, 2.0])
+    )
+    assert [v.tolist() for v in batched] == [[1.0, 0.0], [2.0, 1.0], [3.0, 2.0]]
+
+
+def sorted_many(xs):
+    return sorted([xs[i] for i in range(65)])
+
+
+def sorted_shapes(a, b):
+    return sorted([a, b], key=jnp.sum)
+
+
+def test_sorted_with_traced_keys_refuses_what_it_cannot_make_exact():
+    with pytest.raises(jax.errors.JaxRuntimeError, match="sorted.. of keys holding a NaN"):
+        jax.jit(transpiler.convert(three_sorted))(3.0, float("nan"), 2.0).block_until_ready()
+    with pytest.raises(StagingError, match=r"sorted\(\) of 65 items .*jnp.argsort"):
+        jax.jit(transpiler.convert(sorted_many))(jnp.arange(65.0))
+    with pytest.raises(StagingError, match=r"of shapes \(2,\) and \(3,\)"):
+        jax.jit(transpiler.convert(sorted_shapes))(jnp.ones(2), jnp.ones(3))

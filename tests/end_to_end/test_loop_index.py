@@ -229,6 +229,15 @@ def prints_the_index_times_a_python_float(y):
     return y
 
 
+def prints_floats_unpacked_and_chosen(y):
+    for i in range(3):
+        y = y * 2
+        a, b = i, i / 3
+        print(a)
+        print(b, max(i, 0.5), 0.5 if i == 1 else i, i or 0.5)
+    return y
+
+
 def prints_an_array_made_with_the_index(y, xs):
     for i in range(3):
         y = y * 2 + xs[i] * i  # an array in Python too
@@ -244,6 +253,7 @@ def prints_an_array_made_with_the_index(y, xs):
         (prints_ints_made_from_the_index, True),  # an int prints as Python's: a scan
         (prints_a_float_divided_in_place, False),
         (prints_the_index_times_a_python_float, False),
+        (prints_floats_unpacked_and_chosen, False),  # a join of 1 and 0.5 prints 1.0 staged
         (prints_an_array_made_with_the_index, True),
     ],
 )

@@ -1235,19 +1235,6 @@ def test_a_list_popped_and_changed_in_a_staged_loop_is_changed_once(fn):
     checks.check_jit(fn, xs)
 
 
-def repeated_from_a_name(k):
-    base = [0.0]
-    table = base * 3  # a new list, as `[0.0] * 3` is
-    table[k] = 1.0
-    return table, base
-
-
-def test_a_list_repeated_from_another_is_a_new_list_a_traced_index_may_pick():
-    # It stayed Python's: JAX's TracerIntegerConversionError at `table[k] = 1.0`.
-    table, base = transpiler.jit(repeated_from_a_name)(jnp.int32(1))
-    assert [float(v) for v in table] == [0.0, 1.0, 0.0] and [float(v) for v in base] == [0.0]
-
-
 def assigned_among_python_ints(x, k):
     table = [-1, 300]
     table[k] = x
@@ -1286,17 +1273,58 @@ def test_max_of_a_list_a_staged_loop_pops_under_a_traced_condition():
 
 def rows_sharing_one_row(xs, n):
     row = [0.0, 0.0]
-    rows = [row, row]
+    rows = [row, row, row]
     i = 0
     while i < n:
         r = rows.pop()
         r[1] = r[1] + xs[i]
-        rows.insert(0, r)
         i += 1
     return row
 
 
 def test_a_staged_loop_refuses_state_holding_one_list_at_two_places():
-    # Each place's items were carried as arrays of their own: 1.0 where Python gives 2.0.
+    # Each place's items were carried as arrays of their own: a change through one place did
+    # not show through the others (1.0 where Python gives 2.0).
     with pytest.raises(StagingError, match=r"rows\[0\] and rows\[1\] are one list"):
         jax.jit(transpiler.convert(rows_sharing_one_row))(jnp.array([1.0, -2.0, 3.0]), 3)
+
+
+def filled_to_a_traced_count(xs, n):
+    out = [0, 0, 0]
+    for i in range(n):
+        out[i] = xs[i]
+    return out
+
+
+def counted_by_a_jax_constant(xs):
+    counts = [0] * 4
+    for v in xs:
+        counts[v] += jnp.uint8(100)
+    return counts
+
+
+@pytest.mark.parametrize("fn", [filled_to_a_traced_count, counted_by_a_jax_constant])
+def test_a_loop_assigning_arrays_into_python_numbers_makes_a_list_of_their_dtype(fn):
+    # A traced trip count: refused ("a uint8 into int32 items": the loop's state was the
+    # Python 0s carried, not Python's numbers); `+= jnp.uint8(100)`: a call in the value kept
+    # Python's item assignment, JAX's TracerIntegerConversionError.
+    xs = jnp.array([1, 3, 1], jnp.uint8)
+    args = (xs, 2) if fn is filled_to_a_traced_count else (xs,)
+    got = jax.jit(transpiler.convert(fn))(*args)
+    want = fn(*args)
+    assert [int(v) for v in got] == [int(v) for v in want]
+    assert {np.asarray(v).dtype for v in got} == {np.dtype(np.uint8)}  # the 0s joined uint8
+
+
+def shares_a_row_it_changes(xs):
+    rows = [[0.0], [1.0]]
+    for x in xs:
+        rows[0][0] = rows[0][0] + x
+        rows[1] = rows[0]  # the next iteration's change shows through rows[1] too
+    return rows[1][0]
+
+
+def test_a_list_an_iteration_stores_into_another_is_changed_once_through_both():
+    # 0.0 where Python gives 6.0: the store kept a copy, which the next iteration's change did
+    # not reach.
+    checks.check_jit(shares_a_row_it_changes, jnp.array([1.0, 2.0, 3.0]))

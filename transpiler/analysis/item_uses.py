@@ -149,7 +149,7 @@ class _Statements:
     def used_as_python(self, tainted: set[str]) -> bool:
         """Whether the statements use one of `tainted`, or a name bound from them, as a Python
         value."""
-        floats = self.floats(tainted) if self.bindings else frozenset()
+        floats = self.floats(tainted)
         tainted = self.closure(tainted)
         ints = frozenset(tainted - floats)
         for stmt in self.statements:
@@ -165,10 +165,10 @@ class _Statements:
                 return True
         return False
 
-    def _reads_as_python(self, stmt: gast.stmt, floats=frozenset(), ints=None) -> frozenset[str]:
+    def _reads_as_python(self, stmt: gast.stmt, floats, ints) -> frozenset[str]:
         """The variables `stmt` itself reads somewhere other than into an array computation
         (`floats`: those holding a float made from an item, whose text is Python's only; `ints`:
-        those holding ints made from one, None where not asked)."""
+        those holding ints made from one)."""
         key = (id(stmt), floats, ints)
         found = self._python_reads.get(key)
         if found is None:
@@ -251,6 +251,8 @@ def _passed(value: gast.AST) -> frozenset[str]:
     of one of them would stand for (`xs[i]` is an item of `xs`, not made from `i`)."""
     if isinstance(value, gast.Name):
         return frozenset((value.id,))
+    if isinstance(value, gast.AugAssign):  # `h /= 3`: made from `h` and `3`
+        return _passed(value.target) | _passed(value.value)
     if isinstance(value, gast.Call):
         if naming.runtime_operator(value.func) not in _PASSING_RUNTIME:
             return frozenset()
@@ -263,16 +265,14 @@ def _passed(value: gast.AST) -> frozenset[str]:
 
 
 def _bindings(stmt: gast.stmt):
-    """(target, value) pairs a statement binds, walrus included."""
+    """(target, value) pairs a statement binds, walrus included: a tuple of names bound from a
+    tuple of values pairwise (`a, b = i / 3, i`); `h /= 3` bound from itself (`_passed` and
+    `_made_of_ints` read it as `h / 3`)."""
     if isinstance(stmt, gast.Assign):
         for target in stmt.targets:
-            yield target, stmt.value
-    elif isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name):
-        # `h /= 3`: `h = h / 3`, made from `h` too
-        read = gast.Name(id=stmt.target.id, ctx=gast.Load(), annotation=None, type_comment=None)
-        yield stmt.target, gast.BinOp(left=read, op=stmt.op, right=stmt.value)
+            yield from _pairs(target, stmt.value)
     elif isinstance(stmt, gast.AugAssign):
-        yield stmt.target, stmt.value
+        yield stmt.target, stmt if isinstance(stmt.target, gast.Name) else stmt.value
     elif isinstance(stmt, gast.AnnAssign):
         yield stmt.target, stmt.value
     elif isinstance(stmt, gast.For):
@@ -280,6 +280,20 @@ def _bindings(stmt: gast.stmt):
     for node in _own_nodes(stmt):
         if isinstance(node, gast.NamedExpr):
             yield node.target, node.value
+
+
+def _pairs(target: gast.AST, value: gast.AST):
+    sequences = (gast.Tuple, gast.List)
+    if (
+        isinstance(target, sequences)
+        and isinstance(value, sequences)
+        and len(target.elts) == len(value.elts)
+        and not any(isinstance(e, gast.Starred) for e in (*target.elts, *value.elts))
+    ):
+        for t, v in zip(target.elts, value.elts):
+            yield from _pairs(t, v)
+    else:
+        yield target, value
 
 
 def _own_nodes(stmt: gast.stmt):
@@ -316,9 +330,9 @@ def _array_use(
     name: gast.Name,
     parents: dict[int, gast.AST],
     counter: str | None,
-    catches: bool = False,
-    floated: bool = False,
-    ints: frozenset[str] | None = None,
+    catches: bool,
+    floated: bool,
+    ints: frozenset[str],
 ) -> bool:
     """Whether this read of an item feeds an array computation, where a tracer is exact: its
     value (or what arithmetic makes of it) is compared, indexes an array, goes into a JAX
@@ -326,11 +340,11 @@ def _array_use(
     exponent, or user code. `floated`: the name holds a float made from an item, which is
     printed with Python's digits only where the item is Python's (and so is one made here:
     `print(i / 3)`, `print(i * scale)`; `ints`: the names holding ints made from items, which
-    arithmetic with it keeps ints; None: not followed)."""
+    arithmetic with it keeps ints)."""
     node, parent = name, parents.get(id(name))
     sliced = False  # passed through a slice bound: `m[:, :i]` needs a static bound
     while parent is not None:
-        if ints is not None and isinstance(parent, gast.BinOp) and _makes_float(parent, ints):
+        if _makes_float(parent, ints):
             floated = True
         power = isinstance(parent, gast.BinOp) and isinstance(parent.op, gast.Pow)
         if power and parent.left is node:
@@ -398,23 +412,41 @@ def _made_of_ints(node: gast.AST, ints: frozenset[str]) -> str | None:
         return {int: "int", float: "float"}.get(type(node.value))
     if isinstance(node, gast.UnaryOp):
         return _made_of_ints(node.operand, ints)
-    if isinstance(node, gast.Call) and naming.runtime_operator(node.func) in ("int_", "float_"):
+    operator = naming.runtime_operator(node.func) if isinstance(node, gast.Call) else None
+    if operator in ("int_", "float_"):
         inner = [_made_of_ints(a, ints) for a in node.args]
         if "int" in inner or "float" in inner:
-            return "int" if naming.runtime_operator(node.func) == "int_" else "float"
+            return "int" if operator == "int_" else "float"
         return None
-    if not isinstance(node, gast.BinOp):
+    # what a choice gives, a tuple holds: one of its parts (`max(i, 0.5)`, `0.5 if c else i`,
+    # `i or 0.5`: 1 in Python, where a staged join is 1.0)
+    if operator in ("min_", "max_") or isinstance(node, (gast.Tuple, gast.List)):
+        parts = node.args if operator else node.elts
+    elif isinstance(node, gast.IfExp):
+        parts = [node.body, node.orelse]
+    elif isinstance(node, gast.BoolOp):
+        parts = node.values
+    else:
+        parts = None
+    if parts is not None:
+        kinds = {_made_of_ints(part, ints) for part in parts}
+        return "float" if "float" in kinds else "int" if "int" in kinds else None
+    if isinstance(node, gast.AugAssign):  # `h /= 3`: `h / 3`
+        operands, op = (node.target, node.value), node.op
+    elif isinstance(node, gast.BinOp):
+        operands, op = (node.left, node.right), node.op
+    else:
         return None
-    sides = [_made_of_ints(side, ints) for side in (node.left, node.right)]
+    sides = [_made_of_ints(side, ints) for side in operands]
     if "float" in sides:
         return "float"
     if "int" not in sides:
         return None
-    if isinstance(node.op, gast.Div):
+    if isinstance(op, gast.Div):
         return "float"
     if sides == ["int", "int"]:
         return "int"
-    other = node.right if sides[0] == "int" else node.left
+    other = operands[1] if sides[0] == "int" else operands[0]
     if isinstance(other, (gast.Name, gast.Attribute)):
         return "float"  # `i * scale`, `math.pi * i`: maybe a Python float
     return None

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 
 import gast
 
-from transpiler import anno, structure
+from transpiler import anno, naming, structure
 from transpiler.analysis import activity
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Visitor
@@ -424,14 +424,19 @@ def aliased_names(fn_node: gast.FunctionDef, nested: bool = False, resolve=None)
     return Sharing(fn_node, nested, resolve).closure(changed, owned=frozenset())
 
 
-def aliased_after(fn_node: gast.FunctionDef, resolve=None) -> dict[gast.stmt, frozenset[str]]:
+def aliased_after(
+    fn_node: gast.FunctionDef, resolve=None, stored: dict | None = None
+) -> dict[gast.stmt, frozenset[str]]:
     """For each `if`, `while` and `for` statement of `fn_node`'s own code: the names and
     attributes whose containers may be changed in place after it (by the statements after it,
     those of the loops around it, which run again, and the nested functions, which may be
     called anywhere), with the names that may hold those containers too (`Sharing`). A change
     before the statement cannot show in which object a variable holds after it; a change made
     inside it is followed by the statement itself (an `if`'s changes count as they are, for
-    `runtime.control_flow._check_not_changed_then_replaced`)."""
+    `runtime.control_flow._check_not_changed_then_replaced`). `stored`, where given, gets per
+    statement what a store inside it must not be followed by: the same, and for a loop its
+    body's own changes too, each iteration's run after the one before (a store `rows[1] =
+    rows[0]`, then `rows[0][0] += x` in the next iteration)."""
     owned = owned_names(fn_node)
     changes: dict[gast.stmt, frozenset[str]] = {}
     nested: set[str] = set()
@@ -455,11 +460,15 @@ def aliased_after(fn_node: gast.FunctionDef, resolve=None) -> dict[gast.stmt, fr
         following = set(after)
         for stmt in reversed(stmts):
             now = frozenset(following)
+            own = {path for path in changes[stmt] if path.split(".")[0] not in owned}
             if isinstance(stmt, (gast.While, gast.For)):
                 found[stmt] = sharing.closure(now, owned)
+                if stored is not None:
+                    stored[stmt] = sharing.closure(now | own, owned)
             elif isinstance(stmt, gast.If):
-                own = {path for path in changes[stmt] if path.split(".")[0] not in owned}
                 found[stmt] = sharing.closure(now, owned) | own
+                if stored is not None:
+                    stored[stmt] = found[stmt]
             # A loop's body runs again after itself; a `try`'s handlers run after its body.
             again = isinstance(stmt, (gast.While, gast.For, gast.AsyncFor, gast.Try))
             for block in structure.blocks(stmt):
@@ -674,8 +683,7 @@ def _popped(node: gast.Assign) -> bool:
         and isinstance(target, gast.Tuple)
         and len(target.elts) == 2
         and isinstance(value, gast.Call)
-        and is_runtime(value.func)
-        and value.func.attr == "list_pop"
+        and naming.runtime_operator(value.func) == "list_pop"
     )
 
 
@@ -968,7 +976,7 @@ _ITERATORS = frozenset(
         "frozenset",
     }
 )
-_RUNTIME_ITERATORS = frozenset({"enumerate_", "zip_", "reversed_"})
+_RUNTIME_ITERATORS = frozenset({"enumerate_", "zip_", "reversed_", "sorted_"})
 
 
 def _changed_by(call: gast.Call):

@@ -57,6 +57,7 @@ STAGED_BUILTINS = frozenset(
         "reversed",
         "range",
         "round",
+        "sorted",
     }
 )
 """Builtins with a runtime version that also accepts traced values: `int` -> `rt__.int_`."""

@@ -202,8 +202,10 @@ class _ControlFlow(Transformer):
         self.resolvers: list[callees_.Callees] = []  # per scope: `callees`, nested ones'
         self.scopes: list[gast.FunctionDef] = []
         self.range_indices: list[frozenset[str]] = []  # of the loops over ranges around a node
-        # Per scope: what `ownership.aliased_after` finds, per statement.
+        # Per scope: what `ownership.aliased_after` finds, per statement, and what a store in
+        # the statement must not be followed by (its `stored`).
         self.aliased: list[dict[gast.stmt, frozenset[str]]] = []
+        self.stored: list[dict[gast.stmt, frozenset[str]]] = []
         # Per scope: the names that own their containers (`ownership.owned_names`), when asked.
         self.owned: list[frozenset[str] | None] = []
         self.catches: list[bool | None] = []
@@ -215,12 +217,14 @@ class _ControlFlow(Transformer):
         # leave holding one of two objects (see runtime.control_flow._identities).
         callees = self.callees if len(self.scopes) == 1 else self.resolvers[-1].scope(node)
         self.resolvers.append(callees)
-        self.aliased.append(ownership.aliased_after(node, callees))
+        self.stored.append({})
+        self.aliased.append(ownership.aliased_after(node, callees, self.stored[-1]))
         self.owned.append(None)
         self.catches.append(None)  # whether it has a `try` (found when a loop asks)
         node.body = self.visit_block(node.body)
         self.catches.pop()
         self.aliased.pop()
+        self.stored.pop()
         self.owned.pop()
         self.resolvers.pop()
         self.scopes.pop()
@@ -404,8 +408,8 @@ class _ControlFlow(Transformer):
         (`record["best"] = params`), which the runtime refuses where `node` is staged and the
         stored value is a list or dict (see runtime.effects.Effects). An `if`'s own changes
         count, before the store or after it: the staged store keeps a copy of the container as
-        the branch's store found it."""
-        after = self.aliased[-1].get(node, frozenset())
+        the branch's store found it; a loop's, as each iteration's run after the one before."""
+        after = self.stored[-1].get(node, frozenset())
         if isinstance(node, gast.For) and isinstance(node.target, gast.Name):
             if item_uses.range_loop(node):  # its item is an int: no container to store
                 after = frozenset(p for p in after if ownership.head(p) != node.target.id)

@@ -339,13 +339,10 @@ def _plain_operation(node: gast.expr, names: frozenset[str], globals_: dict) -> 
         return False
     displays = (gast.List, gast.ListComp)
     sides = (node.left, node.right)
-    counts = [side for side in sides if isinstance(side, gast.Constant) and type(side.value) is int]
-    if isinstance(node.op, gast.Mult) and (
-        any(isinstance(side, displays) for side in sides)
-        or (len(counts) == 1 and any(isinstance(side, gast.Name) for side in sides))
-    ):
+    if isinstance(node.op, gast.Mult) and any(isinstance(side, displays) for side in sides):
         # `[0] * n_classes`, `[0] * (cap + 1)`, `[0.0] * len(xs)`: a list display repeated a
-        # number of times is a new list; so is `base * 3` (of an array, a new array)
+        # number of times is a new list (`base * 3` may be a user object's `__mul__`, which may
+        # give back a list it keeps)
         return True
     for operand in sides:
         if isinstance(operand, gast.Name):
@@ -622,12 +619,16 @@ class _Lists(Transformer):
     def visit_AugAssign(self, node):
         node = self.generic_visit(node)
         item = self._item(node.target)
-        # Python reads the item before it evaluates the value: a value that calls nothing
-        # cannot tell the difference.
+        # Python reads the item before it evaluates the value: a value that calls nothing but
+        # JAX's and NumPy's functions (`+= jnp.uint8(1)`) cannot tell the difference.
         if (
             item is None
             or type(node.op) not in _AUGMENTED
-            or any(isinstance(n, _EFFECTFUL) for n in structure.walk_nodes(node.value))
+            or any(
+                isinstance(n, _EFFECTFUL)
+                and not (isinstance(n, gast.Call) and _array_function(n.func, self.globals))
+                for n in structure.walk_nodes(node.value)
+            )
         ):
             return node
         update = templates.replace(
