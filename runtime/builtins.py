@@ -15,6 +15,7 @@ import types
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from runtime import control_flow, debugging, effects, errors, for_loops, lists, sequences, staging
@@ -243,6 +244,8 @@ def sorted_(iterable, /, *, key=None, reverse=False):
     site = Site("sorted()")
     if isinstance(iterable, lists.ProbeList):
         iterable = iterable.read()  # the list a staged loop is sizing: its items
+    elif isinstance(iterable, _ITERATED) and not isinstance(iterable, lists.StagedList):
+        iterable = list(iterable)  # a generator, a dict's view, a set: its items, taken once
     if isinstance(iterable, lists.StagedList) and iterable.known_length() is not None:
         iterable = list(iterable)
     if not (has_staged(iterable) or key is not None) or isinstance(iterable, lists.StagedList):
@@ -301,6 +304,21 @@ def sorted_(iterable, /, *, key=None, reverse=False):
             chosen = jax.tree_util.tree_map(lambda v, c, at=at: _chosen(at, v, c), items[i], chosen)
         out.append(chosen)
     return out
+
+
+def list_sort(target: list, /, *, key=None, reverse=False) -> None:
+    """`target.sort(key=key, reverse=reverse)` of a Python list: in place, in the order
+    `sorted_` gives (staged where the keys are traced)."""
+    target[:] = sorted_(target, key=key, reverse=reverse)
+
+
+def item_(x):
+    """`x.item()` of a traced array: the Python number of its kind it stands for (`int(x)`,
+    `float(x)`, `bool(x)`, each staged), as `x.item()` of a concrete one gives."""
+    kind = np.dtype(jnp.result_type(x)).kind
+    if kind == "b":
+        return bool_(x)
+    return int_(x) if kind in "iu" else float_(x)
 
 
 def _inexact(value) -> bool:
@@ -395,10 +413,10 @@ def _best_by_key(items, keys, beats, site):
 
 def _key_beats(beats, a, b):
     """Whether key `a` beats key `b` (`a > b` for max), as Python compares them: numbers, or
-    tuples item by item (the first items that differ decide; where all are equal, the longer
-    one is greater). A traced bool, or Python's where both are Python's."""
-    if type(a) is not tuple or type(b) is not tuple:
-        return staging.compare(beats, a, b)
+    tuples (lists) item by item (the first items that differ decide; where all are equal, the
+    longer one is greater). A traced bool, or Python's where both are Python's."""
+    if type(a) not in (tuple, list) or type(a) is not type(b):
+        return staging.compare(beats, a, b)  # (a tuple and a list: Python's TypeError there)
     result, equal_so_far = jnp.asarray(False), jnp.asarray(True)
     for x, y in zip(a, b):
         if x is y:
@@ -412,8 +430,9 @@ def _key_beats(beats, a, b):
 
 
 def _tuple_parts(key) -> list:
-    """The items of a tuple key, through nested tuples (`(loss, (step, i))`); a key itself."""
-    if type(key) is not tuple:
+    """The items of a tuple (or list) key, through nested ones (`(loss, (step, i))`); a key
+    itself."""
+    if type(key) not in (tuple, list):
         return [key]
     return [part for item in key for part in _tuple_parts(item)]
 

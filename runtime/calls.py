@@ -159,10 +159,14 @@ def caller(
             # `functools.partial(print, "loss")(x)`: the staged version's partial.
             fn = functools.partial(builtins_.STAGED[fn.func], *fn.args, **fn.keywords)
             resolved = fn
+        elif _sort_of_a_list(fn):
+            fn = resolved = functools.partial(builtins_.list_sort, fn.__self__)
         elif isinstance(fn, (type, types.BuiltinFunctionType)):
             # A builtin reached under another name (`r = range; r(n)`): its staged version.
             fn = builtins_.STAGED.get(fn, fn)
             resolved = fn
+        elif _item_of_a_tracer(fn) and not (args or kwargs):
+            fn = resolved = functools.partial(builtins_.item_, fn.__self__)
         else:
             resolved = resolve(fn)
             if staging.trackers() or staging.watches():
@@ -243,6 +247,25 @@ def _takes_dtypes(fn) -> bool:
     NumPy's): one that reads `int`, `float`, `bool` given to it as dtypes."""
     owner = getattr(fn, "__self__", None)
     return _array_library(fn) or isinstance(owner, (jax.Array, np.ndarray, np.generic))
+
+
+def _sort_of_a_list(fn) -> bool:
+    """Whether `fn` is `out.sort` of a Python list (staged where its keys are traced)."""
+    return (
+        isinstance(fn, types.BuiltinFunctionType)
+        and type(getattr(fn, "__self__", None)) is list
+        and fn.__name__ == "sort"
+    )
+
+
+def _item_of_a_tracer(fn) -> bool:
+    """Whether `fn` is `x.item` of a traced array (`loss.item()`: staged as `float(loss)`)."""
+    owner = getattr(fn, "__self__", None)
+    return (
+        isinstance(fn, types.MethodType)
+        and isinstance(owner, jax.core.Tracer)
+        and getattr(type(owner), "item", None) is getattr(fn, "__func__", None)
+    )
 
 
 def _staged_builtin(fn) -> bool:

@@ -377,9 +377,9 @@ def fix_note(error: BaseException) -> str | None:
     if isinstance(error, jax.errors.TracerBoolConversionError):
         return (
             "Python's truth test of a traced value, in code that is not converted (a library "
-            "function, the `if` of a generator expression, sorted() or a comparison a builtin "
-            "makes): write the choice with jnp.where, or convert the function that makes it "
-            "(transpiler.convert)."
+            "function such as heapq's, the `if` of a generator expression, or a comparison a "
+            "builtin makes): write the choice with jnp.where, or convert the function that "
+            "makes it (transpiler.convert)."
         )
     if isinstance(error, jax.errors.ConcretizationTypeError):
         return (

@@ -836,7 +836,11 @@ def list_reverse(target):
 def stack_list(stack, target, *args, **kwargs):
     """`stack(target, ...)` (`jnp.stack`, `jnp.array`, ...) that stacks a StagedList at once."""
     if isinstance(target, ProbeList):
-        target = target.read()  # JAX takes lists, not subclasses of them
+        probed, target = target, target.read()  # JAX takes lists, not subclasses of them
+        if type(target) is list and not target:
+            # The probe has no item (a pop under a traced condition took it): one of the item
+            # type; only types matter in a probe, and the staged loop stacks what it holds.
+            target = [probed[0]]
     if not isinstance(target, StagedList):
         return stack(target, *args, **kwargs)
     name = getattr(stack, "__name__", "stacking")

@@ -725,3 +725,51 @@ def test_sorted_with_traced_keys_refuses_what_it_cannot_make_exact():
         jax.jit(transpiler.convert(sorted_many))(jnp.arange(65.0))
     with pytest.raises(StagingError, match=r"of shapes \(2,\) and \(3,\)"):
         jax.jit(transpiler.convert(sorted_shapes))(jnp.ones(2), jnp.ones(3))
+
+
+def sorted_from_a_generator(x):
+    return sorted(v for v in [x[0], x[1], x[2]])
+
+
+def sorted_dict_values(x):
+    return sorted({"a": x[0], "b": x[1]}.values())
+
+
+def sorted_lists(x):
+    return sorted([[x[0], x[1]], [x[1], x[0]]])
+
+
+def sorted_in_place(scores):
+    candidates = [(scores[i], i) for i in range(4)]
+    candidates.sort(key=lambda c: c[0], reverse=True)
+    return candidates[0][1], candidates[1][1]
+
+
+@pytest.mark.parametrize(
+    "fn", [sorted_from_a_generator, sorted_dict_values, sorted_lists, sorted_in_place]
+)
+def test_sorted_of_iterators_lists_and_list_sort_with_traced_items(fn):
+    # A generator's and a view's items were not seen as traced (JAX's TracerBoolConversionError),
+    # lists were not compared item by item, and `list.sort` was Python's.
+    x = jnp.array([3.0, 1.0, 2.0, 1.0])
+    want, got = fn(x), jax.jit(transpiler.convert(fn))(x)
+    assert jax.tree.map(lambda v: np.asarray(v).tolist(), got) == jax.tree.map(
+        lambda v: np.asarray(v).tolist(), want
+    )
+
+
+def logs_items(x):
+    history = []
+    for _ in range(3):
+        x = x * 0.5
+        history.append(x.item())
+        print(f"{x.item():.4f}")
+    return history
+
+
+def test_item_of_a_traced_array_is_its_python_number_staged(capfd):
+    want = logs_items(jnp.float32(1.0))
+    expected = capfd.readouterr().out
+    got = jax.jit(transpiler.convert(logs_items))(jnp.float32(1.0))
+    jax.effects_barrier()
+    assert [float(v) for v in got] == want and capfd.readouterr().out == expected

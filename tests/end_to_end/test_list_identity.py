@@ -1023,3 +1023,26 @@ def test_a_container_stored_in_a_staged_if_and_changed_in_place_is_refused(fn):
     # where Python gives 2.0, whether the change came before the store or after it.
     with pytest.raises(StagingError, match=r"stores '(buf|row)' in another container"):
         jax.jit(transpiler.convert(fn))(jnp.float32(2.0))
+
+
+class _Holder:
+    pass
+
+
+def stored_in_an_attribute_then_changed(x, n):
+    s = _Holder()
+    s.cur, s.prev = [0.0], [0.0]
+    i = 0
+    while i < n:
+        s.prev = s.cur  # the next iteration changes it through `s.cur`: Python's `s.prev` too
+        s.cur[0] = s.cur[0] + x[i]
+        i += 1
+    return s.prev, s.cur
+
+
+def test_a_container_stored_in_an_attribute_in_a_staged_loop_and_changed_after_is_refused():
+    # The staged store kept a copy: s.prev was [0.0] where Python gives [6.0].
+    with pytest.raises(StagingError, match=r"`s.prev = s.cur` stores 's.cur' in another"):
+        jax.jit(transpiler.convert(stored_in_an_attribute_then_changed))(
+            jnp.array([1.0, 2.0, 3.0]), 3
+        )

@@ -1328,3 +1328,20 @@ def test_a_list_an_iteration_stores_into_another_is_changed_once_through_both():
     # 0.0 where Python gives 6.0: the store kept a copy, which the next iteration's change did
     # not reach.
     checks.check_jit(shares_a_row_it_changes, jnp.array([1.0, 2.0, 3.0]))
+
+
+def window_means(p, n):
+    window, total = [], 0.0
+    for _ in range(n):
+        window.append(p)
+        if len(window) > 3:
+            window.pop(0)
+        total = total + jnp.stack(window).mean()
+        p = p * 0.5
+    return total
+
+
+def test_stack_of_a_list_a_staged_loop_pops_under_a_condition():
+    # The loop's probe popped its only item: `jnp.stack([])` raised JAX's ValueError.
+    got = jax.jit(transpiler.convert(window_means), static_argnums=1)(jnp.float32(1.0), 6)
+    assert float(got) == pytest.approx(float(window_means(jnp.float32(1.0), 6)), rel=1e-6)

@@ -421,7 +421,8 @@ class _ControlFlow(Transformer):
             stored = [
                 source
                 for target, value, _ in ownership.bindings(inner)
-                if target.endswith(ownership.ITEMS)
+                # into a container (`d["k"] = p`, `out.append(p)`) or an object (`s.prev = p`)
+                if target.endswith(ownership.ITEMS) or "." in target
                 for source, _ in ownership.sources(value, resolve)
             ]
             if isinstance(inner, gast.Call):  # `register(cache, params)`
