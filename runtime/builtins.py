@@ -243,7 +243,9 @@ def sorted_(iterable, /, *, key=None, reverse=False):
     order depends on its algorithm, raise a ValueError when the program runs."""
     site = Site("sorted()")
     if isinstance(iterable, lists.ProbeList):
-        iterable = iterable.read()  # the list a staged loop is sizing: its items
+        probed, iterable = iterable, iterable.read()  # the list a staged loop is sizing
+        if type(iterable) is list and not iterable:
+            iterable = [probed[0]]  # emptied by a conditional pop: one of the item type
     elif isinstance(iterable, _ITERATED) and not isinstance(iterable, lists.StagedList):
         iterable = list(iterable)  # a generator, a dict's view, a set: its items, taken once
     if isinstance(iterable, lists.StagedList) and iterable.known_length() is not None:
@@ -314,10 +316,18 @@ def list_sort(target: list, /, *, key=None, reverse=False) -> None:
 
 def item_(x):
     """`x.item()` of a traced array: the Python number of its kind it stands for (`int(x)`,
-    `float(x)`, `bool(x)`, each staged), as `x.item()` of a concrete one gives."""
-    kind = np.dtype(jnp.result_type(x)).kind
+    `float(x)`, `bool(x)`, a complex; each staged), as `x.item()` of a concrete one gives: a
+    constant to derivatives (`jax.grad` of `x.item() ** 2` is 0, as eager JAX's)."""
+    if jnp.size(x) != 1:
+        raise errors.python_error(
+            ValueError("can only convert an array of size 1 to a Python scalar")
+        )
+    x = lax.stop_gradient(jnp.reshape(x, ()))
+    kind = np.dtype(x.dtype).kind
     if kind == "b":
         return bool_(x)
+    if kind == "c":
+        return staging.python_number(x)
     return int_(x) if kind in "iu" else float_(x)
 
 
@@ -406,6 +416,15 @@ def _best_by_key(items, keys, beats, site):
             return b if v is b else _chosen(wins, v, b)
 
         same = value_key is value and best_key is best  # no key function: the items decide
+        if not same and jax.tree_util.tree_structure(value_key) != jax.tree_util.tree_structure(
+            best_key
+        ):
+            raise StagingError(
+                f"the keys compared are {staging.describe_tree(best_key)} and "
+                f"{staging.describe_tree(value_key)} ({site}); with traced keys the best one "
+                "is chosen in the graph and compared with the next, so the keys must have one "
+                "structure (tuples or lists of one length)."
+            )
         best = jax.tree_util.tree_map(pick, value, best)
         best_key = best if same else jax.tree_util.tree_map(pick, value_key, best_key)
     return best

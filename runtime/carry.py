@@ -125,17 +125,31 @@ class Carry:
                 break
             shapes = again
         # A read of an item the list holds only when the program runs got a float32 scalar
-        # stand-in; where the appends give another type, probe again with that one.
-        learned = {
-            i: lists_.item_type(probe_state[i].appended)
+        # stand-in; where the appends give another type, probe again with that one. The
+        # appends made of stand-ins (`a = st.pop(); st.append(a + b)`) are float32 too: first
+        # the type of the first append, which no stand-in made where it fits every append
+        # when probed with it (int32 items stay int32), else what all the appends give.
+        appended = {
+            i: probe_state[i].appended
             for i in lists
             if probe_state[i].guessed and probe_state[i].appended
         }
         stand_in = (lists_.STAND_IN.shape, lists_.STAND_IN.dtype, lists_.STAND_IN.weak_type)
-        if any(
-            e is not None and (e.shape, e.dtype, e.weak_type) != stand_in for e in learned.values()
-        ):
-            shapes, probe_state = self._probe(state, unset, lists, probe, probe_args, learned)
+        first = {i: lists_.item_type(items[:1]) for i, items in appended.items()}
+        first = {
+            i: e
+            for i, e in first.items()
+            if e is not None and (e.shape, e.dtype, e.weak_type) != stand_in
+        }
+        every = {i: lists_.item_type(items) for i, items in appended.items()}
+        every = {i: e for i, e in every.items() if e is not None}
+        settled = False
+        if first:
+            again, probed = self._probe(state, unset, lists, probe, probe_args, first)
+            if all(lists_.item_type(probed[i].appended) == e for i, e in first.items()):
+                shapes, probe_state, settled = again, probed, True
+        if not settled and any((e.shape, e.dtype, e.weak_type) != stand_in for e in every.values()):
+            shapes, probe_state = self._probe(state, unset, lists, probe, probe_args, every)
         state = list(state)
         for i in unset:
             if i in shapes and isinstance(state[i], Undefined):

@@ -773,3 +773,30 @@ def test_item_of_a_traced_array_is_its_python_number_staged(capfd):
     got = jax.jit(transpiler.convert(logs_items))(jnp.float32(1.0))
     jax.effects_barrier()
     assert [float(v) for v in got] == want and capfd.readouterr().out == expected
+
+
+def squared_item(x):
+    return x.item() ** 2
+
+
+def item_of(x):
+    return x.item()
+
+
+def test_item_of_a_traced_array_is_a_constant_and_checks_its_size():
+    # Eager JAX's `.item()` gives a constant: its derivative is 0 (it was 1, as float()'s).
+    assert float(jax.grad(transpiler.convert(squared_item))(3.0)) == 0.0
+    assert float(jax.grad(squared_item)(3.0)) == 0.0
+    got = jax.jit(transpiler.convert(item_of))(jnp.complex64(2.0 + 1.0j))
+    assert complex(got) == 2.0 + 1.0j
+    with pytest.raises(ValueError, match="can only convert an array of size 1"):
+        jax.jit(transpiler.convert(item_of))(jnp.ones(2))
+
+
+def smallest_by_a_ragged_key(x):
+    return min([0, 1, 2], key=lambda i: [x[i]] * (i + 1))
+
+
+def test_min_by_keys_of_different_lengths_is_refused_by_name():
+    with pytest.raises(StagingError, match=r"the keys compared are .*one structure"):
+        jax.jit(transpiler.convert(smallest_by_a_ragged_key))(jnp.array([1.0, 0.5, 2.0]))

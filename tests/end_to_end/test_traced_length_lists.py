@@ -1345,3 +1345,46 @@ def test_stack_of_a_list_a_staged_loop_pops_under_a_condition():
     # The loop's probe popped its only item: `jnp.stack([])` raised JAX's ValueError.
     got = jax.jit(transpiler.convert(window_means), static_argnums=1)(jnp.float32(1.0), 6)
     assert float(got) == pytest.approx(float(window_means(jnp.float32(1.0), 6)), rel=1e-6)
+
+
+def evaluates_rpn(tokens):
+    stack = []
+    for t in tokens:
+        if t >= 0:
+            stack.append(t)
+        else:
+            b = stack.pop()
+            a = stack.pop()
+            stack.append(a + b)
+    return stack[-1]
+
+
+@pytest.mark.parametrize(
+    "tokens",
+    [jnp.array([16777217, 0, -1], jnp.int32), jnp.array([1.001, 2.0, -1.0], jnp.float16)],
+)
+def test_a_stack_popped_twice_before_an_append_keeps_its_items_dtype(tokens):
+    # The loop's probe read the pops as float32 stand-ins and appended their sum: the list was
+    # sized float32 (16777217 came back 16777216.0, a float16 sum a float32).
+    got = jax.jit(transpiler.convert(evaluates_rpn))(tokens)
+    want = evaluates_rpn(tokens)
+    assert got.dtype == want.dtype and np.array_equal(np.asarray(got), np.asarray(want))
+
+
+def smallest_of_a_window(xs, n):
+    window, total = [], 0.0
+    for i in range(n):
+        window.append(xs[i])
+        if len(window) > 3:
+            window.pop(0)
+        total = total + sorted(window)[0]
+    return total
+
+
+def test_sorted_of_a_list_a_loop_pops_under_a_condition_is_read_in_the_probe():
+    # The probe's emptied list sorted to []: an IndexError when the program ran.
+    xs = jnp.array([3.0, 1.0, 2.0, 5.0, 4.0])
+    with pytest.raises(StagingError, match="window"):  # of traced length: refused by name
+        jax.jit(transpiler.convert(smallest_of_a_window))(xs, 5)
+    got = jax.jit(transpiler.convert(smallest_of_a_window), static_argnums=1)(xs, 5)
+    assert float(got) == float(smallest_of_a_window(xs, 5))
