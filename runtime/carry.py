@@ -125,31 +125,13 @@ class Carry:
                 break
             shapes = again
         # A read of an item the list holds only when the program runs got a float32 scalar
-        # stand-in; where the appends give another type, probe again with that one. The
-        # appends made of stand-ins (`a = st.pop(); st.append(a + b)`) are float32 too: first
-        # the type of the first append, which no stand-in made where it fits every append
-        # when probed with it (int32 items stay int32), else what all the appends give.
-        appended = {
-            i: probe_state[i].appended
-            for i in lists
-            if probe_state[i].guessed and probe_state[i].appended
-        }
-        stand_in = (lists_.STAND_IN.shape, lists_.STAND_IN.dtype, lists_.STAND_IN.weak_type)
-        first = {i: lists_.item_type(items[:1]) for i, items in appended.items()}
-        first = {
-            i: e
-            for i, e in first.items()
-            if e is not None and (e.shape, e.dtype, e.weak_type) != stand_in
-        }
-        every = {i: lists_.item_type(items) for i, items in appended.items()}
-        every = {i: e for i, e in every.items() if e is not None}
-        settled = False
-        if first:
-            again, probed = self._probe(state, unset, lists, probe, probe_args, first)
-            if all(lists_.item_type(probed[i].appended) == e for i, e in first.items()):
-                shapes, probe_state, settled = again, probed, True
-        if not settled and any((e.shape, e.dtype, e.weak_type) != stand_in for e in every.values()):
-            shapes, probe_state = self._probe(state, unset, lists, probe, probe_args, every)
+        # stand-in, and the appends made of stand-ins (`a = st.pop(); st.append(a + b)`) are
+        # float32 too: probe again with each type an append gave that is not the stand-in's,
+        # in the order they came, keeping the first that every append then has (int32 items
+        # stay int32); a list none settles takes what all its appends give.
+        shapes, probe_state = self._retyped(
+            state, unset, lists, probe, probe_args, shapes, probe_state
+        )
         state = list(state)
         for i in unset:
             if i in shapes and isinstance(state[i], Undefined):
@@ -167,6 +149,43 @@ class Carry:
                 # an empty one of its room until the return runs
                 state[i] = state[j]._with(length=jnp.zeros_like(state[j].length))
         return tuple(state)
+
+    def _retyped(self, state, unset, lists, probe, probe_args, shapes, probe_state):
+        """`_sized`'s probe again, for the lists whose reads got stand-ins (see there)."""
+        stand_in = (lists_.STAND_IN.shape, lists_.STAND_IN.dtype, lists_.STAND_IN.weak_type)
+        guessed = [i for i in lists if probe_state[i].guessed and probe_state[i].appended]
+        candidates = {}
+        for i in guessed:
+            types = []
+            for item in probe_state[i].appended:
+                typed = lists_.item_type([item])
+                key = (typed.shape, typed.dtype, typed.weak_type)
+                if key != stand_in and typed not in types:
+                    types.append(typed)
+            candidates[i] = types
+        every = {i: lists_.item_type(probe_state[i].appended) for i in guessed}
+        settled: dict[int, jax.ShapeDtypeStruct] = {}
+        for attempt in range(max((len(c) for c in candidates.values()), default=0)):
+            trying = {
+                i: c[attempt]
+                for i, c in candidates.items()
+                if i not in settled and attempt < len(c)
+            }
+            if not trying:
+                break
+            elements = {**settled, **trying}
+            again, probed = self._probe(state, unset, lists, probe, probe_args, elements)
+            settled.update(
+                (i, e) for i, e in trying.items() if lists_.item_type(probed[i].appended) == e
+            )
+            if len(settled) == len(guessed):
+                return again, probed
+        rest = {i: e for i, e in every.items() if i not in settled and e is not None}
+        if not settled and not any(
+            (e.shape, e.dtype, e.weak_type) != stand_in for e in rest.values()
+        ):
+            return shapes, probe_state  # stand-ins all along: the probe's types stand
+        return self._probe(state, unset, lists, probe, probe_args, {**rest, **settled})
 
     def _probe(self, state, unset, lists, probe, probe_args, elements):
         """Traces the body once, abstractly, with stand-ins for its lists; returns the shapes of

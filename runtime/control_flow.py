@@ -357,9 +357,21 @@ def _literals(closed, outs) -> list:
     """A branch's outputs, each that its jaxpr gives as a constant (`did_break = True`) as that
     constant: under a trace, computing with it makes a tracer, which hides that it is one."""
     return [
-        v.val if isinstance(v, jax_core.Literal) else out
+        _python_constant(v.val) if isinstance(v, jax_core.Literal) else out
         for v, out in zip(closed.jaxpr.outvars, outs)
     ]
+
+
+def _python_constant(value):
+    """A jaxpr literal's value as the Python number it was: JAX keeps one as its own subclass
+    of `int` or `float` (a typed literal), which a Python list printed would show
+    (`TypedInt(5, dtype=int32)` where Python shows `5`)."""
+    if isinstance(value, np.generic):
+        return value  # a NumPy scalar: strongly typed, as it is
+    for kind in (bool, int, float, complex):
+        if isinstance(value, kind):
+            return kind(value) if type(value) is not kind else value
+    return value
 
 
 def _select(pred, on_true, on_false):

@@ -1359,16 +1359,33 @@ def evaluates_rpn(tokens):
     return stack[-1]
 
 
+def evaluates_rpn_operators_first(tokens):
+    stack, copies = [], []
+    for t in tokens:
+        if t == -2:
+            stack.append(0)  # a Python int first
+        elif t < 0:
+            b = stack.pop()
+            a = stack.pop()
+            stack.append(a + b)  # made of the probe's stand-ins, before the items' append
+        else:
+            stack.append(t)
+        copies.append(t)
+    return stack[-1], copies[-1]
+
+
+@pytest.mark.parametrize("fn", [evaluates_rpn, evaluates_rpn_operators_first])
 @pytest.mark.parametrize(
     "tokens",
     [jnp.array([16777217, 0, -1], jnp.int32), jnp.array([1.001, 2.0, -1.0], jnp.float16)],
 )
-def test_a_stack_popped_twice_before_an_append_keeps_its_items_dtype(tokens):
+def test_a_stack_popped_twice_before_an_append_keeps_its_items_dtype(fn, tokens):
     # The loop's probe read the pops as float32 stand-ins and appended their sum: the list was
     # sized float32 (16777217 came back 16777216.0, a float16 sum a float32).
-    got = jax.jit(transpiler.convert(evaluates_rpn))(tokens)
-    want = evaluates_rpn(tokens)
-    assert got.dtype == want.dtype and np.array_equal(np.asarray(got), np.asarray(want))
+    got = jax.jit(transpiler.convert(fn))(tokens)
+    want = fn(tokens)
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        assert g.dtype == w.dtype and np.array_equal(np.asarray(g), np.asarray(w))
 
 
 def smallest_of_a_window(xs, n):

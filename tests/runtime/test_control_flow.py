@@ -207,3 +207,14 @@ def test_undefined_and_ld():
         rt.ld(u)
     with pytest.raises(UnboundLocalError):
         bool(u)
+
+
+def test_a_branch_giving_a_constant_gives_back_pythons_number_not_jaxs_typed_one():
+    # A jaxpr's literal holds JAX's own subclass of int (`TypedInt(5, dtype=int32)`), which a
+    # Python list of the program's, printed, showed (fuzz m60293: `[0, TypedInt(5, ...)]`).
+    from runtime import control_flow
+
+    closed = jax.make_jaxpr(lambda x: (x, 5, 0.5, True))(1.0)
+    values = control_flow._literals(closed, [None] * 4)
+    assert [type(v) for v in values[1:]] == [int, float, bool]
+    assert repr(values[1:]) == "[5, 0.5, True]"
