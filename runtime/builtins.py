@@ -132,13 +132,7 @@ def _extreme(python_fn, args, key, default):
     one beats (`v > best` for max), so ties keep the first (and the gradient goes to it) and a
     NaN counts only where it comes first."""
     if len(args) == 1 and isinstance(args[0], lists.ProbeList):
-        probed, items = args[0], args[0].read()
-        if type(items) is list and not items:
-            # The probe has no item (a pop under a traced condition took it): one of the item
-            # type; only its type matters, and whether the list is empty when the program
-            # runs, the staged loop checks then.
-            items = [probed[0]]
-        args = (items,)  # the list a staged loop is sizing: its items
+        args = (args[0].read_typed(),)  # the list a staged loop is sizing: its items
     if len(args) == 1 and isinstance(args[0], (list, tuple)) and type(args[0]) not in (list, tuple):
         args = (list(args[0]),)  # a list subclass: its items
     elif (
@@ -243,9 +237,7 @@ def sorted_(iterable, /, *, key=None, reverse=False):
     order depends on its algorithm, raise a ValueError when the program runs."""
     site = Site("sorted()")
     if isinstance(iterable, lists.ProbeList):
-        probed, iterable = iterable, iterable.read()  # the list a staged loop is sizing
-        if type(iterable) is list and not iterable:
-            iterable = [probed[0]]  # emptied by a conditional pop: one of the item type
+        iterable = iterable.read_typed()  # the list a staged loop is sizing: its items
     elif isinstance(iterable, _ITERATED) and not isinstance(iterable, lists.StagedList):
         iterable = list(iterable)  # a generator, a dict's view, a set: its items, taken once
     if isinstance(iterable, lists.StagedList) and iterable.known_length() is not None:
@@ -267,16 +259,8 @@ def sorted_(iterable, /, *, key=None, reverse=False):
             f"{MAX_SORTED_ITEMS}. Stack the keys and sort with jnp.argsort (stable=True)."
         )
     _check_choosable(items, site)
-    parts = [_tuple_parts(k) for k in keys]
-    for part in (p for whole in parts for p in whole):
-        if staging.is_array_leaf(part) and jnp.size(part) != 1:
-            raise errors.python_error(
-                ValueError(
-                    f"The truth value of an array with more than one element is ambiguous: "
-                    f"sorted() compares keys of shape {jnp.shape(part)} ({site})."
-                )
-            )
-    nans = [jnp.isnan(p) for whole in parts for p in whole if _inexact(p)]
+    _check_single_elements(keys, site, "keys")
+    nans = [jnp.isnan(p) for whole in keys for p in _tuple_parts(whole) if _inexact(p)]
     if nans:
         staging.check_when_run(
             lambda *flags: any(bool(f) for f in flags),
@@ -383,16 +367,8 @@ def _or_default(best, default, nonempty, name: str):
 def _best_by_key(items, keys, beats, site):
     """The first item whose key no later one beats, staged. Tuple keys compare as Python's
     tuples do, item by item (`min((abs(x - c), i) for i, c in enumerate(cs))`)."""
-    for key in (part for whole in keys for part in _tuple_parts(whole)):
-        # Python's `value > best` of arrays of more than one element has no truth value
-        if staging.is_array_leaf(key) and jnp.size(key) != 1:
-            raise errors.python_error(
-                ValueError(
-                    f"The truth value of an array with more than one element is ambiguous: "
-                    f"{site.construct} compares values of shape {jnp.shape(key)} ({site}). Use "
-                    f"jnp.{'maximum' if beats is lax.gt else 'minimum'} for elementwise."
-                )
-            )
+    elementwise = f"jnp.{'maximum' if beats is lax.gt else 'minimum'}"
+    _check_single_elements(keys, site, "values", f" Use {elementwise} for elementwise.")
     best, best_key = items[0], keys[0]
     for value, value_key in zip(items[1:], keys[1:]):
         if not (has_staged(value_key) or has_staged(best_key)):
@@ -428,6 +404,19 @@ def _best_by_key(items, keys, beats, site):
         best = jax.tree_util.tree_map(pick, value, best)
         best_key = best if same else jax.tree_util.tree_map(pick, value_key, best_key)
     return best
+
+
+def _check_single_elements(keys, site, what: str, hint: str = "") -> None:
+    """Python's ValueError where a key (or a part of a tuple key) is an array of more than one
+    element: Python's `value > best` of it has no truth value."""
+    for key in (part for whole in keys for part in _tuple_parts(whole)):
+        if staging.is_array_leaf(key) and jnp.size(key) != 1:
+            raise errors.python_error(
+                ValueError(
+                    f"The truth value of an array with more than one element is ambiguous: "
+                    f"{site.construct} compares {what} of shape {jnp.shape(key)} ({site}).{hint}"
+                )
+            )
 
 
 def _key_beats(beats, a, b):

@@ -152,15 +152,13 @@ class Carry:
 
     def _retyped(self, state, unset, lists, probe, probe_args, shapes, probe_state):
         """`_sized`'s probe again, for the lists whose reads got stand-ins (see there)."""
-        stand_in = (lists_.STAND_IN.shape, lists_.STAND_IN.dtype, lists_.STAND_IN.weak_type)
         guessed = [i for i in lists if probe_state[i].guessed and probe_state[i].appended]
         candidates = {}
         for i in guessed:
             types = []
             for item in probe_state[i].appended:
                 typed = lists_.item_type([item])
-                key = (typed.shape, typed.dtype, typed.weak_type)
-                if key != stand_in and typed not in types:
+                if not _stand_in(typed) and typed not in types:
                     types.append(typed)
             candidates[i] = types
         every = {i: lists_.item_type(probe_state[i].appended) for i in guessed}
@@ -181,9 +179,7 @@ class Carry:
             if len(settled) == len(guessed):
                 return again, probed
         rest = {i: e for i, e in every.items() if i not in settled and e is not None}
-        if not settled and not any(
-            (e.shape, e.dtype, e.weak_type) != stand_in for e in rest.values()
-        ):
+        if not settled and all(_stand_in(e) for e in rest.values()):
             return shapes, probe_state  # stand-ins all along: the probe's types stand
         return self._probe(state, unset, lists, probe, probe_args, {**rest, **settled})
 
@@ -547,6 +543,16 @@ class Replaced(staging.Retrace):
     def __init__(self, index: int):
         super().__init__(index)
         self.index = index
+
+
+def _stand_in(typed: jax.ShapeDtypeStruct) -> bool:
+    """Whether `typed` is the type of a probe's stand-in for an item (see `lists.STAND_IN`)."""
+    stand_in = lists_.STAND_IN
+    return (typed.shape, typed.dtype, typed.weak_type) == (
+        stand_in.shape,
+        stand_in.dtype,
+        stand_in.weak_type,
+    )
 
 
 def _check_no_shared_items(state, names, site) -> None:

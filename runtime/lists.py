@@ -836,11 +836,7 @@ def list_reverse(target):
 def stack_list(stack, target, *args, **kwargs):
     """`stack(target, ...)` (`jnp.stack`, `jnp.array`, ...) that stacks a StagedList at once."""
     if isinstance(target, ProbeList):
-        probed, target = target, target.read()  # JAX takes lists, not subclasses of them
-        if type(target) is list and not target:
-            # The probe has no item (a pop under a traced condition took it): one of the item
-            # type; only types matter in a probe, and the staged loop stacks what it holds.
-            target = [probed[0]]
+        target = target.read_typed()  # JAX takes lists, not subclasses of them
     if not isinstance(target, StagedList):
         return stack(target, *args, **kwargs)
     name = getattr(stack, "__name__", "stacking")
@@ -934,6 +930,14 @@ class ProbeList(list):
             for item in self:
                 out = out.appended(item)
         return out
+
+    def read_typed(self) -> list | StagedList:
+        """`read()`, for code that needs an item only for its type (`max(out)`,
+        `sorted(out)`, `jnp.stack(out)`): where the probe has none (a pop under a traced
+        condition took it), one of the item type; whether the list is empty when the program
+        runs, the staged loop checks then."""
+        items = self.read()
+        return [self[0]] if type(items) is list and not items else items
 
     def traced_length(self):
         """Its length as the staged loop sees it: traced (in the loop, a list's length is

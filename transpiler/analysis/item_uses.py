@@ -130,11 +130,10 @@ class _Statements:
             tainted = grown
 
     def floats(self, tainted: set[str]) -> frozenset[str]:
-        """The names of `closure(tainted)` that may be bound to a float made from an item
+        """The names of `tainted` (a `closure`) that may be bound to a float made from an item
         (`frac = i / n`, `h /= 3`, `t = i * 0.1`, `u = i * scale`), and those bound from them: a
         Python float where the item is Python's, a float32 staged, whose printed digits differ
         (`0.3333333333333333`, `0.33333334`)."""
-        tainted = self.closure(tainted)
         found: set[str] = set()
         while True:
             grown = set(found)
@@ -149,8 +148,8 @@ class _Statements:
     def used_as_python(self, tainted: set[str]) -> bool:
         """Whether the statements use one of `tainted`, or a name bound from them, as a Python
         value."""
-        floats = self.floats(tainted)
         tainted = self.closure(tainted)
+        floats = self.floats(tainted)
         ints = frozenset(tainted - floats)
         for stmt in self.statements:
             if isinstance(stmt, structure.SCOPES) and _reads(stmt, tainted):
@@ -344,8 +343,7 @@ def _array_use(
     node, parent = name, parents.get(id(name))
     sliced = False  # passed through a slice bound: `m[:, :i]` needs a static bound
     while parent is not None:
-        if _makes_float(parent, ints):
-            floated = True
+        floated = floated or _makes_float(parent, ints)
         power = isinstance(parent, gast.BinOp) and isinstance(parent.op, gast.Pow)
         if power and parent.left is node:
             # `i ** -1` is a float in Python, an error for an int32; `i ** 2` and `i ** i` (the
