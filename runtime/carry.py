@@ -8,7 +8,6 @@ only it can size: a return value or a variable it binds first, and the lists it 
 from __future__ import annotations
 
 import contextvars
-import re
 
 import jax
 import jax.numpy as jnp
@@ -266,7 +265,7 @@ class Carry:
         where = f" at {probed.where}" if probed.where else ""
         if comprehension:
             origin = lists_.Origin(
-                _comprehension_list(name),
+                lists_.comprehension_list(name),
                 f"is built by a {site.construct} ({site}) with a traced filter, or over a "
                 "list of traced length",
             )
@@ -504,13 +503,6 @@ class Unbinds(staging.Retrace):
 # The constructs a loop stands for where the comprehensions pass wrote it
 # (`transpiler.passes.comprehensions`): its list has a generated name.
 _COMPREHENSIONS = frozenset({"list comprehension", "generator expression"})
-
-
-def _comprehension_list(name: str) -> str:
-    """The name the user's code gives the list a comprehension builds, from the one its loop
-    holds it in (`kept_items` for `kept = [...]`, see `transpiler.passes.comprehensions`)."""
-    base = re.sub(r"_items(_\d+)?$", "", name)
-    return "the list it builds" if base == "kept" or base == name else base
 
 
 # {state index: {leaf index: dtype}}: what the loop being staged now promotes (see `Promoted`).

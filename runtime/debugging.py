@@ -161,7 +161,9 @@ def assert_(test, msg=None):
                 AssertionError(msg()) if msg is not None else AssertionError()
             )
         return
-    where = Site("assert").location()
+    site = Site("assert")
+    test = staging.scalar_predicate(test, site, "assert's test")  # Python's ValueError if not
+    where = site.location()
     shown = text.str_(_message(msg, where)) if msg is not None else "assertion failed"
     values = shown.values if isinstance(shown, text.DeferredText) else []
 

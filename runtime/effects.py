@@ -826,9 +826,12 @@ class Effects:
     carries and the statement is staged again. Afterwards each place holds its final value.
     """
 
-    def __init__(self, functions, site, aliased=(), stores=()):
+    def __init__(self, functions, site, aliased=(), stores=(), reads=None):
         self.functions = [f for f in functions if isinstance(f, types.FunctionType)]
         self.site = site
+        # A loop's variables that an iteration may read before binding them (as the one before
+        # left them); None: any may be.
+        self.reads = None if reads is None else frozenset(reads)
         # Statements of the block that store a list or dict the function changes in place
         # after it into another container (`record["best"] = params`): refused when staged.
         self.stores = tuple(stores)
@@ -842,9 +845,10 @@ class Effects:
         # with their keys sorted, where Python keeps the order they were inserted in.
         self._entered: tuple = ()
         self._orders: dict[int, dict] = {}
-        # A loop's variables an iteration binds to a container from outside its state (not
-        # `aliased`): {name: the containers} (see `_check_not_bound_outside`).
-        self._bound_outside: dict[str, list] = {}
+        # A loop's variables and carried places an iteration binds to a container from outside
+        # its state (not `aliased`): {output index: the containers} (see
+        # `_check_not_bound_outside`).
+        self._bound_outside: dict[int, list] = {}
         # Per traced path (a branch, the body) that changed Python state: the variables it
         # leaves holding the container they were given, and the ids of the changed containers.
         self._paths: list[tuple[set[int], set[int]]] = []
@@ -893,15 +897,16 @@ class Effects:
                 continue
             may_skip = loop and not runs  # a loop that may run no iteration
             self._check_copies(out[:n], state)
-            for name, value, before in zip(names, out, state):
-                bound = name in self._bound_outside
-                watched = [*self._bound_outside[name], value] if bound else []
+            out = self._in_key_order(out, extended, labels, len(state))
+            for index, (value, before) in enumerate(zip(out, extended)):
+                bound = index in self._bound_outside
+                watched = [*self._bound_outside[index], value] if bound else []
                 if may_skip and type(before) in (list, dict) and value is not before:
                     watched.append(before)  # Python's, where the loop runs no iteration
                 if watched:
                     how = "bound" if bound else "entered"
-                    identity.detached(f"'{name}'", self.site, value, watched, how=how)
-            out = self._in_key_order(out, extended, labels, len(state))
+                    label = f"'{names[index]}'" if index < n else labels[index]
+                    identity.detached(label, self.site, value, watched, how=how)
             for change, value in zip(self.carried, out[n:]):
                 change.set(value)
             return out[:n]
@@ -1044,6 +1049,7 @@ class Effects:
                         continue
                     snapshot.add(name, leaf)
             out = None  # (None: the trace raised)
+            values = ()
             try:
                 with staging.tracking(snapshot):
                     for change, value in zip(carried, args[n:]):
@@ -1055,8 +1061,12 @@ class Effects:
             finally:
                 changes = snapshot.changes()
                 if returns_state and isinstance(out, tuple):
-                    out = _detached(out, changes)
-                    self._check_not_bound_outside(out, args[leading:n], snapshot)
+                    # The places' values too: a place left holding a container the trace
+                    # changed (`store["v"] = acc.vals` before `acc.add(x)`) is about to be put
+                    # back, as the container is.
+                    out, values = _detached(out, changes), _detached(values, changes)
+                    given = (*args[leading:n], *args[n:])
+                    self._check_not_bound_outside((*out, *values), given, out, values, snapshot)
                     if changes:
                         kept = _kept(out, args[leading:n])
                         self._paths.append((kept, {id(c.container) for c in changes}))
@@ -1092,6 +1102,7 @@ class Effects:
                 raise NewEffects(new)
             if not returns_state:
                 return out
+            self._check_not_held_across(out, values, carried, changes)
             for i, value in enumerate((*out, *values)):
                 order = staging.key_orders(value)
                 orders = self._orders.setdefault(i, {}) if order is not None else {}
@@ -1099,9 +1110,12 @@ class Effects:
                     # A copy (the same keys, in order): a reference to the value itself would
                     # count as another name's (`control_flow._origins` counts them).
                     orders[order] = staging.fresh(value)
-            if isinstance(out, Detached):
+            if isinstance(out, Detached) or isinstance(values, Detached):
                 result = Detached((*out, *values))
-                result.originals = out.originals
+                result.originals = {
+                    **getattr(out, "originals", {}),
+                    **getattr(values, "originals", {}),
+                }
                 return result
             return (*out, *values)
 
@@ -1185,18 +1199,52 @@ class Effects:
             "and let the test only read values."
         )
 
-    def _check_not_bound_outside(self, out, given, snapshot: Snapshot) -> None:
-        """Where a loop body binds a variable to a list or dict reached from outside the loop's
-        state (`b = p`, `p` a variable the loop does not rebind, or a container the loop
-        changes in place, which `_detached` copied): Python's variable is that very object
-        after the loop (if it ran), and a later change through one name shows through the
-        other; the staged loop's is a copy. Refused where the function may change such a
-        container in place after the loop (`aliased`); elsewhere recorded, for the changes
-        conversion cannot see (`identity.detached`)."""
+    def _check_not_held_across(self, out, values, carried, changes: list[Change]) -> None:
+        """Refuses a loop body that leaves a variable or a carried place holding a list or dict
+        (or one inside it) that the body changes in place through another name or a call
+        (`v = acc.vals` with `acc.add(x)` in the body; `_detached` copied it): in Python the
+        next iteration sees those changes through it; the staged loop carries it as a copy of
+        its own. (A variable each iteration binds before reading it, `self.reads`, holds what
+        Python's holds as the loop ends; after it, `identity.detached` follows it.)"""
+        originals = {**getattr(out, "originals", {}), **getattr(values, "originals", {})}
+        if self.site.construct in _BRANCHING or not originals:
+            return
+        read = [self.reads is None or name in self.reads for name in self.names]
+        for label, value in (
+            *((f"'{name}'", v) for name, v, r in zip(self.names, out, read) if r),
+            *((change.label, v) for change, v in zip(carried, values)),
+        ):
+            pair = originals.get(id(value))
+            if pair is None or pair[0] is not value:
+                continue
+            inside = _containers_in(pair[1])
+            change = next((c for c in changes if id(c.container) in inside), None)
+            if change is None:
+                continue
+            kind = type(change.container).__name__
+            raise StagingError(
+                f"{label} holds a {kind} at the end of an iteration of the staged "
+                f"{self.site.construct} ({self.site}) that the loop also changes in place "
+                f"({change.label}), through another name or by a call: in Python the next "
+                f"iteration sees those changes through {label}; the staged loop carries {label} "
+                f"as a copy, which does not. Store a copy (copy.deepcopy(...)), or change the "
+                f"{kind} through {label} only."
+            )
+
+    def _check_not_bound_outside(self, outputs, given, out, values, snapshot) -> None:
+        """Where a loop body binds a variable or a carried place (`outputs`: the variables',
+        then the places'; `given`: what the iteration was given) to a list or dict reached from
+        outside the loop's state (`b = p`, `p` a variable the loop does not rebind, or a
+        container the loop changes in place, which `_detached` copied): Python's variable is
+        that very object after the loop (if it ran), and a later change through one name shows
+        through the other; the staged loop's is a copy. Refused where the function may change
+        such a container in place after the loop (`aliased`; a place's stores are `stores`);
+        elsewhere recorded, for the changes conversion cannot see (`identity.detached`)."""
         if not self.site.construct.endswith("loop"):
             return
-        originals = getattr(out, "originals", {})
-        for name, value, before in zip(self.names, out, given):
+        originals = {**getattr(out, "originals", {}), **getattr(values, "originals", {})}
+        for index, (value, before) in enumerate(zip(outputs, given)):
+            name = self.names[index] if index < len(self.names) else None
             pair = originals.get(id(value))
             if pair is not None and pair[0] is value:
                 value = pair[1]
@@ -1210,7 +1258,7 @@ class Effects:
                 # Exact while nothing changes them in place: calls conversion cannot follow may
                 # (recorded once the loop is staged, with what the variable holds after it).
                 if shared or not made:  # (a container the body made, of its own: exact)
-                    self._bound_outside[name] = shared if made else [value]
+                    self._bound_outside[index] = shared if made else [value]
                 continue
             if made:
                 if not shared:

@@ -546,7 +546,8 @@ def for_stmt(
     site = Site(construct)
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = check_count(checkpoints, "checkpoints", 2, site)
-    effects = Effects((body, extra_test, exit_test, on_exit), site, aliased, stores)
+    functions = (body, extra_test, exit_test, on_exit)
+    effects = Effects(functions, site, aliased, stores, (*reads, *sums))
     plain = (body, extra_test, symbol_names)
     exit_ = None
     if exit_test is not None:

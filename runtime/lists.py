@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import math
 import operator
+import re
 import types
 
 import jax
@@ -161,16 +162,28 @@ class StagedList:
                 "converts to theirs exactly (an int item into a list of floats, not a float "
                 "into a list of ints). Make the first items of that type (0.0, not 0)."
             )
-        row = jnp.asarray(item, self.buffer.dtype)
-        grown = self if self.fixed else self.resized(self.capacity + 1, fixed=False)
+        held = self._taking_dtype_of(item)
+        row = jnp.asarray(item, held.buffer.dtype)
+        grown = held if self.fixed else held.resized(self.capacity + 1, fixed=False)
         buffer = lax.dynamic_update_index_in_dim(grown.buffer, row, self.length, 0)
-        buffer = self._stored(buffer, item)
+        buffer = held._stored(buffer, item)
         known = self.known_length()
         return self._with(
             buffer=buffer,
             length=self.length + 1,
             static_length=None if known is None else known + 1,
         )
+
+    def _taking_dtype_of(self, item) -> StagedList:
+        """The list, its items of `item`'s dtype where they are Python numbers and `item` an
+        array that they promote to, as stacking them would (`[0]`, then a uint8 appended: uint8s,
+        strongly typed, not int32s)."""
+        if not self.weak or _promotes_weakly(jnp.asarray(item)):
+            return self
+        dtype = jnp.result_type(self.buffer, item)
+        if dtype == self.buffer.dtype:
+            return self
+        return self._with(buffer=lax.convert_element_type(self.buffer, dtype))
 
     def pop(self, *index):
         raise StagingError(
@@ -588,14 +601,30 @@ def list_append(target, item):
     return target
 
 
-def handed_list(target, callee: str):
+def handed_list(target, callee: str, *, built: bool = False):
     """A list its function built, handed to other code once it is done (`helper(out)`,
     `jax.tree_util.tree_leaves(out)`, `isinstance(out, list)`): the Python list of its items, as
     Python hands it. One of traced length stays as it is: converted code can use it (`len`,
-    `sum`, `transpiler.padded`; `callee` names the call)."""
-    if isinstance(target, StagedList) and target.known_length() is not None:
+    `sum`, `transpiler.padded`; `callee` names the call). `built`: the list is the one a
+    comprehension builds (`callee`: which), which errors about its traced length name as the
+    user's code does, not by the name conversion gave it."""
+    if not isinstance(target, StagedList):
+        return target
+    if target.known_length() is not None:
         return target.items(f"'{callee}(...)'")
+    if built:
+        site = Site(callee)
+        why = f"is built by a {callee} ({site}) with a traced filter, or over a list of traced "
+        origin = Origin(comprehension_list(target.origin.name), why + "length")
+        return target._with(origin=origin)
     return target
+
+
+def comprehension_list(name: str) -> str:
+    """The name the user's code gives the list a comprehension builds, from the one conversion
+    holds it in (`kept_items` for `kept = [...]`, see `transpiler.passes.comprehensions`)."""
+    base = re.sub(r"_items(_\d+)?$", "", name)
+    return "the list it builds" if base == "kept" or base == name else base
 
 
 def as_python_lists(tree):

@@ -81,7 +81,8 @@ def while_stmt(
 
     def staged(state, iterations, first):
         left = None if max_iterations is None else max_iterations - iterations
-        out = Effects(functions, site, aliased, stores).run(
+        effects = Effects(functions, site, aliased, stores, (*reads, *sums, *test_reads))
+        out = effects.run(
             state,
             symbol_names,
             lambda state, names, wrap: staged_while(

@@ -346,3 +346,30 @@ def test_a_comprehension_without_a_filter_over_a_list_of_traced_length_is_staged
     x = jnp.array(x)
     check_jit(maps_a_filtered_list, x)
     check_grad(lambda x: maps_a_filtered_list(x)[0] + maps_a_filtered_list(x)[3], x)
+
+
+def copies_a_filtered_generator(x):
+    kept = list(v for v in x if v < 0)
+    return len(kept), sum(kept)
+
+
+def tuple_of_a_filtered_generator(x):
+    positive = tuple(i for i in range(4) if x[i] > 0)
+    return len(positive)
+
+
+def test_list_of_a_filtered_generator_is_the_list_it_builds():
+    # `list(...)` of the list the rewritten generator built was refused (a list of traced
+    # length), though the comprehension written the same way is staged.
+    x = jnp.array([1.0, -2.0, 3.0, -4.0])
+    check_jit(copies_a_filtered_generator, x)
+    check_jit(copies_a_filtered_generator, -x)
+
+
+def test_tuple_of_a_filtered_generator_is_refused_naming_the_variable():
+    # The message named the generated `kept_items`, and an append the user did not write.
+    with pytest.raises(StagingError, match=r"'positive' is built by a generator expression") as e:
+        jax.jit(transpiler.convert(tuple_of_a_filtered_generator))(jnp.arange(4.0))
+    assert f"test_comprehensions.py:{line_of(tuple_of_a_filtered_generator, 'tuple(')}" in str(
+        e.value
+    )

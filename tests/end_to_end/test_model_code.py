@@ -433,6 +433,21 @@ def test_assert_fires_on_bad_data_with_message_and_line():
         jax.effects_barrier()
 
 
+def asserts_an_elementwise_test(x):
+    assert x > 0, "x must be positive"
+    return x.sum()
+
+
+def test_an_assert_of_more_than_one_value_is_refused_as_python_s_truth_test():
+    # It was checked as all(x > 0): 6.0 where Python raises "The truth value of an array with
+    # more than one element is ambiguous".
+    with pytest.raises(ValueError, match="ambiguous"):
+        asserts_an_elementwise_test(jnp.array([1.0, 2.0, 3.0]))
+    line = line_of(asserts_an_elementwise_test, "assert x")
+    with pytest.raises(StagingError, match=rf"assert's test is bool\[3\] \({HERE}:{line}"):
+        jax.jit(transpiler.convert(asserts_an_elementwise_test))(jnp.array([1.0, 2.0, 3.0]))
+
+
 def test_assert_with_python_values_is_python():
     def f(x):
         assert x > 0, f"got {x}"

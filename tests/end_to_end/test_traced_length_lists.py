@@ -1405,3 +1405,70 @@ def test_sorted_of_a_list_a_loop_pops_under_a_condition_is_read_in_the_probe():
         jax.jit(transpiler.convert(smallest_of_a_window))(xs, 5)
     got = jax.jit(transpiler.convert(smallest_of_a_window), static_argnums=1)(xs, 5)
     assert float(got) == float(smallest_of_a_window(xs, 5))
+
+
+# A list that holds Python numbers when an array is appended takes the array's dtype, as
+# stacking them would (`jnp.stack([0, uint8])` is uint8): each gave int32 or float32 (300 where
+# Python's uint8 sum wraps to 44, a bfloat16 RNN's states float32).
+
+
+def previous_value_over_an_array(xs):
+    out, prev = [], 0
+    for x in xs:
+        out.append(prev)
+        prev = x
+    return sum(out)
+
+
+def rnn_states_before_each_step(w, xs):
+    h, hs = 0.0, []
+    for x in xs:
+        hs.append(h)
+        h = jnp.tanh(w * h + x)
+    return jnp.stack(hs)
+
+
+def appended_in_a_branch_then_after_it(xs):
+    out, v = [], 0
+    if xs[0] > 0:
+        out.append(v)
+        v = xs[1]
+    out.append(v)
+    return out[-1] * 2, sum(out)
+
+
+def previous_value_under_a_traced_condition(xs):
+    out, prev = [], 0.0
+    for x in xs:
+        if x > 1:
+            out.append(prev)
+        prev = x
+    return sum(out)
+
+
+def previous_value_in_a_bounded_while(xs):
+    out, prev, i = [], 0, 0
+    while i < xs.shape[0] and xs[i] != 0:
+        transpiler.loop_options(max_iterations=8)
+        out.append(prev)
+        prev = xs[i]
+        i += 1
+    return sum(out)
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (previous_value_over_an_array, (jnp.array([100, 200, 0], jnp.uint8),)),
+        (previous_value_over_an_array, (jnp.array([100, 120, 0], jnp.int8),)),
+        (
+            rnn_states_before_each_step,
+            (jnp.bfloat16(0.5), jnp.array([1.5, 2.0, 3.0], jnp.bfloat16)),
+        ),
+        (appended_in_a_branch_then_after_it, (jnp.array([1, 200], jnp.uint8),)),
+        (previous_value_under_a_traced_condition, (jnp.full(3, 40000.0, jnp.float16),)),
+        (previous_value_in_a_bounded_while, (jnp.array([100, 100, 100, 7, 0], jnp.uint8),)),
+    ],
+)
+def test_python_numbers_then_an_array_appended_take_its_dtype(fn, args):
+    checks.check_jit(fn, *args)  # the values, and each array's dtype

@@ -7,7 +7,7 @@ with a `for` loop, an `if` and `append`:
                 for v in items:
                     if v > 0:
                         kept_items.append(v * 2)
-                return rt__.handed_list(kept_items, 'list comprehension')
+                return rt__.handed_list(kept_items, 'list comprehension', built=True)
             kept = comprehension(xs)
 
 The control-flow and list passes then convert that loop as any other: where the filter is a
@@ -140,10 +140,15 @@ class _Comprehensions(Transformer):
         return helpers
 
     def _replacement(
-        self, stmt: gast.stmt, parent: gast.AST, node: gast.AST, helpers: list
+        self, stmt: gast.stmt, parent: gast.AST, node: gast.AST, helpers: list, whole=None
     ) -> gast.expr | None:
         """The call that stands for `node` (a comprehension this pass rewrites, its helper
-        appended to `helpers`), else None."""
+        appended to `helpers`), else None. `whole`: the expression the call stands for where
+        it is more than the comprehension (`list(<generator>)`)."""
+        if _copies_a_generator(node) and self._consumed(node, node.args[0]):
+            # `list(v for v in xs if p(v))` is the list the rewritten generator builds (a new
+            # one, as `list` makes): one of traced length stays staged, as a comprehension's.
+            return self._replacement(stmt, node, node.args[0], helpers, whole=node)
         generator = isinstance(node, gast.GeneratorExp)
         if not (isinstance(node, gast.ListComp) or generator and self._consumed(parent, node)):
             return None
@@ -157,7 +162,7 @@ class _Comprehensions(Transformer):
         target = (
             stmt.targets[0] if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 else None
         )
-        named = isinstance(target, gast.Name) and stmt.value is node
+        named = isinstance(target, gast.Name) and stmt.value in (node, whole, _copy_of(parent))
         kept = self.ctx.namer.new(f"{target.id}_items" if named else "kept_items")
         first = node.generators[0]
         iterable, first.iter = first.iter, gast.Name(items, gast.Load(), None, None)
@@ -192,7 +197,7 @@ class _Comprehensions(Transformer):
             def {function}({items}):
                 {kept} = []
                 loop
-                return {RUNTIME}.handed_list({kept}, 'list comprehension')
+                return {RUNTIME}.handed_list({kept}, '{construct}', built=True)
             """,
             loop=body,
         )
@@ -206,7 +211,7 @@ class _Comprehensions(Transformer):
         helpers += definition
         return call
 
-    def _consumed(self, parent: gast.AST, node: gast.GeneratorExp) -> bool:
+    def _consumed(self, parent: gast.AST, node: gast.AST) -> bool:
         """Whether `parent` is a call of a builtin that consumes `node` at once (`sum`...), its
         other arguments constants or the function's own names (Python evaluates them before it
         takes the first item, the function's call after)."""
@@ -274,3 +279,29 @@ def _constant(node: gast.expr) -> bool:
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     return _Comprehensions(ctx, fn_node).visit(fn_node)
+
+
+def _copies_a_generator(node: gast.AST) -> bool:
+    """Whether `node` is `list(<generator expression>)` (a call of `list`, that builtin or not:
+    see `_consumed`)."""
+    return (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Name)
+        and node.func.id == "list"
+        and len(node.args) == 1
+        and isinstance(node.args[0], gast.GeneratorExp)
+        and not node.keywords
+    )
+
+
+def _copy_of(call: gast.AST) -> gast.AST | None:
+    """`call` where it is `tuple(...)` or `list(...)` of one argument (its items are the
+    argument's: errors about them may name the variable it is bound to), else None."""
+    if (
+        isinstance(call, gast.Call)
+        and isinstance(call.func, gast.Name)
+        and call.func.id in ("list", "tuple")
+        and len(call.args) == 1
+    ):
+        return call
+    return None
