@@ -102,8 +102,8 @@ class Change:
             self.kind not in ("resize", "reorder", "generator", "iterator", "state")
             and self.before is not _ABSENT
             and self.after is not _ABSENT
-            and staging.is_array_tree(self.before)
-            and staging.is_array_tree(self.after)
+            and _array_tree(self.before)
+            and _array_tree(self.after)
         )
 
     @property
@@ -113,7 +113,7 @@ class Change:
             self.kind in ("item", "attribute")
             and self.before is _ABSENT
             and self.after is not _ABSENT
-            and staging.is_array_tree(self.after)
+            and _array_tree(self.after)
         )
 
     def get(self):
@@ -190,6 +190,14 @@ class Change:
             f"{self.label} changes from {staging.describe_tree(self.before)} "
             f"to {staging.describe_tree(self.after)}"
         )
+
+
+def _array_tree(value) -> bool:
+    """Whether `value` is a tree of arrays, a list a staged loop's probe stands in for
+    (`lists.ProbeList`: a loop's list stored in a dict, `d["prev"] = cur`) as the list it is."""
+    if isinstance(value, lists_.ProbeList):
+        value = list(value)
+    return staging.is_array_tree(value)
 
 
 def _restore_whole(container, before) -> None:
@@ -877,7 +885,9 @@ class Effects:
                 _LOOP_ALIASED.reset(token)
         else:
             out = self._run(state, names, stage)
-        identity.settle(since, names, out)  # the statement has put its changes in place
+        # The statement has put its changes in place: its variables' objects, and its places'.
+        labels = (*names, *(change.label for change in self.carried))
+        identity.settle(since, labels, (*out, *(change.get() for change in self.carried)))
         return out
 
     def _run(self, state, names, stage):

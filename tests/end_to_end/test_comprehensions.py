@@ -373,3 +373,15 @@ def test_tuple_of_a_filtered_generator_is_refused_naming_the_variable():
     assert f"test_comprehensions.py:{line_of(tuple_of_a_filtered_generator, 'tuple(')}" in str(
         e.value
     )
+
+
+def doubles_a_copied_generator(x):
+    ys = list(v for v in x if v > 0)
+    zs = [y * 2 for y in ys]
+    return len(zs), sum(zs)
+
+
+def test_a_comprehension_over_a_copied_filtered_generator_is_staged():
+    # Python's comprehension iterated the list of traced length: refused, where the same list
+    # made by a comprehension was looped over as a staged `for`.
+    check_jit(doubles_a_copied_generator, jnp.array([1.0, -2.0, 3.0]))

@@ -1046,3 +1046,37 @@ def test_a_container_stored_in_an_attribute_in_a_staged_loop_and_changed_after_i
         jax.jit(transpiler.convert(stored_in_an_attribute_then_changed))(
             jnp.array([1.0, 2.0, 3.0]), 3
         )
+
+
+class _Best:
+    pass
+
+
+def stores_the_loop_s_list_then_rebinds_it(x, n):
+    d = {"prev": [0.0 * x]}
+    cur = [x]
+    i = 0
+    while i < n:
+        d["prev"] = cur
+        cur = [cur[0] * 2.0]
+        i += 1
+    return d["prev"][0], cur[0]
+
+
+def keeps_the_best_in_an_attribute(x, n):
+    s = _Best()
+    s.best = [x[0]]
+    i = 0
+    while i < n:
+        if x[i] > s.best[0]:
+            s.best = [x[i]]
+        i += 1
+    return s.best[0]
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_a_loop_s_list_stored_in_a_dict_or_an_attribute_is_carried(n):
+    # Refused: the loop's probe stands in for `cur` with a list of its own, which the place
+    # was not carried as ("changes from [float32[]] to [float32[]]").
+    check_jit(stores_the_loop_s_list_then_rebinds_it, jnp.float32(1.0), jnp.int32(n))
+    check_jit(keeps_the_best_in_an_attribute, jnp.array([1.0, 3.0, 2.0, 5.0]), jnp.int32(n))

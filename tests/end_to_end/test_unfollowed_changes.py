@@ -809,3 +809,31 @@ def test_a_container_a_call_changes_after_it_is_bound_is_followed_where_exact():
     check_jit(bound_first_to_what_a_method_changes, jnp.float32(2.0), jnp.int32(0))
     for x in (2.0, -2.0):
         check_jit(stored_in_a_branch_then_changed_by_a_method, jnp.float32(x))
+
+
+class _Tracker:
+    def __init__(self):
+        self.vals = {"s": jnp.float32(0.0)}
+
+    def add(self, v):
+        self.vals["s"] = self.vals["s"] + v
+
+
+def chosen_into_a_place_in_a_loop_then_changed_by_a_method(xs, n):
+    acc, store, i = _Tracker(), {"v": {"s": jnp.float32(-5.0)}}, 0
+    while i < n:
+        if xs[i] > 1:
+            store["v"] = acc.vals  # Python's item is then that very dict
+        i += 1
+    acc.add(1.0)
+    return store["v"]["s"]
+
+
+def test_a_place_a_staged_if_in_a_loop_binds_then_a_method_changes_is_refused():
+    # 0.0 where Python gives 1.0: the branch's watch on `acc.vals` ended with the loop, whose
+    # statement end handed its variables on to it, not its places.
+    with pytest.raises(StagingError, match=r"store\['v'\].* is a different dict") as e:
+        jax.jit(transpiler.convert(chosen_into_a_place_in_a_loop_then_changed_by_a_method))(
+            jnp.arange(4.0), jnp.int32(4)
+        )
+    assert "the call of _Tracker.add" in str(e.value)

@@ -253,8 +253,9 @@ class _Comprehensions(Transformer):
 
 def _built_lists(fn_node: gast.FunctionDef) -> frozenset[str]:
     """The names `fn_node` appends to (`out.append(v)`) or binds to a filtered comprehension
-    (`kept = [v for v in x if v > 0]`): lists that may have a traced length, which a
-    comprehension over them, filtered or not, must loop over as a staged `for` does."""
+    (`kept = [v for v in x if v > 0]`, `kept = list(v for v in x if v > 0)`): lists that may
+    have a traced length, which a comprehension over them, filtered or not, must loop over as a
+    staged `for` does."""
     built = set()
     for node in structure.walk_nodes(fn_node):
         if method_call(node, "append") is not None:
@@ -263,10 +264,11 @@ def _built_lists(fn_node: gast.FunctionDef) -> frozenset[str]:
             isinstance(node, gast.Assign)
             and len(node.targets) == 1
             and isinstance(node.targets[0], gast.Name)
-            and isinstance(node.value, gast.ListComp)
-            and any(g.ifs for g in node.value.generators)
         ):
-            built.add(node.targets[0].id)
+            value = node.value.args[0] if _copies_a_generator(node.value) else node.value
+            listed = isinstance(value, gast.ListComp) or value is not node.value
+            if listed and any(g.ifs for g in value.generators):
+                built.add(node.targets[0].id)
     return frozenset(built)
 
 
