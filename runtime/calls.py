@@ -212,6 +212,8 @@ def caller(
             raise
         if held:
             identity.check_unchanged(held, fn)
+        if isinstance(fn, type) and (staging.trackers() or staging.watches()) and _user_class(fn):
+            effects.made(result)
         return result
 
     return call

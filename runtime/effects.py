@@ -218,6 +218,9 @@ class Snapshot:
         self.limit = limit  # containers with more items are not copied: opaque
         self._added: dict[int, set[str]] = {}  # namespace id -> the names followed in it
         self._seen: set[int] = set()
+        # Objects of the user's classes the recorded code made (`bx = Box(x)` in a branch):
+        # what it does to them is its own; by id, while they live (they are held here).
+        self._made: dict[int, object] = {}
         self._records: list[tuple] = []  # (container, kind, copy, label)
         # What it reaches but cannot record: objects whose state lives in C (an iterator, a
         # NumPy array too large to copy); `Watch` needs them, a staged block's check does not.
@@ -237,6 +240,12 @@ class Snapshot:
         change what it names)."""
         self._walk([(label, value)])
 
+    def made(self, obj) -> None:
+        """`obj` is new, made by the code being recorded (a user class's object, by its
+        constructor): changes to it, and to what only it reaches, are not recorded (each trace
+        makes one of its own; recorded, every trace would find a new change)."""
+        self._made[id(obj)] = obj
+
     def add_function(self, fn: types.FunctionType) -> None:
         """Records the closure cells and the globals of `fn` (and of functions in its cells)."""
         if id(fn) not in self._seen:
@@ -247,6 +256,8 @@ class Snapshot:
         while stack:
             label, obj = stack.pop()
             if isinstance(obj, _ATOMS) or isinstance(obj, _LEAVES) or id(obj) in self._seen:
+                continue
+            if id(obj) in self._made:
                 continue
             if isinstance(obj, types.FunctionType):
                 if not (isinstance(label, _CellContents) or _in_user_module(obj)):
@@ -897,6 +908,7 @@ class Effects:
         while True:
             extended = (*state, *(_entering(change) for change in self.carried))
             labels = (*names, *(change.label for change in self.carried))
+            self._check_places_apart(extended[len(state) :])
             self._entered, self._orders, self._bound_outside = extended, {}, {}
             self._paths, self._creation_orders = [], set()
             try:
@@ -920,6 +932,51 @@ class Effects:
             for change, value in zip(self.carried, out[n:]):
                 change.set(value)
             return out[:n]
+
+    def _check_not_held_apart(self, given: dict, holders: list) -> None:
+        """Refuses a list or dict that two of the statement's variables and places hold as it
+        begins (`ref = sto["v"]`, and the place `sto["v"]`), which the trace changed through
+        one of them (`ref[1] += 1`, or a method given it): each was given a copy of its own,
+        and the change went to one copy only. (`holders`: the variables' names, then the
+        carried places.)"""
+        for copies in given.values():
+            if len(copies) < 2 or all(isinstance(holders[c[2]], str) for c in copies):
+                continue  # (variables alone: see `control_flow._identities`, `Carry`)
+            changed = [c for c in copies if identity.changed_since(c[0], c[1])]
+            if not changed:
+                continue
+            first = changed[0]
+            second = next(c for c in copies if c is not first)
+            one, other = (_holder(holders[c[2]]) for c in (first, second))
+            kind = type(first[0]).__name__
+            raise StagingError(
+                f"{one} and {other} hold one {kind} as the staged {self.site.construct} "
+                f"({self.site}) begins, and it changes the {kind} through {one} (or a call "
+                f"given it): it gives each its own copy, so the change would not show through "
+                f"{other}, as it does in Python. Change the {kind} through one name only, or "
+                "give one of them a copy (copy.deepcopy)."
+            )
+
+    def _check_places_apart(self, values) -> None:
+        """Refuses a carried place whose value holds the list or dict of another carried place
+        (`sto["v"]` holding the list whose item `sto["v"][1]` is: one path changes the item,
+        another rebinds `sto["v"]`): each is carried as arrays of its own, so a change made
+        through one would not show through the other, as in Python it does."""
+        places = {id(change.container): change for change in self.carried}
+        for change, value in zip(self.carried, values):
+            inside = _containers_in(value) if type(value) in (list, dict) else ()
+            other = next((places[i] for i in inside if places.get(i, change) is not change), None)
+            if other is None:
+                continue
+            kind = type(other.container).__name__
+            raise StagingError(
+                f"{change.label} holds the {kind} that {other.label} is in, and the staged "
+                f"{self.site.construct} ({self.site}) changes both (one may rebind "
+                f"{change.label}, another change the {kind} in place): it carries each as "
+                f"values of its own, so a change through one would not show through the "
+                f"other, as it does in Python. Change the {kind} through one name only, or "
+                f"store a copy ({change.label} = copy.deepcopy(...))."
+            )
 
     def _check_copies(self, out, state) -> None:
         """Refuses a variable that held a list or dict whose items the statement changes
@@ -1060,6 +1117,9 @@ class Effects:
                     snapshot.add(name, leaf)
             out = None  # (None: the trace raised)
             values = ()
+            # The lists and dicts the statement entered with (in its state and places), each
+            # with the copies this trace is given (see `_check_not_held_apart`).
+            given = _given_copies(entered, (*args[leading:n], *args[n:])) if carried else {}
             try:
                 with staging.tracking(snapshot):
                     for change, value in zip(carried, args[n:]):
@@ -1068,6 +1128,7 @@ class Effects:
                     out = fn(*args[:n])
                     values = tuple(self._created(change) for change in carried)
                     self._check_creation_order(carried)
+                    self._check_not_held_apart(given, [*names[leading:], *carried])
             finally:
                 changes = snapshot.changes()
                 if returns_state and isinstance(out, tuple):
@@ -1394,6 +1455,35 @@ def _kept(out, given) -> set[int]:
     return kept
 
 
+def _holder(holder) -> str:
+    """How a message names a variable (`'ref'`) or a carried place (`sto['v']`)."""
+    return f"'{holder}'" if isinstance(holder, str) else holder.label
+
+
+def _given_copies(originals, copies) -> dict[int, list]:
+    """{id of a list or dict in `originals`: [(its copy in `copies`, what the copy holds now,
+    the index of the variable or place), ...]}, through lists, dicts and tuples of the same
+    structure."""
+    found: dict[int, list] = {}
+    for index, pair in enumerate(zip(originals, copies)):
+        stack = [pair]
+        while stack:
+            original, copy_ = stack.pop()
+            if type(original) is not type(copy_) or original is copy_:
+                continue
+            if type(original) is list and len(original) == len(copy_):
+                stack.extend(zip(original, copy_))
+            elif type(original) is dict and original.keys() == copy_.keys():
+                stack.extend((original[k], copy_[k]) for k in original)
+            else:
+                if type(original) is tuple and len(original) == len(copy_):
+                    stack.extend(zip(original, copy_))
+                continue
+            entry = (copy_, identity.contents(copy_), index)
+            found.setdefault(id(original), []).append(entry)
+    return found
+
+
 def _containers_in(value) -> set[int]:
     """The ids of the lists and dicts `value` is or holds (through lists, dicts and tuples)."""
     found: set[int] = set()
@@ -1478,6 +1568,9 @@ class _Unwatched:
     def add_function(self, fn) -> None:
         pass
 
+    def made(self, obj) -> None:
+        pass
+
     def reaches(self, obj) -> bool:
         return False
 
@@ -1551,6 +1644,13 @@ def check_consumed(iterator, what: str, *, is_iterator: bool = False) -> None:
 def _type_name(iterator) -> str:
     """What Python calls the type of `iterator`: the runtime's iterators say (`enumerate`)."""
     return getattr(iterator, "type_name", None) or type(iterator).__name__
+
+
+def made(obj) -> None:
+    """Converted code made `obj` (called a user class) while blocks are traced or code is
+    watched: it is theirs (see `Snapshot.made`)."""
+    for snapshot in (*staging.trackers(), *(watch.snapshot for watch in staging.watches())):
+        snapshot.made(obj)
 
 
 def called(fn) -> None:

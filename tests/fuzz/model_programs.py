@@ -2,13 +2,14 @@
 
 `program(seed)` returns the source of a module defining `f(x, y)` over two Python ints plus:
 
-- `reset()`: puts every module-level value (globals, a module-level object, a list, a dict) back
+- `reset()`: puts every module-level value (globals, module-level objects, a list, a dict) back
   to its start value; the harness calls it before each run;
 - `snapshot()`: the module-level state after a run (compared exactly on the Python path);
 - `CLASSES`: the construct classes (numbers of `CLASS_NAMES`) the program contains.
 
 `f` always returns a flat tuple of ints: `a`, `b` and whatever state the program exposes
-(`len(acc)`, object attributes, the global counter, dict entries, list lengths), so results
+(`len(acc)`, object attributes, the items of an object's list attributes, the global counter,
+dict entries, list lengths), so results
 compare exactly under `jax.jit` and `jax.vmap` too. Values stay small (`% 97`, loops of at
 most 4 iterations), so int32 under jit equals Python's ints. Every program runs under plain
 Python without an exception on any input: temporaries are bound on every path that reads them,
@@ -48,6 +49,7 @@ CLASS_NAMES = {
     19: "list surgery under traced conditions: pop, swaps, loops, comprehensions",
     20: "ranges and iterators as objects: truth, ==, sum/min/max, reuse, the index after",
     21: "tables and stacks: items set by staged ifs read at traced indices, pops pushed back",
+    22: "lists of an object stored into attributes or dict items in staged code, changed by methods",
 }
 
 
@@ -882,6 +884,140 @@ class _Generator(ProgramWriter):
             self.emit(indent, f"{rows}.append({row})")
             self.emit(indent, f"a = ((a + {rows}[0][0] + 2 * {rows}[-1][0] + {row}[1]) % 97)")
 
+    # -- 22: containers stored into attributes or dict items, changed by methods -------------
+
+    def c22(self, indent: int, ctx: _Ctx) -> None:
+        """A `Box` (the local `box`, the module-level `BOX`, or one made here) whose list
+        attributes (`vals`, `prev`, `hist["last"]`) its methods change in place, rebind or store
+        into one another (`step`: `prev = vals`, then `vals[1]` changed; `snap`: `hist["last"] =
+        vals`; `roll`: `prev = vals`, then `vals` a new list; `tick`: a branch on its argument);
+        a local dict whose item and a local variable are bound to those lists (or another box's
+        attribute bound to them) in a staged `while` with a counter, a `for` over a small range
+        or an `if` on a traced condition, the box changed in the same iteration, a later one
+        (`if i == 1:`) or after; every alias read into `a`/`b` inside and after."""
+        o = self.rng.choice(["box", "box", "BOX"])
+        st, ref = self.fresh("sto"), self.fresh("ref")
+        two = None
+        if self.chance(0.35):
+            two = self.fresh("bx")
+            self.emit(indent, f"{two} = Box({self.atom(ctx)})")
+        start = self.rng.choice(["[a, 1]", "[0, 0]", f"{o}.prev", f"{o}.vals"])
+        self.emit(indent, f'{st} = {{"v": {start}, "n": 0}}')
+        first = self.rng.choice([f"{o}.vals", "[b, 2]", f'{st}["v"]', f"{o}.hist['last']"])
+        self.emit(indent, f"{ref} = {first}")
+        r = self.rng.random()
+        if r < 0.4:
+            k = self.fresh("k")
+            self.emit(indent, f"{k} = 0")
+            n = self.rng.randint(1, 3)
+            if self.chance(0.6):
+                self.emit(indent, f"while {k} < {n} and {self.cond(ctx)}:")
+            else:
+                self.emit(indent, f"while {k} < {n}:")
+            self.emit(indent + 1, f"{k} += 1")
+            body = self.loop_ctx(ctx, k, True)
+            self.box_ops(indent + 1, body, o, st, ref, two, k, self.rng.randint(2, 4))
+        elif r < 0.75:
+            i = self.fresh("i")
+            self.for_header(indent, i)
+            body = self.loop_ctx(ctx, i, True)
+            self.box_ops(indent + 1, body, o, st, ref, two, i, self.rng.randint(2, 4))
+        else:
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            self.box_ops(indent + 1, ctx.nest(), o, st, ref, two, None, self.rng.randint(1, 3))
+            if self.chance(0.6):
+                self.emit(indent, "else:")
+                self.box_ops(indent + 1, ctx.nest(), o, st, ref, two, None, self.rng.randint(1, 2))
+        if self.chance(0.5):
+            self.box_ops(indent, ctx, o, st, ref, two, None, self.rng.randint(1, 2))
+        self.emit(indent, f'a = (a + {st}["v"][0] + 2 * {st}["v"][1] + {st}["n"]) % 97')
+        tail = f" + {two}.vals[0] + {two}.prev[1]" if two else ""
+        self.emit(
+            indent,
+            f"b = (b + {ref}[0] + 3 * {ref}[1] + {o}.prev[0] + {o}.hist['last'][1]{tail}) % 97",
+        )
+
+    def box_ops(self, indent, ctx, o, st, ref, two, idx, count) -> None:
+        """`count` statements (of class 22) on box `o`, dict `st`, variable `ref` and the other
+        box `two` (or None), in a loop whose counter or index is `idx` (or None)."""
+        for _ in range(count):
+            self.box_op(indent, ctx, o, st, ref, two, idx)
+        if idx is not None and ctx.depth < 2 and self.chance(0.15):
+            self.block(indent, ctx, (1, 1))
+
+    def box_op(self, indent, ctx, o, st, ref, two, idx, nested: bool = False) -> None:
+        lists = [f"{o}.vals", f"{o}.vals", f"{o}.prev", f"{o}.hist['last']"]
+        if two:
+            lists.append(f"{two}.vals")
+        e = self.expr(ctx)
+        r = self.rng.random()
+        if r < 0.2:  # a dict item bound to a list of the box
+            self.emit(indent, f'{st}["v"] = {self.rng.choice(lists)}')
+        elif r < 0.3:
+            item = f'{st}["v"]'
+            self.emit(indent, f"{ref} = {self.rng.choice(lists + [item])}")
+        elif r < 0.5:  # a method changing the box
+            self.emit(
+                indent,
+                self.rng.choice(
+                    [
+                        f"{o}.add({e})",
+                        f"{o}.add({e})",
+                        f"{o}.step({e})",
+                        f"{o}.snap()",
+                        f"{o}.roll({e})",
+                        f"{o}.tick({e})",
+                        f"keep({st}, {o})",
+                    ]
+                    + ([f"{two}.add({e})", f"{two}.step({e})"] if two else [])
+                ),
+            )
+        elif r < 0.58:  # an attribute bound to another object's list
+            if two:
+                self.emit(
+                    indent,
+                    self.rng.choice(
+                        [f"{two}.vals = {o}.vals", f"{two}.prev = {ref}", f"{o}.prev = {two}.vals"]
+                    ),
+                )
+            else:
+                self.emit(indent, self.rng.choice([f'{o}.prev = {st}["v"]', f"{o}.prev = {ref}"]))
+        elif r < 0.68:  # written through an alias
+            self.emit(
+                indent,
+                self.rng.choice(
+                    [
+                        f'{st}["v"][1] = ({st}["v"][1] + {e}) % 97',
+                        f"{ref}[0] = ({ref}[0] + {e}) % 97",
+                    ]
+                ),
+            )
+        elif r < 0.74:
+            self.emit(indent, f'{st}["n"] = ({st}["n"] + {idx if idx else 1}) % 97')
+        elif r < 0.86:  # reads
+            self.emit(
+                indent,
+                self.rng.choice(
+                    [
+                        f'a = (a + {st}["v"][0]) % 97',
+                        f"b = (b + {ref}[1] * 2) % 97",
+                        f"a = (a + {o}.prev[0] + {o}.vals[1]) % 97",
+                        f"b = (b + {o}.hist['last'][0]) % 97",
+                    ]
+                ),
+            )
+        elif nested:
+            self.emit(indent, f"{o}.add({e})")
+        elif idx is not None and self.chance(0.5):  # the same, a later or an earlier iteration
+            self.emit(indent, f"if {idx} {self.rng.choice(['==', '>', '<'])} 1:")
+            self.box_op(indent + 1, ctx.nest(), o, st, ref, two, idx, True)
+        else:
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            self.box_op(indent + 1, ctx.nest(), o, st, ref, two, idx, True)
+            if self.chance(0.5):
+                self.emit(indent, "else:")
+                self.box_op(indent + 1, ctx.nest(), o, st, ref, two, idx, True)
+
     def list_print(self, indent: int, ctx: _Ctx, out: _Lst, extra: tuple = ()) -> None:
         v = self.rng.choice(["a", "b"] + list(ctx.names) + list(extra))
         self.emit(
@@ -1122,6 +1258,10 @@ class _Generator(ProgramWriter):
             ret += ["COUNT"]
         if on(7):
             ret += ['d["k"]', 'd["m"]', "len(lst)", "len(LST)", 'D["n"]']
+        if on(22):
+            ret += ["box.vals[0]", "box.vals[1]", "box.prev[0]", "box.prev[1]"]
+            ret += ["box.hist['last'][0]", "box.hist['n']", "BOX.vals[0]", "BOX.vals[1]"]
+            ret += ["BOX.prev[0]", "BOX.hist['last'][1]", "BOX.hist['n']"]
         self.ret = "(" + ", ".join(ret) + ")"
 
         body_start = len(self.lines)
@@ -1154,8 +1294,44 @@ class _Generator(ProgramWriter):
         if on(7):
             L("LST = []")
             L("D = {}")
+        if on(22):
+            L("BOX = None")
         L("")
         L("")
+        if on(22):
+            L("class Box:")
+            L("    def __init__(self, v):")
+            L("        self.vals = [v % 97, 1]")
+            L("        self.prev = [0, 0]")
+            L('        self.hist = {"last": [0, 0], "n": 0}')
+            L("")
+            L("    def add(self, v):")
+            L("        self.vals[0] = (self.vals[0] + v) % 97")
+            L("")
+            L("    def step(self, v):")
+            L("        self.prev = self.vals")
+            L("        self.vals[1] = (self.vals[1] + v) % 97")
+            L("")
+            L("    def snap(self):")
+            L('        self.hist["last"] = self.vals')
+            L('        self.hist["n"] = (self.hist["n"] + 1) % 97')
+            L("")
+            L("    def roll(self, v):")
+            L("        self.prev = self.vals")
+            L("        self.vals = [self.vals[1], v % 97]")
+            L("")
+            L("    def tick(self, v):")
+            L("        if v > self.vals[0]:")
+            L("            self.vals[0] = v % 97")
+            L("        else:")
+            L("            self.prev[1] = (self.prev[1] + 1) % 97")
+            L("")
+            L("")
+            L("def keep(d, o):")
+            L('    d["v"] = o.vals')
+            L("    o.add(1)")
+            L("")
+            L("")
         if on(5):
             L("class Acc:")
             L("    def __init__(self, start):")
@@ -1237,7 +1413,7 @@ class _Generator(ProgramWriter):
         L("")
         L("")
         L("def reset():")
-        names = [n for c, n in ((6, "COUNT"), (5, "STATE"), (7, "LST, D")) if on(c)]
+        names = [n for c, n in ((6, "COUNT"), (5, "STATE"), (7, "LST, D"), (22, "BOX")) if on(c)]
         if names:
             L(f"    global {', '.join(names)}")
         if on(6):
@@ -1247,6 +1423,8 @@ class _Generator(ProgramWriter):
         if on(7):
             L("    LST = [4, 5, 6]")
             L('    D = {"n": 3}')
+        if on(22):
+            L("    BOX = Box(5)")
         if not names:
             L("    pass")
         L("")
@@ -1259,6 +1437,9 @@ class _Generator(ProgramWriter):
             snap += ["STATE.total", "STATE.hits"]
         if on(7):
             snap += ["list(LST)", "dict(D)"]
+        if on(22):
+            snap += ["list(BOX.vals)", "list(BOX.prev)", "list(BOX.hist['last'])"]
+            snap += ["BOX.hist['n']", "BOX.prev is BOX.vals", "BOX.hist['last'] is BOX.vals"]
         L(f"    return ({', '.join(snap)}{',' if len(snap) == 1 else ''})")
         L("")
         L("")
@@ -1271,6 +1452,8 @@ class _Generator(ProgramWriter):
         if on(7):
             L('    d = {"k": 1, "m": 2}')
             L("    lst = [x % 5, 7, y % 11]")
+        if on(22):
+            L("    box = Box(b)")
         if on(4):
             L(f"    kind = {self.kind}")
         if on(11):
