@@ -845,12 +845,14 @@ class Effects:
     carries and the statement is staged again. Afterwards each place holds its final value.
     """
 
-    def __init__(self, functions, site, aliased=(), stores=(), reads=None):
+    def __init__(self, functions, site, aliased=(), stores=(), reads=None, owned=()):
         self.functions = [f for f in functions if isinstance(f, types.FunctionType)]
         self.site = site
         # A loop's variables that an iteration may read before binding them (as the one before
         # left them); None: any may be.
         self.reads = None if reads is None else frozenset(reads)
+        # A loop's variables whose containers no other name can see (`ownership.owned_names`).
+        self.owned = frozenset(owned)
         # Statements of the block that store a list or dict the function changes in place
         # after it into another container (`record["best"] = params`): refused when staged.
         self.stores = tuple(stores)
@@ -925,6 +927,10 @@ class Effects:
                 watched = [*self._bound_outside[index], value] if bound else []
                 if may_skip and type(before) in (list, dict) and value is not before:
                     watched.append(before)  # Python's, where the loop runs no iteration
+                    if index >= n or names[index] not in self.owned:
+                        # Other names may reach it: a change through the new object is Python's
+                        # change of it (`BOX.vals` rebound in the loop, `BOX.step(x)` after).
+                        watched.append(value)
                 if watched:
                     how = "bound" if bound else "entered"
                     label = f"'{names[index]}'" if index < n else labels[index]

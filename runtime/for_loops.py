@@ -509,6 +509,7 @@ def for_stmt(
     sums=(),
     aliased=(),
     stores=(),
+    owned=(),
     construct="for loop",
 ):
     """Functional form of a for statement.
@@ -540,14 +541,15 @@ def for_stmt(
     user code with `i`), where a traced item would not be exact. Python state the loop changes
     is carried too, or refused (see `runtime.effects`; `aliased`: the variables whose lists and
     dicts other names may reach and change in place; `stores`: the body's stores of such a
-    container into another, refused when staged; `construct`: what errors call the loop, a
+    container into another, refused when staged; `owned`: the variables whose containers no
+    other name can see; `construct`: what errors call the loop, a
     "list comprehension" the comprehensions pass wrote as one).
     """
     site = Site(construct)
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = check_count(checkpoints, "checkpoints", 2, site)
     functions = (body, extra_test, exit_test, on_exit)
-    effects = Effects(functions, site, aliased, stores, (*reads, *sums))
+    effects = Effects(functions, site, aliased, stores, (*reads, *sums), owned)
     plain = (body, extra_test, symbol_names)
     exit_ = None
     if exit_test is not None:

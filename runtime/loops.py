@@ -43,6 +43,7 @@ def while_stmt(
     compared=(),
     aliased=(),
     stores=(),
+    owned=(),
 ):
     """Functional form of a while statement.
 
@@ -66,7 +67,8 @@ def while_stmt(
     `runtime.effects`). `reads`, `sums`, `test_reads`, `compared`: what the conversion knows of
     the state's uses, for `runtime.peeling`; `aliased`: the variables whose lists and dicts
     other names may reach and change in place; `stores`: the body's stores of such a container
-    into another, refused when staged (see `Effects`).
+    into another, refused when staged; `owned`: the variables whose containers no other name
+    can see (see `Effects`).
     """
     site = Site("while loop")
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
@@ -81,7 +83,8 @@ def while_stmt(
 
     def staged(state, iterations, first):
         left = None if max_iterations is None else max_iterations - iterations
-        effects = Effects(functions, site, aliased, stores, (*reads, *sums, *test_reads))
+        reads_ = (*reads, *sums, *test_reads)
+        effects = Effects(functions, site, aliased, stores, reads_, owned)
         out = effects.run(
             state,
             symbol_names,

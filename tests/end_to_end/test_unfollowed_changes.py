@@ -912,3 +912,55 @@ def test_one_list_carried_at_two_places_a_branch_changes_is_refused(fn, message)
     with pytest.raises(StagingError, match=message) as e:
         jax.jit(transpiler.convert(fn))(0, 0)
     assert "test_unfollowed_changes.py:" in str(e.value)
+
+
+class _Rolling:
+    def __init__(self):
+        self.vals = [5, 1]
+        self.prev = [0, 0]
+
+    def roll(self, v):
+        self.prev = self.vals
+        self.vals = [self.vals[1], v]
+
+    def step(self, v):
+        self.prev = self.vals
+        self.vals[1] = self.vals[1] + v
+
+
+def rebound_by_a_loop_that_may_not_run_then_changed(x, y):
+    box = _Rolling()
+    first = box.vals
+    k = 0
+    while k < 1 and x >= y:
+        k += 1
+        box.roll(x)
+    box.step(x)  # Python's changes `first` where the loop ran no iteration
+    return first[1], box.vals[1]
+
+
+class _Ops:
+    def bump(self, items):
+        items[1] = items[1] + 7
+
+
+def named_by_a_loop_that_may_not_run_then_changed(x, y, shared):
+    v = shared
+    k = 0
+    while k < 1 and x >= y:
+        k += 1
+        v = [v[1], x]
+    _Ops().bump(v)
+    return v[1], shared[1]
+
+
+@pytest.mark.parametrize("args", [(0, 1), (1, 0)])
+def test_what_a_loop_that_may_not_run_rebinds_then_a_method_changes_is_refused(args):
+    # Python's place (or variable) is the object it held before where the loop runs no
+    # iteration: the change shows through the other names that hold it (`first`, `shared`);
+    # the staged one is a new object (1 where Python gives 2, 1 where it gives 8).
+    with pytest.raises(StagingError, match=r"box.vals holds a new list after the staged while"):
+        jax.jit(transpiler.convert(rebound_by_a_loop_that_may_not_run_then_changed))(*args)
+    fn = jax.jit(transpiler.convert(named_by_a_loop_that_may_not_run_then_changed))
+    with pytest.raises(StagingError, match=r"'v' holds a new list after the staged while"):
+        fn(*args, [5, 1])

@@ -442,10 +442,17 @@ class _ControlFlow(Transformer):
 
     def _aliased_option(self, node, names) -> list[gast.keyword]:
         """`aliased=(...)`: the loop's variables whose lists and dicts other names may reach
-        and change in place after it (see runtime.effects.Effects)."""
+        and change in place after it; `owned=(...)`: those whose containers no other name can
+        see (see runtime.effects.Effects)."""
         after = self.aliased[-1].get(node, frozenset())
-        found = tuple(name for name in names if name in after)
-        return [gast.keyword(arg="aliased", value=templates.constant(found))] if found else []
+        keywords = []
+        for option, found in (
+            ("aliased", tuple(name for name in names if name in after)),
+            ("owned", tuple(name for name in names if name in self._owned())),
+        ):
+            if found:
+                keywords.append(gast.keyword(arg=option, value=templates.constant(found)))
+        return keywords
 
     def _restart_options(self, node, names) -> list[gast.keyword]:
         """`reads=(...)`, `sums=(...)`: the state variables whose values before the loop its
