@@ -25,7 +25,17 @@ from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
 
 
 def if_stmt(
-    pred, if_true, if_false, state, *, symbol_names, aliased=None, refused=(), stores=(), owned=()
+    pred,
+    if_true,
+    if_false,
+    state,
+    *,
+    symbol_names,
+    aliased=None,
+    refused=(),
+    stores=(),
+    owned=(),
+    unread=(),
 ):
     """Functional form of an if statement.
 
@@ -48,14 +58,15 @@ def if_stmt(
     which the runtime's own `if`s (a loop's masked iteration) refuse different objects;
     `stores`, (statement, name) of the branches' stores of such a container into another
     (`record["best"] = params`), which a staged `if` refuses; `owned`, the variables that own
-    their containers (no other name can see which object they hold).
+    their containers (no other name can see which object they hold); `unread`, the variables
+    it takes that no branch reads (it gives them back, or binds them first).
     """
     if if_false is None:  # no `else`: the state as it is
         if_false = keeping_state(len(symbol_names))
     pred = staging.condition(pred)
     if is_staged(pred):
         site = Site("if statement")
-        effects = Effects((if_true, if_false), site, stores=stores)
+        effects = Effects((if_true, if_false), site, stores=stores, unread=unread)
         return effects.run(
             state,
             symbol_names,

@@ -845,12 +845,15 @@ class Effects:
     carries and the statement is staged again. Afterwards each place holds its final value.
     """
 
-    def __init__(self, functions, site, aliased=(), stores=(), reads=None, owned=()):
+    def __init__(self, functions, site, aliased=(), stores=(), reads=None, owned=(), unread=()):
         self.functions = [f for f in functions if isinstance(f, types.FunctionType)]
         self.site = site
         # A loop's variables that an iteration may read before binding them (as the one before
         # left them); None: any may be.
         self.reads = None if reads is None else frozenset(reads)
+        # The variables a statement takes and does not read (an `if`'s: its branches give
+        # them back, or bind them first); those a loop does not read before binding them.
+        self.unread = frozenset(unread)
         # A loop's variables whose containers no other name can see (`ownership.owned_names`).
         self.owned = frozenset(owned)
         # Statements of the block that store a list or dict the function changes in place
@@ -943,8 +946,23 @@ class Effects:
         """Refuses a list or dict that two of the statement's variables and places hold as it
         begins (`ref = sto["v"]`, and the place `sto["v"]`), which the trace changed through
         one of them (`ref[1] += 1`, or a method given it): each was given a copy of its own,
-        and the change went to one copy only. (`holders`: the variables' names, then the
-        carried places.)"""
+        and the change went to one copy only; and one that holds a carried place while a
+        variable holds it (`b = a`, `a[0] = x` in the block): the variable's copy does not
+        show the place. (`holders`: the variables' names, then the carried places.)"""
+        for holder in holders:
+            copies = given.get(id(holder.container)) if isinstance(holder, Change) else None
+            if copies:
+                copies = [c for c in copies if not self._unread(holders[c[2]])]
+            if copies:  # `b = a`, then `a[0] = x` where `b` is the block's and `a` is not
+                kind = type(holder.container).__name__
+                raise StagingError(
+                    f"{_holder(holders[copies[0][2]])} holds the {kind} that {holder.label} is "
+                    f"in as the staged {self.site.construct} ({self.site}) begins, and it "
+                    f"changes {holder.label}: it gives {_holder(holders[copies[0][2]])} a copy "
+                    "of its own, which would not show the change, as it does in Python. "
+                    f"Change the {kind} through one name only, or give one of them a copy "
+                    "(copy.deepcopy)."
+                )
         for copies in given.values():
             if len(copies) < 2 or all(isinstance(holders[c[2]], str) for c in copies):
                 continue  # (variables alone: see `control_flow._identities`, `Carry`)
@@ -962,6 +980,15 @@ class Effects:
                 f"{other}, as it does in Python. Change the {kind} through one name only, or "
                 "give one of them a copy (copy.deepcopy)."
             )
+
+    def _unread(self, holder) -> bool:
+        """Whether `holder` is a variable the statement takes without reading it (see
+        `unread`; a loop's, from `reads`: its variables it does not read before binding)."""
+        if not isinstance(holder, str):
+            return False
+        if holder in self.unread:
+            return True
+        return self.reads is not None and holder in self.names and holder not in self.reads
 
     def _check_places_apart(self, values) -> None:
         """Refuses a carried place whose value holds the list or dict of another carried place

@@ -964,3 +964,42 @@ def test_what_a_loop_that_may_not_run_rebinds_then_a_method_changes_is_refused(a
     fn = jax.jit(transpiler.convert(named_by_a_loop_that_may_not_run_then_changed))
     with pytest.raises(StagingError, match=r"'v' holds a new list after the staged while"):
         fn(*args, [5, 1])
+
+
+def read_through_an_alias_then_rebound(x):
+    a = [0.0]
+    b = a
+    y = 0.0
+    if x > 0:
+        a[0] = x
+        y = b[0] * 2.0  # Python's `b` is `a`: it shows the change
+        b = None
+    return y
+
+
+class _Cell:
+    def __init__(self):
+        self.state = {"h": [0.0, 0.0]}
+
+    def step(self, x):
+        self.state["h"][0] = self.state["h"][0] + x
+
+
+def snapshot_of_a_cell_read_after_its_step(x):
+    cell = _Cell()
+    prev = cell.state["h"]
+    if x > 0:
+        cell.step(x)
+        prev = [prev[0], prev[1]]
+    return prev[0]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [read_through_an_alias_then_rebound, snapshot_of_a_cell_read_after_its_step],
+)
+def test_a_variable_holding_what_a_branch_changes_through_another_name_is_refused(fn):
+    # The branch's variable was a copy, the change went to the list itself: 0.0 where Python
+    # gives 4.0 (2.0 for the cell's snapshot).
+    with pytest.raises(StagingError, match=r"holds the list that .* is in as the staged if"):
+        jax.jit(transpiler.convert(fn))(jnp.float32(2.0))

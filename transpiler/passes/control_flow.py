@@ -109,6 +109,20 @@ def state(node: gast.stmt, scope: activity.Scope) -> tuple[list[str], list[str]]
     return outputs, outputs + sorted((modified & live_in) - live_out)
 
 
+def _may_change_in_place(stmts) -> bool:
+    """Whether `stmts` may change an object in place: they call something, or assign or
+    delete an item or an attribute."""
+    for stmt in stmts:
+        for node in structure.walk_nodes(stmt):
+            if isinstance(node, (gast.Call, gast.Delete)):
+                return True
+            if isinstance(node, (gast.Subscript, gast.Attribute)) and isinstance(
+                node.ctx, gast.Store
+            ):
+                return True
+    return False
+
+
 def read_inputs(node: gast.stmt, scope: activity.Scope) -> list[str]:
     """The inputs whose values the statement reads. The rest (an `if` whose branches both
     assign `y`) need no value: they are passed in as `rt__.Undefined` placeholders."""
@@ -287,6 +301,13 @@ class _ControlFlow(Transformer):
         owned = tuple(sorted(n for n in outputs if n in self._owned()))
         if owned:
             keyword = gast.keyword(arg="owned", value=templates.constant(owned))
+            converted[-1].value.keywords.append(keyword)
+        # Those it takes that no branch reads (it gives them back, or binds them first), where
+        # a branch may change state outside its variables (see runtime.effects.Effects).
+        reads = anno.getanno(node, _A.BODY_ACTIVITY).reads
+        unread = tuple(n for n in inputs if isinstance(n, str) and n not in reads)
+        if unread and _may_change_in_place(node.body + node.orelse):
+            keyword = gast.keyword(arg="unread", value=templates.constant(unread))
             converted[-1].value.keywords.append(keyword)
         converted[-1].value.keywords.extend(stores)
         return converted
