@@ -928,16 +928,18 @@ class Effects:
             for index, (value, before) in enumerate(zip(out, extended)):
                 bound = index in self._bound_outside
                 watched = [*self._bound_outside[index], value] if bound else []
+                entered = None
                 if may_skip and type(before) in (list, dict) and value is not before:
                     watched.append(before)  # Python's, where the loop runs no iteration
-                    if index >= n or names[index] not in self.owned:
-                        # Other names may reach it: a change through the new object is Python's
-                        # change of it (`BOX.vals` rebound in the loop, `BOX.step(x)` after).
+                    if not bound and (index >= n or names[index] not in self.owned):
+                        # A change through the new object is Python's change of it (`BOX.vals`
+                        # rebound in the loop, `BOX.step(x)` after), which other names may see.
                         watched.append(value)
+                        entered = before
                 if watched:
                     how = "bound" if bound else "entered"
                     label = f"'{names[index]}'" if index < n else labels[index]
-                    identity.detached(label, self.site, value, watched, how=how)
+                    identity.detached(label, self.site, value, watched, how=how, entered=entered)
             for change, value in zip(self.carried, out[n:]):
                 change.set(value)
             return out[:n]

@@ -81,6 +81,9 @@ class _Detached:
     how: str  # "chosen" by a condition, "bound" in a loop's iteration, "entered" a loop with
     held: list  # what the objects held once the statement ended (`contents`; `settle`)
     value: object  # the new object the variable holds (see `settle`)
+    # The object Python's variable holds where the loop ran no iteration, where a change
+    # through `value` counts only while something else holds it (see `detached`).
+    entered: object = None
 
     def alive(self) -> bool:
         """Whether anything but this record holds the new object, or a list or dict inside it
@@ -103,7 +106,16 @@ class _Detached:
 
     def changed(self, before=None) -> bool:
         held = self.held if before is None else before
-        return any(changed_since(o, c) for o, c in zip(self.objects, held))
+        return any(
+            changed_since(o, c) and not (o is self.value and self._entered_unseen())
+            for o, c in zip(self.objects, held)
+        )
+
+    def _entered_unseen(self) -> bool:
+        """Whether nothing but this record holds `entered`: a change through `value`, which
+        Python makes to it where the loop ran no iteration, then shows nowhere else.
+        (`sys.getrefcount` counts its argument and this record's two references.)"""
+        return self.entered is not None and sys.getrefcount(self.entered) <= _ENTERED_REFERENCES
 
 
 def _items(container):
@@ -149,12 +161,19 @@ def _check(entries) -> None:
             raise StagingError(_changed_message(entry, None))
 
 
-def detached(label: str, site: Site, value, objects, *, how: str = "chosen") -> None:
+# The references `_Detached._entered_unseen` finds to an object nothing else holds.
+_ENTERED_REFERENCES = 3
+
+
+def detached(label: str, site: Site, value, objects, *, how: str = "chosen", entered=None) -> None:
     """Records that a staged statement (at `site`) left a variable (`label`) holding a new
     list, dict or tuple (`value`) where Python's holds one of two others (`how`: "chosen"), the
     one an iteration of a loop bound it to ("bound"), or the one it held before a loop that
     may run no iteration ("entered"): `objects`, the lists and dicts whose change in place
-    would show (see `runtime.control_flow._record_detached`), while `value` lives."""
+    would show (see `runtime.control_flow._record_detached`), while `value` lives. `entered`:
+    of `objects`, the one Python's variable holds where the loop ran no iteration, `value`
+    among `objects` for it: a change through `value` is refused only while another name holds
+    `entered` (nothing else can show it)."""
     stack = _DETACHED.get()
     kept = tuple({id(o): o for o in objects if type(o) in (list, dict)}.values())
     if not stack or not kept:
@@ -163,7 +182,7 @@ def detached(label: str, site: Site, value, objects, *, how: str = "chosen") -> 
     if any({id(o) for o in entry.objects} == ids for record in stack for entry in record):
         return  # watched already (the statement traced again: a retrace)
     kind = type(value).__name__
-    stack[-1].append(_Detached(label, kind, site, kept, how, [], value))
+    stack[-1].append(_Detached(label, kind, site, kept, how, [], value, entered))
 
 
 # Per staged loop being traced: whether it runs at least once (a scan of a known, non-zero

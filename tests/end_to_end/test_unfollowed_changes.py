@@ -1003,3 +1003,26 @@ def test_a_variable_holding_what_a_branch_changes_through_another_name_is_refuse
     # gives 4.0 (2.0 for the cell's snapshot).
     with pytest.raises(StagingError, match=r"holds the list that .* is in as the staged if"):
         jax.jit(transpiler.convert(fn))(jnp.float32(2.0))
+
+
+class _Settling:
+    def __init__(self):
+        self.state = {"x": jnp.float32(0.0), "n": 0}
+
+    def mark(self):
+        self.state["done"] = 1
+
+
+def rebuilt_until_settled_then_marked(t):
+    b = _Settling()
+    while jnp.abs(b.state["x"] - t) > 0.1:
+        b.state = {"x": b.state["x"] + 0.5 * (t - b.state["x"]), "n": b.state["n"] + 1}
+    b.mark()  # where the loop ran no iteration, Python marks the dict nothing else holds
+    return b.state["x"], b.state["n"], b.state["done"]
+
+
+@pytest.mark.parametrize("t", [3.0, 0.05])
+def test_what_a_loop_rebinds_changed_after_it_is_exact_where_nothing_else_holds_the_old(t):
+    # Refused at b0e37d5 (helper 113): the dict the loop entered with is Python's only where
+    # the loop ran no iteration, and then nothing but `b.state` held it.
+    check_jit(rebuilt_until_settled_then_marked, jnp.float32(t))
