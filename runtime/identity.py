@@ -104,17 +104,22 @@ class _Detached:
                 inner.extend(_items(item))
         return False
 
-    def changed(self, before=None) -> bool:
+    def changed(self, before=None, entered_seen: bool = True) -> bool:
+        """Whether any of `objects` holds other than `before` (default: `held`) now; a change of
+        `value` does not count where `entered_seen` is False (see `entered_unseen`)."""
         held = self.held if before is None else before
         return any(
-            changed_since(o, c) and not (o is self.value and self._entered_unseen())
+            changed_since(o, c) and (entered_seen or o is not self.value)
             for o, c in zip(self.objects, held)
         )
 
-    def _entered_unseen(self) -> bool:
-        """Whether nothing but this record holds `entered`: a change through `value`, which
-        Python makes to it where the loop ran no iteration, then shows nowhere else.
-        (`sys.getrefcount` counts its argument and this record's two references.)"""
+    def entered_unseen(self) -> bool:
+        """Whether nothing but this record holds `entered` now: a change through `value`,
+        which Python makes to it where the loop ran no iteration, then shows nowhere else. Asked
+        before a call (`held`): what the call does with the object cannot be told after it (it
+        may hand it on, or drop it after reading it); where the change is found as the
+        converted call returns, its names are gone, and it counts. (`sys.getrefcount` counts
+        its argument and this record's two references.)"""
         return self.entered is not None and sys.getrefcount(self.entered) <= _ENTERED_REFERENCES
 
 
@@ -257,7 +262,8 @@ def recorded() -> bool:
 
 def held() -> list:
     """What the detached objects whose variables still hold the new object (see `detached`)
-    hold now, to check after a call made from converted code (`check_unchanged`). The
+    hold now, and whether another name holds the object a loop entered with (`entered_seen`),
+    to check after a call made from converted code (`check_unchanged`). The
     entries whose new objects nothing holds any more (the variable was rebound) are dropped,
     but for those of a statement still being traced (`settle` may hand them its variable's)."""
     found = []
@@ -266,7 +272,8 @@ def held() -> list:
         for entry in record:
             if entry.alive():
                 kept.append(entry)
-                found.append((entry, [contents(o) for o in entry.objects]))
+                contents_ = [contents(o) for o in entry.objects]
+                found.append((entry, contents_, not entry.entered_unseen()))
             elif not entry.held:
                 kept.append(entry)
         record[:] = kept
@@ -277,9 +284,13 @@ def check_unchanged(held_before: list, fn) -> None:
     """Refuses a call, of `fn`, that changed in place an object a staged statement detached a
     variable from: the staged variable would not show the change (or show it where Python's
     does not)."""
-    for entry, before in held_before:
-        if entry.changed(before):
+    for entry, before, entered_seen in held_before:
+        if entry.changed(before, entered_seen):
             raise StagingError(_changed_message(entry, fn))
+        if not entered_seen and entry.held:
+            # The call changed only the new object, which nothing else shows: what it holds
+            # now is what later changes are told from (`_check`, `settle`).
+            entry.held[:] = [contents(o) for o in entry.objects]
 
 
 def _changed_message(entry: _Detached, fn) -> str:

@@ -1026,3 +1026,47 @@ def test_what_a_loop_rebinds_changed_after_it_is_exact_where_nothing_else_holds_
     # Refused at b0e37d5 (helper 113): the dict the loop entered with is Python's only where
     # the loop ran no iteration, and then nothing but `b.state` held it.
     check_jit(rebuilt_until_settled_then_marked, jnp.float32(t))
+
+
+class _Swap:
+    def __init__(self, held):
+        self.prev = held
+
+    def step(self, s):
+        s["a"] = s["a"] + 1.0
+        old, self.prev = self.prev, s  # gives up the dict it held, inside the call
+        return old["a"]
+
+
+def alias_read_after_an_unlinked_change(x, n):
+    s = {"a": x}
+    alias = s
+    i = 0
+    while i < n:
+        s = {"a": s["a"] + 1.0}
+        i += 1
+    t = operator.itemgetter(0)([s])  # a name conversion cannot link to `s`
+    t["a"] = t["a"] + 1.0
+    return alias["a"], s["a"]
+
+
+def held_by_an_object_that_lets_go_in_the_call(x, n):
+    s = {"a": x}
+    h = _Swap(s)
+    i = 0
+    while i < n:
+        s = {"a": s["a"] + 1.0}
+        i += 1
+    return h.step(s), s["a"]
+
+
+@pytest.mark.parametrize(
+    "fn", [alias_read_after_an_unlinked_change, held_by_an_object_that_lets_go_in_the_call]
+)
+def test_the_entered_object_held_elsewhere_when_a_change_is_made_is_refused(fn):
+    # Where the loop ran no iteration Python's change goes to the dict `alias` (or `h.prev`)
+    # holds too: 1.0 where Python gives 2.0. The check of who holds it was made after the call
+    # (or as the function returned), when those names had let go of it (helper 114).
+    assert fn(1.0, 0) == (2.0, 2.0)
+    with pytest.raises(StagingError, match=r"'s' holds a new dict after the staged while"):
+        jax.jit(transpiler.convert(fn))(jnp.float32(1.0), jnp.int32(0))
