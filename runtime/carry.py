@@ -264,11 +264,7 @@ class Carry:
         appends = probed.count if balanced else probed.count * trip_count
         where = f" at {probed.where}" if probed.where else ""
         if comprehension:
-            origin = lists_.Origin(
-                lists_.comprehension_list(name),
-                f"is built by a {site.construct} ({site}) with a traced filter, or over a "
-                "list of traced length",
-            )
+            origin = lists_.comprehension_origin(name, site)
         elif probed.conditional or not self.stops_early:
             origin = lists_.Origin(
                 name,

@@ -509,19 +509,8 @@ def _appended_in(name: str, site: Site) -> lists.Origin:
 
 def _pair_containers(original, copy_, copies: dict) -> None:
     """Records each list and dict of `copy_` (a `staging.fresh` copy) with its original."""
-    if type(original) is not type(copy_):
-        return
-    if type(original) is list and len(original) == len(copy_):
-        copies[id(copy_)] = (copy_, original)
-        for a, b in zip(original, copy_):
-            _pair_containers(a, b, copies)
-    elif type(original) is dict and original.keys() == copy_.keys():
-        copies[id(copy_)] = (copy_, original)
-        for key in original:
-            _pair_containers(original[key], copy_[key], copies)
-    elif type(original) is tuple and len(original) == len(copy_):
-        for a, b in zip(original, copy_):
-            _pair_containers(a, b, copies)
+    for a, b in identity.container_pairs(original, copy_):
+        copies[id(b)] = (b, a)
 
 
 # An object only the branch's list of outputs holds (and the loop's variable, and

@@ -957,10 +957,11 @@ class Effects:
                 copies = [c for c in copies if not self._unread(holders[c[2]])]
             if copies:  # `b = a`, then `a[0] = x` where `b` is the block's and `a` is not
                 kind = type(holder.container).__name__
+                variable = _holder(holders[copies[0][2]])
                 raise StagingError(
-                    f"{_holder(holders[copies[0][2]])} holds the {kind} that {holder.label} is "
+                    f"{variable} holds the {kind} that {holder.label} is "
                     f"in as the staged {self.site.construct} ({self.site}) begins, and it "
-                    f"changes {holder.label}: it gives {_holder(holders[copies[0][2]])} a copy "
+                    f"changes {holder.label}: it gives {variable} a copy "
                     "of its own, which would not show the change, as it does in Python. "
                     f"Change the {kind} through one name only, or give one of them a copy "
                     "(copy.deepcopy)."
@@ -1151,7 +1152,7 @@ class Effects:
                         continue
                     snapshot.add(name, leaf)
             out = None  # (None: the trace raised)
-            values = ()
+            values, originals = (), {}
             # The lists and dicts the statement entered with (in its state and places), each
             # with the copies this trace is given (see `_check_not_held_apart`).
             given = _given_copies(entered, (*args[leading:n], *args[n:])) if carried else {}
@@ -1171,8 +1172,10 @@ class Effects:
                     # changed (`store["v"] = acc.vals` before `acc.add(x)`) is about to be put
                     # back, as the container is.
                     out, values = _detached(out, changes), _detached(values, changes)
-                    given = (*args[leading:n], *args[n:])
-                    self._check_not_bound_outside((*out, *values), given, out, values, snapshot)
+                    originals = {**_originals(out), **_originals(values)}
+                    self._check_not_bound_outside(
+                        (*out, *values), (*args[leading:n], *args[n:]), originals, snapshot
+                    )
                     if changes:
                         kept = _kept(out, args[leading:n])
                         self._paths.append((kept, {id(c.container) for c in changes}))
@@ -1208,7 +1211,7 @@ class Effects:
                 raise NewEffects(new)
             if not returns_state:
                 return out
-            self._check_not_held_across(out, values, carried, changes)
+            self._check_not_held_across(out, values, carried, changes, originals)
             for i, value in enumerate((*out, *values)):
                 order = staging.key_orders(value)
                 orders = self._orders.setdefault(i, {}) if order is not None else {}
@@ -1216,12 +1219,9 @@ class Effects:
                     # A copy (the same keys, in order): a reference to the value itself would
                     # count as another name's (`control_flow._origins` counts them).
                     orders[order] = staging.fresh(value)
-            if isinstance(out, Detached) or isinstance(values, Detached):
+            if originals:
                 result = Detached((*out, *values))
-                result.originals = {
-                    **getattr(out, "originals", {}),
-                    **getattr(values, "originals", {}),
-                }
+                result.originals = originals
                 return result
             return (*out, *values)
 
@@ -1305,14 +1305,16 @@ class Effects:
             "and let the test only read values."
         )
 
-    def _check_not_held_across(self, out, values, carried, changes: list[Change]) -> None:
+    def _check_not_held_across(
+        self, out, values, carried, changes: list[Change], originals: dict
+    ) -> None:
         """Refuses a loop body that leaves a variable or a carried place holding a list or dict
         (or one inside it) that the body changes in place through another name or a call
         (`v = acc.vals` with `acc.add(x)` in the body; `_detached` copied it): in Python the
         next iteration sees those changes through it; the staged loop carries it as a copy of
         its own. (A variable each iteration binds before reading it, `self.reads`, holds what
-        Python's holds as the loop ends; after it, `identity.detached` follows it.)"""
-        originals = {**getattr(out, "originals", {}), **getattr(values, "originals", {})}
+        Python's holds as the loop ends; after it, `identity.detached` follows it.)
+        `originals`: the copies `_detached` made, with the containers they copy."""
         if self.site.construct in _BRANCHING or not originals:
             return
         read = [self.reads is None or name in self.reads for name in self.names]
@@ -1337,7 +1339,7 @@ class Effects:
                 f"{kind} through {label} only."
             )
 
-    def _check_not_bound_outside(self, outputs, given, out, values, snapshot) -> None:
+    def _check_not_bound_outside(self, outputs, given, originals: dict, snapshot) -> None:
         """Where a loop body binds a variable or a carried place (`outputs`: the variables',
         then the places'; `given`: what the iteration was given) to a list or dict reached from
         outside the loop's state (`b = p`, `p` a variable the loop does not rebind, or a
@@ -1345,10 +1347,10 @@ class Effects:
         that very object after the loop (if it ran), and a later change through one name shows
         through the other; the staged loop's is a copy. Refused where the function may change
         such a container in place after the loop (`aliased`; a place's stores are `stores`);
-        elsewhere recorded, for the changes conversion cannot see (`identity.detached`)."""
+        elsewhere recorded, for the changes conversion cannot see (`identity.detached`).
+        `originals`: the copies `_detached` made, with the containers they copy."""
         if not self.site.construct.endswith("loop"):
             return
-        originals = {**getattr(out, "originals", {}), **getattr(values, "originals", {})}
         for index, (value, before) in enumerate(zip(outputs, given)):
             name = self.names[index] if index < len(self.names) else None
             pair = originals.get(id(value))
@@ -1479,7 +1481,7 @@ def _kept(out, given) -> set[int]:
     """The indices of the outputs of a traced path that are the container it was given (or,
     where `_detached` copied them, were), or, on some path of a staged `if` inside it, stand
     for it (`identity.stands_for`)."""
-    originals = getattr(out, "originals", {})
+    originals = _originals(out)
     kept = set()
     for index, (value, arg) in enumerate(zip(out, given)):
         pair = originals.get(id(value))
@@ -1488,6 +1490,11 @@ def _kept(out, given) -> set[int]:
         if type(arg) in (list, dict) and (value is arg or identity.stands_for(value, arg)):
             kept.add(index)
     return kept
+
+
+def _originals(out) -> dict:
+    """The copies `_detached` made of a traced function's outputs, with what they copy."""
+    return getattr(out, "originals", {})
 
 
 def _holder(holder) -> str:
@@ -1500,22 +1507,10 @@ def _given_copies(originals, copies) -> dict[int, list]:
     the index of the variable or place), ...]}, through lists, dicts and tuples of the same
     structure."""
     found: dict[int, list] = {}
-    for index, pair in enumerate(zip(originals, copies)):
-        stack = [pair]
-        while stack:
-            original, copy_ = stack.pop()
-            if type(original) is not type(copy_) or original is copy_:
-                continue
-            if type(original) is list and len(original) == len(copy_):
-                stack.extend(zip(original, copy_))
-            elif type(original) is dict and original.keys() == copy_.keys():
-                stack.extend((original[k], copy_[k]) for k in original)
-            else:
-                if type(original) is tuple and len(original) == len(copy_):
-                    stack.extend(zip(original, copy_))
-                continue
-            entry = (copy_, identity.contents(copy_), index)
-            found.setdefault(id(original), []).append(entry)
+    for index, (original, copy_) in enumerate(zip(originals, copies)):
+        for a, b in identity.container_pairs(original, copy_):
+            if a is not b:  # (not a copy: nor is anything in it)
+                found.setdefault(id(a), []).append((b, identity.contents(b), index))
     return found
 
 

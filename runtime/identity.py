@@ -47,6 +47,25 @@ def changed_since(value, before: tuple) -> bool:
     return tree != before[1] or any(a is not b for a, b in zip(leaves, before[0]))
 
 
+def container_pairs(original, copy_):
+    """(original, copy) of each list and dict of `copy_` (a copy of `original`: the same
+    structure, through lists, dicts and tuples) and the one of `original` at its place, outer
+    ones first; none below a place where the two differ in type, length or keys."""
+    stack = [(original, copy_)]
+    while stack:
+        original, copy_ = stack.pop()
+        if type(original) is not type(copy_):
+            continue
+        if type(original) is list and len(original) == len(copy_):
+            yield original, copy_
+            stack.extend(zip(original, copy_))
+        elif type(original) is dict and original.keys() == copy_.keys():
+            yield original, copy_
+            stack.extend((original[key], copy_[key]) for key in original)
+        elif type(original) is tuple and len(original) == len(copy_):
+            stack.extend(zip(original, copy_))
+
+
 def update_in_place(target, value) -> None:
     """`target` (a list or dict) given the contents of `value` (alike), nested lists and dicts
     updated in place too."""
@@ -166,7 +185,7 @@ def _check(entries) -> None:
             raise StagingError(_changed_message(entry, None))
 
 
-# The references `_Detached._entered_unseen` finds to an object nothing else holds.
+# The references `_Detached.entered_unseen` finds to an object nothing else holds.
 _ENTERED_REFERENCES = 3
 
 

@@ -613,18 +613,21 @@ def handed_list(target, callee: str, *, built: bool = False):
     if target.known_length() is not None:
         return target.items(f"'{callee}(...)'")
     if built:
-        site = Site(callee)
-        why = f"is built by a {callee} ({site}) with a traced filter, or over a list of traced "
-        origin = Origin(comprehension_list(target.origin.name), why + "length")
-        return target._with(origin=origin)
+        return target._with(origin=comprehension_origin(target.origin.name, Site(callee)))
     return target
 
 
-def comprehension_list(name: str) -> str:
-    """The name the user's code gives the list a comprehension builds, from the one conversion
-    holds it in (`kept_items` for `kept = [...]`, see `transpiler.passes.comprehensions`)."""
+def comprehension_origin(name: str, site: Site) -> Origin:
+    """Where the list a comprehension (at `site`) builds comes from, named as the user's code
+    names it, not by the name conversion holds it in (`kept_items` for `kept = [...]`, see
+    `transpiler.passes.comprehensions`)."""
     base = re.sub(r"_items(_\d+)?$", "", name)
-    return "the list it builds" if base == "kept" or base == name else base
+    shown = "the list it builds" if base == "kept" or base == name else base
+    return Origin(
+        shown,
+        f"is built by a {site.construct} ({site}) with a traced filter, or over a list of "
+        "traced length",
+    )
 
 
 def as_python_lists(tree):

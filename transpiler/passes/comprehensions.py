@@ -287,10 +287,8 @@ def _copies_a_generator(node: gast.AST) -> bool:
     """Whether `node` is `list(<generator expression>)` (a call of `list`, that builtin or not:
     see `_consumed`)."""
     return (
-        isinstance(node, gast.Call)
-        and isinstance(node.func, gast.Name)
+        _copy_of(node) is not None
         and node.func.id == "list"
-        and len(node.args) == 1
         and isinstance(node.args[0], gast.GeneratorExp)
         and not node.keywords
     )
