@@ -210,7 +210,7 @@ def _cond_once(
     probes = {id(v): (v, *v.branches()) for v in state if isinstance(v, lists.ProbeList)}
     appended: dict[str, dict[int, int]] = {}
     origins: dict[str, list] = {}  # per branch: each output's `_origin`
-    kept: dict[str, set] = {}  # per branch: the outputs it left as they were (see `_kept`)
+    given: dict[str, dict] = {}  # per branch: the outputs that are copies it was given (`_given`)
     raws: dict[str, list] = {}  # per branch: its outputs as the function gave them
     tuples: dict[str, dict] = {}  # per branch: the containers in its tuples (`_tuple_items`)
     checked = None if aliased is None and not refused else frozenset(aliased or ()) | refused
@@ -223,10 +223,10 @@ def _cond_once(
                     error = _raised_again(fn, state, fixes.raised[which])
                     raw = _raise_when_run(error, traced[0][2])
                 else:
-                    raw, copies = _trace_branch(fn, state, which)
+                    raw, copies, put_back = _trace_branch(fn, state, which)
                     if checked is not None:
                         origins[which] = _origins(raw, copies, state, names, checked, site)
-                        kept[which] = _kept(raw, copies)
+                        given[which] = _given(raw, copies, put_back)
                     if owned is not None:  # for `_record_detached`, `_record_tuples`
                         raws[which] = list(raw)
                         tuples[which] = _tuple_items(raw, copies)
@@ -265,7 +265,7 @@ def _cond_once(
         staging.released(next(dynamic)) if staging.is_array_tree(value) else value for value in outs
     ]
     if checked is not None:
-        _identities(out, origins, names, checked, site, aliased is not None, kept)
+        _identities(out, origins, names, checked, site, aliased is not None, given, owned)
         if owned is not None and len(origins) == 2:
             _record_detached(out, origins, raws, names, checked, owned, site)
             _record_tuples(out, tuples, names, checked, site)
@@ -439,10 +439,11 @@ def _same_constant(a, b) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
 
 
-def _trace_branch(fn, state, which) -> tuple[list, dict]:
-    """The branch's outputs, traced, and the copies of the state's lists and dicts it was given
-    (`{id(copy): (copy, original)}`); _Retrace if its tracing raised what Python would raise
-    when the branch runs (a `raise`, a failed assert, an IndexError): it raises then."""
+def _trace_branch(fn, state, which) -> tuple[list, dict, set]:
+    """The branch's outputs, traced; the copies of the state's lists and dicts it was given
+    (`{id(copy): (copy, original)}`), and of those Effects put back, whose changes it carries
+    (their ids); _Retrace if its tracing raised what Python would raise when the branch runs
+    (a `raise`, a failed assert, an IndexError): it raises then."""
     copied = staging.fresh(state)
     copies = {}
     for original, copy_ in zip(state, copied):
@@ -451,8 +452,9 @@ def _trace_branch(fn, state, which) -> tuple[list, dict]:
         raw = fn(*copied)
         # Copies Effects made of lists the branch changed and put back (`effects.Detached`):
         # the variable holds the object itself.
-        copies.update(getattr(raw, "originals", {}))
-        return list(raw), copies
+        put_back = getattr(raw, "originals", {})
+        copies.update(put_back)
+        return list(raw), copies, set(put_back)
     except staging.CANNOT_STAGE:
         raise
     except Exception as e:  # noqa: BLE001 - the user's exception, raised when the branch runs
@@ -545,13 +547,15 @@ def _origins(raw: list, copies: dict, state, names, aliased, site) -> list:
     return result
 
 
-def _kept(raw: list, copies: dict) -> set[int]:
-    """The outputs of a branch that are the copy of a list or dict it was given, unchanged."""
-    found = set()
+def _given(raw: list, copies: dict, put_back: set) -> dict[int, bool]:
+    """{index: whether the branch changed it} of the outputs of a branch that are the copy of a
+    list or dict it was given (a change to one Effects `put_back` is carried as its places':
+    never lost, it counts as none)."""
+    found = {}
     for index in range(len(raw)):
         pair = copies.get(id(raw[index]))
-        if pair is not None and pair[0] is raw[index] and not identity.changed(*pair):
-            found.add(index)
+        if pair is not None and pair[0] is raw[index]:
+            found[index] = id(raw[index]) not in put_back and identity.changed(*pair)
     return found
 
 
@@ -603,55 +607,91 @@ def _check_not_changed_then_replaced(value, before, copies, name, site) -> None:
 
 
 def _identities(
-    out: list, origins: dict, names, aliased, site, restore: bool = True, kept=None
+    out: list, origins: dict, names, aliased, site, restore=True, given=None, owned=None
 ) -> None:
     """Each list or dict variable as Python has it after the statement: where both branches
     leave it holding one object (the one it held before, say), that object, its contents
-    updated in place to the staged ones (unless both `kept` it as it was); where they leave it
-    holding different objects, a new one is exact only where nothing else reaches them or
-    nothing changes them in place (not `aliased`; see `_record_detached` for the changes
-    conversion cannot see): otherwise, refused. (Without `restore`, only refused.)"""
+    updated in place to the staged ones (unless both left it as it was: `given`, per branch,
+    {output: whether it changed the copy it was given}); where they leave it holding different
+    objects, a new one is exact only where nothing else reaches them or nothing changes them in
+    place (not `aliased`, and no path changed the object it leaves there: see
+    `_refuse_changed_on_a_path`; `_record_detached` watches for the changes conversion cannot see):
+    otherwise, refused. (Without `restore`, only refused.)"""
     if len(origins) < 2:  # a branch raises: the other one's objects
         return
     true, false = origins["true"], origins["false"]
     held = []  # (index, origins) of the variables whose items are checked last
-    for index, (a, b) in enumerate(zip(true, false)):
-        if isinstance(a, tuple) or isinstance(b, tuple):
-            held.append((index, a, b))
-            a = a[0] if isinstance(a, tuple) else a
-            b = b[0] if isinstance(b, tuple) else b
+    pairs = [
+        (a[0] if isinstance(a, tuple) else a, b[0] if isinstance(b, tuple) else b)
+        for a, b in zip(true, false)
+    ]
+    # The objects an output holds on both paths: each is updated to the staged contents.
+    restored = {id(a) for a, b in pairs if a is b and a is not None and a is not _NEW}
+    for index, (a, b) in enumerate(pairs):
+        if isinstance(true[index], tuple) or isinstance(false[index], tuple):
+            held.append((index, true[index], false[index]))
         if a is None and b is None:
             continue
         if a is b and a is not _NEW:
             if not restore:
                 continue
-            if not (kept and all(index in k for k in kept.values())):
+            if not (given and all(given[which].get(index) is False for which in given)):
                 identity.update_in_place(a, out[index])
             out[index] = a
         elif not (a is _NEW and b is _NEW) and names[index] in aliased:
-            kind = type(out[index]).__name__
-            if isinstance(out[index], MaybeUnbound):
-                raise StagingError(
-                    f"{_label(names[index], site)} is bound after the staged "
-                    f"{site.construct} ({site}) on some paths only (a `del`, or a binding in "
-                    f"one branch), and holds a {type(out[index].value).__name__} that is "
-                    "changed in place or that another name may hold: a staged program cannot "
-                    "follow which object it is. Bind it (or delete it) on every path."
-                )
-            fix = (
-                f"Choose between copies ({kind}(a) if c else {kind}(b))"
-                if names[index] == "<value>"
-                else f"Copy the {kind} into a local name of its own first (mine = "
-                f"{kind}(theirs)) and change that one, or leave the same object on both paths"
-            )
-            raise StagingError(
-                f"{_label(names[index], site)} is a different {kind} depending on the "
-                f"condition of a staged {site.construct} ({site}), and another name or object "
-                "may hold one of them: what the program writes through one and reads through "
-                f"the other would depend on which, which a staged program cannot follow. {fix}."
-            )
+            _refuse_different(out[index], names[index], site)
+        elif given and names[index] not in (owned or ()):
+            changed = [
+                which
+                for which, origin in (("true", a), ("false", b))
+                if given[which].get(index) and id(origin) not in restored
+            ]
+            if changed:
+                _refuse_changed_on_a_path(changed[0], out[index], names[index], site)
     for index, a, b in held:
         _check_same_items(a, b, names[index], type(out[index]).__name__, site)
+
+
+def _refuse_different(value, name: str, site) -> None:
+    kind = type(value).__name__
+    if isinstance(value, MaybeUnbound):
+        raise StagingError(
+            f"{_label(name, site)} is bound after the staged {site.construct} ({site}) on some "
+            "paths only (a `del`, or a binding in one branch), and holds a "
+            f"{type(value.value).__name__} that is changed in place or that another name may "
+            "hold: a staged program cannot follow which object it is. Bind it (or delete it) "
+            "on every path."
+        )
+    fix = (
+        f"Choose between copies ({kind}(a) if c else {kind}(b))"
+        if name == "<value>"
+        else f"Copy the {kind} into a local name of its own first (mine = {kind}(theirs)) and "
+        "change that one, or leave the same object on both paths"
+    )
+    raise StagingError(
+        f"{_label(name, site)} is a different {kind} depending on the condition of a staged "
+        f"{site.construct} ({site}), and another name or object may hold one of them: what the "
+        "program writes through one and reads through the other would depend on which, which "
+        f"a staged program cannot follow. {fix}."
+    )
+
+
+def _refuse_changed_on_a_path(which: str, value, name: str, site) -> None:
+    """Refuses a variable or place (not one that owns its containers) that holds different
+    objects after the two paths, where path `which` changed the object it leaves there and no
+    output holds that object on both paths (`sto["v"] = [0, 0]` on one, `sto["v"][1] += 5` on
+    the other, where `sto["v"]` was a list others hold): Python changed it on one path only,
+    and the staged program holds a new object, which no change reaches. (Conversion names the
+    variables it sees changed so, `aliased`; this is the change it did not see: a call's, a dict
+    item's.)"""
+    kind = type(value).__name__
+    raise StagingError(
+        f"{_label(name, site)} holds a {kind} that is changed in place on the {which} path of a "
+        f"staged {site.construct} ({site}) and a different one on the other: Python changes "
+        f"the {kind} it held on one path only, which other names may hold, and a staged "
+        f"program cannot follow which. Copy it first ({kind}(...)) and change the copy, or "
+        "bind the same object on both paths."
+    )
 
 
 def _record_detached(out: list, origins: dict, raws: dict, names, skipped, owned, site) -> None:

@@ -1080,3 +1080,79 @@ def test_a_loop_s_list_stored_in_a_dict_or_an_attribute_is_carried(n):
     # was not carried as ("changes from [float32[]] to [float32[]]").
     check_jit(stores_the_loop_s_list_then_rebinds_it, jnp.float32(1.0), jnp.int32(n))
     check_jit(keeps_the_best_in_an_attribute, jnp.array([1.0, 3.0, 2.0, 5.0]), jnp.int32(n))
+
+
+SHARED = {"vals": [5, 1]}
+SETITEM = "__setitem__"
+
+
+def place_rebound_or_changed(x):
+    # The dict item holds a list another name reaches: Python changes that list on one path.
+    sto = {"v": SHARED["vals"]}
+    if x > 0:
+        sto["v"] = [0, 0]
+    else:
+        sto["v"][1] = sto["v"][1] + 5
+    return sto["v"][1], SHARED["vals"][1]
+
+
+def variable_rebound_or_changed_by_a_call(x):
+    # A change through a call conversion does not look into: only the trace sees it.
+    v = SHARED["vals"]
+    if x > 0:
+        v = [0, 0]
+    else:
+        getattr(v, SETITEM)(1, v[1] + 5)
+    return v[1], SHARED["vals"][1]
+
+
+def local_place_rebound_or_changed(x):
+    # Exact in Python (no other name holds the list), but the trace cannot tell that.
+    st = {"m": [0.0, 0.0]}
+    if x > 0:
+        st["m"] = [x, x]
+    else:
+        st["m"][0] += x
+    return st["m"][0]
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (place_rebound_or_changed, r"'sto\['v'\]' holds a list that is changed in place on the"),
+        (variable_rebound_or_changed_by_a_call, "'v' holds a list that is changed in place on"),
+        (local_place_rebound_or_changed, r"'st\['m'\]' holds a list that is changed in place"),
+    ],
+)
+def test_a_list_changed_on_one_path_and_replaced_on_the_other_is_refused(fn, message):
+    # Python's list changed on one path only; the staged program held a new list, which the
+    # change never reached (1 where Python gives 6), silently.
+    SHARED["vals"] = [5, 1]
+    with pytest.raises(StagingError, match=message) as e:
+        jax.jit(transpiler.convert(fn))(jnp.float32(-1.0))
+    assert f"{HERE}:" in str(e.value)
+    assert SHARED["vals"] == [5, 1]
+
+
+def local_rebound_or_changed(x):
+    v = [5.0, 1.0]
+    if x > 0:
+        v = [0.0, 0.0]
+    else:
+        v[1] = v[1] + x
+    return v[1]
+
+
+def place_rebound_or_kept(x):
+    sto = {"v": SHARED["vals"]}
+    if x > 0:
+        sto["v"] = [0, 0]
+    return sto["v"][1], SHARED["vals"][1]
+
+
+@pytest.mark.parametrize("fn", [local_rebound_or_changed, place_rebound_or_kept])
+@pytest.mark.parametrize("x", [1.5, -1.0])
+def test_a_list_replaced_on_one_path_and_kept_or_owned_on_the_other_is_exact(fn, x):
+    SHARED["vals"] = [5, 1]
+    check_jit(fn, jnp.float32(x))
+    assert SHARED["vals"] == [5, 1]
