@@ -1097,15 +1097,16 @@ def _raise_mismatch(name, a, b, site):
     same_kind = first == second and first.startswith(("a ", "an "))  # two objects of one type
     if same_kind:
         second = "a different " + second.split(" ", 1)[1]
+    objects = (
+        " An object of a class that is not a pytree can only be the very same object on "
+        "every path: register the class as a pytree (a typing.NamedTuple, "
+        "jax.tree_util.register_dataclass, an equinox.Module, a flax.struct) to choose between "
+        "two of them, or set the attributes of one object on the path that changes it."
+        if same_kind
+        else ""
+    )
     if returned is not None:
         function, returns = returned
-        objects = (
-            " An object of a class that is not a pytree can only be the very same object on "
-            "every path: register the class as a pytree (jax.tree_util.register_dataclass, "
-            "an equinox.Module, a flax.struct) to choose between two of them."
-            if same_kind
-            else ""
-        )
         raise StagingError(
             f"'{function}' returns {first} on one path and {second} on "
             f"another (the paths meet at {site.location()}). Its return statements: "
@@ -1116,5 +1117,6 @@ def _raise_mismatch(name, a, b, site):
     raise StagingError(
         f"{label} is {first} in the true branch but {second} in the false branch ({site}). "
         f"With a traced condition both branches must give {label} the same structure: arrays "
-        "(or tuples, lists, dicts of arrays, registered pytrees), or the very same Python object."
+        "(or tuples, lists, dicts of arrays, registered pytrees), or the very same Python "
+        f"object.{objects}"
     )
