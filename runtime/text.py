@@ -283,6 +283,8 @@ def _value(value, weak: bool, exact: bool):
         return value.view(_ArrayValue)._weakly(weak)
     value = value[()]
     kind = value.dtype.kind
+    if kind == "b":
+        return bool(value)  # a comparison of numbers that stand for Python's: Python's bool
     if kind in "iu":
         return int(value)
     if kind == "f":

@@ -539,6 +539,7 @@ def logs_python_numbers(x):
         if v > 0:
             n += 1
     print("lr", lr, [lr], "n", n, [n, int(loss)], (n,), [i for i in range(4) if i < n])
+    print((n / 2 > 0.4,), [lr < 0.1], {"k": n == 1}, n > 1)  # Python's bools (not np.True_)
     return loss
 
 
