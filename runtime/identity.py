@@ -195,9 +195,9 @@ def detached(label: str, site: Site, value, objects, *, how: str = "chosen", ent
     one an iteration of a loop bound it to ("bound"), or the one it held before a loop that
     may run no iteration ("entered"): `objects`, the lists and dicts whose change in place
     would show (see `runtime.control_flow._record_detached`), while `value` lives. `entered`:
-    of `objects`, the one Python's variable holds where the loop ran no iteration, `value`
-    among `objects` for it: a change through `value` is refused only while another name holds
-    `entered` (nothing else can show it)."""
+    of `objects`, the one Python's variable holds where the loop ran no iteration (or where the
+    path that did not make its object ran), `value` among `objects` for it: a change through
+    `value` is refused only while another name holds `entered` (nothing else can show it)."""
     stack = _DETACHED.get()
     kept = tuple({id(o): o for o in objects if type(o) in (list, dict)}.values())
     if not stack or not kept:
@@ -347,12 +347,15 @@ def _changed_message(entry: _Detached, fn) -> str:
             f"{entry.site.construct} ({entry.site})"
         )
         python = f"{_pythons(entry.label)} is that very {kind} on one path"
+        if entry.entered is not None:
+            python += ", which another name holds too"
     return (
         f"{entry.label} {what}, and {how}, which conversion could not follow: {python}, "
         f"and shows the change there, where the staged "
         f"one is a copy (or the other way round). Copy the {kind} into a local name of its "
         f"own first (mine = {kind}(theirs), copy.deepcopy where it nests) and change that "
-        "one, or leave the same object on every path."
+        "one, or leave the same object on every path (where a path binds a new one, set the "
+        "items of the one it holds instead)."
     )
 
 

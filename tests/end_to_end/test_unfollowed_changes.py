@@ -1070,3 +1070,83 @@ def test_the_entered_object_held_elsewhere_when_a_change_is_made_is_refused(fn):
     assert fn(1.0, 0) == (2.0, 2.0)
     with pytest.raises(StagingError, match=r"'s' holds a new dict after the staged while"):
         jax.jit(transpiler.convert(fn))(jnp.float32(1.0), jnp.int32(0))
+
+
+class Resettable:
+    """An optimizer whose `reset` binds a new state dict, and whose `step` changes it in place."""
+
+    def __init__(self):
+        self.state = {"m": jnp.zeros(2)}
+
+    def reset(self):
+        self.state = {"m": jnp.zeros(2)}
+
+    def step(self, g):
+        self.state["m"] = 0.9 * self.state["m"] + g
+        return self.state["m"]
+
+
+def reset_then_step(x):
+    opt = Resettable()
+    if x[0] > 0:
+        opt.reset()
+    return opt.step(x)
+
+
+def reset_then_step_read_after(x, opt):
+    if x[0] > 0:
+        opt.reset()
+    kept = opt.state  # the very dict Python's `opt.state` is, on both paths
+    opt.step(x)
+    return kept["m"], opt.state["m"]
+
+
+def reset_then_step_the_old_let_go(x, opt):
+    old = opt.state
+    if x[0] > 0:
+        opt.reset()
+    del old
+    return opt.step(x)
+
+
+@pytest.mark.parametrize("x", [[1.0, 2.0], [-1.0, 2.0]])
+@pytest.mark.parametrize(
+    "fn", [reset_then_step, reset_then_step_read_after, reset_then_step_the_old_let_go]
+)
+def test_a_state_a_branch_replaces_then_a_method_changes_is_exact_where_nothing_else_holds_it(
+    fn, x
+):
+    # `opt.reset()` under a traced `if`, then `opt.step(g)`: the step changes Python's old dict
+    # on one path, which no other name holds: refused before (helper 116).
+    extra = () if fn is reset_then_step else (Resettable,)
+    x = jnp.array(x)
+    expected = fn(x, *(make() for make in extra))
+    got = jax.jit(lambda x: transpiler.convert(fn)(x, *(make() for make in extra)))(x)
+    assert jax.tree.all(jax.tree.map(lambda a, b: bool(jnp.allclose(a, b)), expected, got))
+    check_vmap(reset_then_step, jnp.array([x, -x]))
+
+
+def reset_with_the_old_state_saved(x, opt):
+    saved = opt.state
+    if x[0] > 0:
+        opt.reset()
+    opt.step(x)
+    return saved["m"]
+
+
+LOGGED = {}
+
+
+def reset_with_the_old_state_logged(x, opt):
+    LOGGED["state"] = opt.state
+    if x[0] > 0:
+        opt.reset()
+    opt.step(x)
+    return opt.state["m"]
+
+
+@pytest.mark.parametrize("fn", [reset_with_the_old_state_saved, reset_with_the_old_state_logged])
+def test_a_state_a_branch_replaces_then_a_method_changes_is_refused_where_another_holds_it(fn):
+    # Python's step changes the dict `saved` (or LOGGED) holds where the branch did not run.
+    with pytest.raises(StagingError, match=r"'opt.state' is a different dict depending on"):
+        jax.jit(lambda x: transpiler.convert(fn)(x, Resettable()))(jnp.array([1.0, 2.0]))
