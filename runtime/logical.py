@@ -38,7 +38,7 @@ def and_(a, b, lazy=False, truth=False):
         truth = staging.scalar_predicate(a, site, "left operand")
         right = _evaluated_where(b, truth, True)
         if right is _RAISES:  # where Python evaluates it: in a branch, raised where it runs
-            return control_flow.if_exp(a, b, lambda: a)
+            return control_flow.if_exp(a, b, lambda: a, construct=site.construct)
         return _staged_select(a, truth, right, "and", site)
     return a and b()
 
@@ -56,7 +56,7 @@ def or_(a, b, lazy=False, truth=False):
         truth = staging.scalar_predicate(a, site, "left operand")
         right = _evaluated_where(b, truth, False)
         if right is _RAISES:
-            return control_flow.if_exp(a, lambda: a, b)
+            return control_flow.if_exp(a, lambda: a, b, construct=site.construct)
         return _staged_select(a, truth, right, "or", site)
     return a or b()
 
@@ -98,8 +98,8 @@ def _truths(a, b, lazy: bool, op: str, site: Site):
             return jnp.asarray(not when)
 
         if when:
-            return control_flow.if_exp(left, taken, skipped)
-        return control_flow.if_exp(left, skipped, taken)
+            return control_flow.if_exp(left, taken, skipped, construct=site.construct)
+        return control_flow.if_exp(left, skipped, taken, construct=site.construct)
     right = _evaluated_where(b, left, when)
     if right is _RAISES:  # where Python evaluates it: in a branch, raised where it runs
         return _truths(a, b, True, op, site)

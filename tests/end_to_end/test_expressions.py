@@ -572,3 +572,21 @@ def test_arrays_print_as_an_eager_run_prints_them(capsys):
     transpiler.jit(logs_metrics)(x)
     jax.effects_barrier()
     assert capsys.readouterr().out == expected
+
+
+def _logged_below(x, log):
+    log.append(x)
+    return x < 5
+
+
+def appends_in_the_right_operand_of_an_if_test(x):
+    log = []
+    if x > 0 and _logged_below(x, log):
+        return x
+    return -x
+
+
+def test_an_effect_in_the_right_operand_of_an_if_test_names_the_and():
+    # It named a "conditional expression", which the user did not write (helper 115).
+    with pytest.raises(StagingError, match=r"while the 'and' expression is traced \(.*'and' "):
+        jax.jit(transpiler.convert(appends_in_the_right_operand_of_an_if_test))(jnp.float32(1.0))
