@@ -140,7 +140,7 @@ class Carry:
             elif i in shapes:
                 state[i] = staging.zeros_like(shapes[i])
         for i in lists:
-            if probe_state[i].appended:
+            if probe_state[i].appended or probe_state[i].pops:
                 state[i] = self._staged_list(i, state[i], probe_state[i], trip_count)
         for i, j in self._binds_lists.items():
             if isinstance(state[j], lists_.StagedList) and not isinstance(state[i], Undefined):
@@ -237,7 +237,10 @@ class Carry:
         # window: `window.pop(0); window.append(x)`): the length never changes, so the list
         # needs room for one iteration's appends only, however many iterations run.
         balanced = not (probed.conditional or probed.unbounded) and probed.count == probed.pops
-        if (trip_count is None or probed.unbounded) and not balanced:
+        # It is only popped from (a stack worked down: `while st and ...: v = st.pop()`): it
+        # needs no room beyond its items, however many iterations run.
+        shrinking = not probed.appended and not probed.unbounded
+        if (trip_count is None or probed.unbounded) and not (balanced or shrinking):
             where = "" if trip_count is None else " (in a nested while loop)"
             raise StagingError(
                 f"'{name}' is appended to in a staged {site.construct} ({site}){where} whose "
@@ -261,10 +264,12 @@ class Carry:
                 "into one array, so all its items must have one shape (and dtypes that promote "
                 "to one)."
             )
-        appends = probed.count if balanced else probed.count * trip_count
+        appends = probed.count if balanced or shrinking else probed.count * trip_count
         where = f" at {probed.where}" if probed.where else ""
         if comprehension:
             origin = lists_.comprehension_origin(name, site)
+        elif shrinking:
+            origin = lists_.Origin(name, f"is popped from in the staged {site.construct} ({site})")
         elif probed.conditional or not self.stops_early:
             origin = lists_.Origin(
                 name,
@@ -284,7 +289,11 @@ class Carry:
         known = value.known_length()
         if known is not None and balanced:
             self.static_lengths[index] = known
-        elif known is not None and not probed.conditional and not self.stops_early:
+        elif (
+            known is not None
+            and not (probed.conditional or self.stops_early)
+            and trip_count is not None
+        ):
             self.static_lengths[index] = known + appends - probed.pops * trip_count
         self.planned.add(index)
         carried = value.resized(value.capacity + appends, fixed=True)

@@ -715,14 +715,10 @@ def _record_detached(out: list, origins: dict, raws: dict, names, skipped, owned
                 held += _containers_held(raws[which][index])
             else:
                 held.append(origin)
-        entered = None
         if name not in owned and not (a is _NEW and b is _NEW):
             held.append(out[index])
-            # Made on one path (nothing else holds it), Python's object of the other: a change
-            # through the new one shows only where something else holds that one.
-            entered = b if a is _NEW else a if b is _NEW else None
         label = _label(name, site)
-        identity.detached(label, site, out[index], held, entered=entered)
+        identity.detached(label, site, out[index], held)
 
 
 def _tuple_items(raw, copies: dict) -> dict[int, list]:

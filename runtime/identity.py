@@ -139,7 +139,18 @@ class _Detached:
         may hand it on, or drop it after reading it); where the change is found as the
         converted call returns, its names are gone, and it counts. (`sys.getrefcount` counts
         its argument and this record's two references.)"""
-        return self.entered is not None and sys.getrefcount(self.entered) <= _ENTERED_REFERENCES
+        if self.entered is None or sys.getrefcount(self.entered) > _ENTERED_REFERENCES:
+            return False
+        # Nor a list, dict or tuple inside it (`h = s["h"]` before the loop): a change through
+        # `value` of what stands for it shows through that name.
+        inner = list(_items(self.entered))
+        while inner:
+            item = inner.pop()
+            if type(item) in (list, dict, tuple):
+                if sys.getrefcount(item) > _INNER_REFERENCES:
+                    return False
+                inner.extend(_items(item))
+        return True
 
 
 def _items(container):
@@ -187,6 +198,9 @@ def _check(entries) -> None:
 
 # The references `_Detached.entered_unseen` finds to an object nothing else holds.
 _ENTERED_REFERENCES = 3
+# ... to a list or dict inside it that nothing else holds: its container's, the argument's, the
+# loop's variable's.
+_INNER_REFERENCES = 3
 
 
 def detached(label: str, site: Site, value, objects, *, how: str = "chosen", entered=None) -> None:
@@ -195,9 +209,9 @@ def detached(label: str, site: Site, value, objects, *, how: str = "chosen", ent
     one an iteration of a loop bound it to ("bound"), or the one it held before a loop that
     may run no iteration ("entered"): `objects`, the lists and dicts whose change in place
     would show (see `runtime.control_flow._record_detached`), while `value` lives. `entered`:
-    of `objects`, the one Python's variable holds where the loop ran no iteration (or where the
-    path that did not make its object ran), `value` among `objects` for it: a change through
-    `value` is refused only while another name holds `entered` (nothing else can show it)."""
+    of `objects`, the one Python's variable holds where the loop ran no iteration, `value`
+    among `objects` for it: a change through `value` is refused only while another name holds
+    `entered` (nothing else can show it)."""
     stack = _DETACHED.get()
     kept = tuple({id(o): o for o in objects if type(o) in (list, dict)}.values())
     if not stack or not kept:
@@ -347,8 +361,6 @@ def _changed_message(entry: _Detached, fn) -> str:
             f"{entry.site.construct} ({entry.site})"
         )
         python = f"{_pythons(entry.label)} is that very {kind} on one path"
-        if entry.entered is not None:
-            python += ", which another name holds too"
     return (
         f"{entry.label} {what}, and {how}, which conversion could not follow: {python}, "
         f"and shows the change there, where the staged "

@@ -212,6 +212,8 @@ class StagedList:
         python = "list assignment index out of range" if deleting else "pop index out of range"
         shown = f"del {name}[{{}}]" if deleting else f"'{name}'.pop({{}})"
         message = f"{python} ({shown})"
+        if not deleting:  # Python's words for any index of an empty list
+            self._check_index(-1, "pop from empty list")
         if is_staged(index):
             staging.check_when_run(
                 lambda i, length: (i < -length) | (i >= length),

@@ -506,6 +506,9 @@ class _Lists(Transformer):
         pop = self._local(method_call(node.value, "pop"))
         if pop is not None:
             return self._pop(pop, self.namer.new("_"))
+        hoisted = self._hoist_pops(node)
+        if hoisted:
+            return hoisted + _as_list(self.visit_Expr(node))
         clear = self._local(method_call(node.value, "clear"))
         if clear is not None and not clear.args and not clear.keywords:
             return templates.replace(
@@ -543,6 +546,9 @@ class _Lists(Transformer):
         pop = self._local(method_call(node.value, "pop"))
         if pop is not None and len(node.targets) == 1:
             return self._pop(pop, node.targets[0])
+        hoisted = self._hoist_pops(node)
+        if hoisted:
+            return hoisted + _as_list(self.visit_Assign(node))
         if len(node.targets) == 1 and self._unpacks_into_items(node.targets[0]):
             return self._unpacked(node)
         item = self._item(node.targets[0]) if len(node.targets) == 1 else None
@@ -618,6 +624,10 @@ class _Lists(Transformer):
 
     def visit_AugAssign(self, node):
         node = self.generic_visit(node)
+        # Python reads the name before it evaluates the value, which a pop cannot change.
+        hoisted = self._hoist_pops(node) if isinstance(node.target, gast.Name) else []
+        if hoisted:
+            return hoisted + _as_list(self.visit_AugAssign(node))
         item = self._item(node.target)
         # Python reads the item before it evaluates the value: a value that calls nothing but
         # JAX's and NumPy's functions (`+= jnp.uint8(1)`) cannot tell the difference.
@@ -656,6 +666,39 @@ class _Lists(Transformer):
         ):
             return target
         return None
+
+    def _hoist_pops(self, stmt) -> list[gast.stmt]:
+        """The pops of private lists inside `stmt`'s value (`s += stack.pop()`, `s = s + 2 *
+        st.pop(0)`, `print(st.pop())`), each made a statement of its own before it (`stack,
+        popped = rt__.list_pop(stack)`) and read from there, where Python evaluates nothing
+        before it that could tell (a call, or a read of the list) and evaluates it once, always
+        (no `and`, conditional expression, lambda or comprehension around it). Changes
+        `stmt.value`; returns the statements, or none."""
+        value = stmt.value
+        if any(isinstance(n, _CONDITIONAL) for n in structure.walk_nodes(value)):
+            return []
+        hoisted, before = [], set()  # the pops, in order; names read before the next one
+        for node in _evaluation_order(value):
+            pop = self._local(method_call(node, "pop"))
+            if pop is not None and pop.func.value.id not in before:
+                hoisted.append(pop)
+                before.add(pop.func.value.id)  # a later pop of it reads the list too
+            elif isinstance(node, _EFFECTFUL):
+                break  # it may read the list, or change what the pop gives
+            elif isinstance(node, gast.Name):
+                before.add(node.id)
+        if not hoisted:
+            return []
+        names = {id(pop): self.namer.new("popped") for pop in hoisted}
+
+        class Reads(gast.NodeTransformer):
+            def visit_Call(self, node):
+                if id(node) in names:
+                    return gast.Name(names[id(node)], gast.Load(), None, None)
+                return self.generic_visit(node)
+
+        stmt.value = Reads().visit(value)
+        return [s for pop in hoisted for s in self._pop(pop, names[id(pop)])]
 
     def _pop(self, call, item_target):
         stmt = templates.replace(
@@ -702,6 +745,35 @@ _AUGMENTED = {
     gast.RShift: ">>",
 }
 _EFFECTFUL = (gast.Call, gast.NamedExpr, gast.Await, gast.Yield, gast.YieldFrom)
+
+# Expressions that evaluate a part of themselves on some runs only, or more than once.
+_CONDITIONAL = (
+    gast.BoolOp,
+    gast.IfExp,
+    gast.Lambda,
+    gast.ListComp,
+    gast.SetComp,
+    gast.DictComp,
+    gast.GeneratorExp,
+    gast.NamedExpr,
+    gast.Await,
+    gast.Yield,
+    gast.YieldFrom,
+    gast.Dict,  # (its keys and values are evaluated in turns, not in field order)
+)
+
+
+def _evaluation_order(node: gast.expr):
+    """The nodes of an expression in the order Python finishes evaluating them: each after
+    the nodes under it, in field order (the order Python evaluates them in, for the nodes
+    `_hoist_pops` walks: no `_CONDITIONAL` ones); of a method call, `out.pop(i)`, not the
+    method's list (no read of it other than the call's)."""
+    children = structure.children(node)
+    if method_call(node, "pop") is not None:
+        children = node.args
+    for child in children:
+        yield from _evaluation_order(child)
+    yield node
 
 
 def _simple(index: gast.expr) -> bool:
