@@ -712,7 +712,7 @@ def _record_detached(out: list, origins: dict, raws: dict, names, skipped, owned
         held = []
         for which, origin in (("true", a), ("false", b)):
             if origin is _NEW:  # only the containers it holds can be reached otherwise
-                held += _containers_held(raws[which][index])
+                held += identity.containers_held(raws[which][index])
             else:
                 held.append(origin)
         if name not in owned and not (a is _NEW and b is _NEW):
@@ -729,7 +729,7 @@ def _tuple_items(raw, copies: dict) -> dict[int, list]:
     for index in range(len(raw)):
         if type(raw[index]) is tuple:
             held, shared = [], False
-            for item in _containers_held(raw[index]):
+            for item in identity.containers_held(raw[index]):
                 pair = copies.get(id(item))
                 if pair is not None and pair[0] is item:
                     held.append(pair[1])
@@ -742,7 +742,7 @@ def _tuple_items(raw, copies: dict) -> dict[int, list]:
     return found
 
 
-# A list or dict only a branch's tuple holds (and `_containers_held`'s list, the loop's
+# A list or dict only a branch's tuple holds (and `identity.containers_held`'s list, the loop's
 # variable, and `sys.getrefcount`'s argument): one the branch made, which nothing else sees.
 _HELD_BY_THE_TUPLE = 4
 
@@ -758,22 +758,9 @@ def _record_tuples(out: list, tuples: dict, names, skipped, site) -> None:
         paths = [tuples.get(which, {}).get(index, ((), False)) for which in ("true", "false")]
         held = [item for items, _ in paths for item in items]
         if any(shared for _, shared in paths):
-            held += _containers_held(out[index])
+            held += identity.containers_held(out[index])
         if held:
             identity.detached(_label(name, site), site, out[index], held)
-
-
-def _containers_held(container) -> list:
-    """The lists and dicts `container` holds (through tuples)."""
-    items = list(container.values() if type(container) is dict else container)
-    found = []
-    while items:
-        item = items.pop()
-        if type(item) is tuple:
-            items.extend(item)
-        elif type(item) in (list, dict):
-            found.append(item)
-    return found
 
 
 def _check_same_items(a, b, name: str, kind: str, site: Site) -> None:

@@ -936,6 +936,13 @@ class Effects:
                         # rebound in the loop, `BOX.step(x)` after), which other names may see.
                         watched.append(value)
                         entered = before
+                elif may_skip and isinstance(before, (tuple, dict)) and value is not before:
+                    # A tuple (a namedtuple, an OrderedDict) holding lists or dicts: theirs, as
+                    # Python's variable holds them on either path, with no exemption.
+                    watched += identity.containers_held(before)
+                    watched += (
+                        identity.containers_held(value) if type(value) is type(before) else []
+                    )
                 if watched:
                     how = "bound" if bound else "entered"
                     label = f"'{names[index]}'" if index < n else labels[index]

@@ -66,6 +66,20 @@ def container_pairs(original, copy_):
             stack.extend(zip(original, copy_))
 
 
+def containers_held(container) -> list:
+    """The lists and dicts `container` holds (through tuples, namedtuples included, and the
+    values of dicts of other types: an `OrderedDict`)."""
+    items = list(container.values() if isinstance(container, dict) else container)
+    found = []
+    while items:
+        item = items.pop()
+        if isinstance(item, tuple) or isinstance(item, dict) and type(item) is not dict:
+            items.extend(item.values() if isinstance(item, dict) else item)
+        elif type(item) in (list, dict):
+            found.append(item)
+    return found
+
+
 def update_in_place(target, value) -> None:
     """`target` (a list or dict) given the contents of `value` (alike), nested lists and dicts
     updated in place too."""
@@ -116,7 +130,7 @@ class _Detached:
         inner = list(_items(self.value))
         while inner:
             item = inner.pop()
-            if type(item) in (list, dict, tuple):
+            if isinstance(item, (list, dict, tuple)):
                 mine = 3 + any(o is item for o in self.objects)
                 if sys.getrefcount(item) > mine:
                     return True
@@ -146,7 +160,7 @@ class _Detached:
         inner = list(_items(self.entered))
         while inner:
             item = inner.pop()
-            if type(item) in (list, dict, tuple):
+            if isinstance(item, (list, dict, tuple)):
                 if sys.getrefcount(item) > _INNER_REFERENCES:
                     return False
                 inner.extend(_items(item))
@@ -154,11 +168,11 @@ class _Detached:
 
 
 def _items(container):
-    """The items of a plain list, tuple or dict; none of any other object (a staged list of
-    traced length, iterated, would raise)."""
-    if type(container) is dict:
+    """The items of a list, tuple or dict (a namedtuple's, an OrderedDict's too); none of any
+    other object (a staged list of traced length, iterated, would raise)."""
+    if isinstance(container, dict):
         return container.values()
-    return container if type(container) in (list, tuple) else ()
+    return container if isinstance(container, (list, tuple)) else ()
 
 
 # Per converted call being traced, outermost first: what its staged statements detached. An

@@ -995,6 +995,8 @@ class ProbeList(list):
             self.conditional = True
         if not self:  # under a test of its length the graph decides
             return self[-1]  # the staged list's last item, or a stand-in (see __getitem__)
+        if index and is_staged(index[0]):
+            return super().pop()  # a traced index: which item, the program picks (one type)
         return super().pop(*index)
 
     def cleared(self) -> None:

@@ -755,6 +755,29 @@ def pops_after_reads_of_the_list(x):
     return n, m, len(out)
 
 
+def pops_in_a_chained_comparison(x):
+    st = [x, x, x]
+    b = 1 < 0 < st.pop()  # Python evaluates the pop where 1 < 0 only
+    return b, len(st)
+
+
+def pops_after_an_item_that_raises(x):
+    st = [x, 2 * x, 3 * x]
+    d = {}
+    try:
+        s = d["k"] + st.pop()  # the KeyError comes first: no pop
+    except KeyError:
+        s = -1.0
+    return s, len(st)
+
+
+@pytest.mark.parametrize("fn", [pops_in_a_chained_comparison, pops_after_an_item_that_raises])
+def test_pops_python_may_not_make_stay_where_they_are(fn):
+    # Moved before the statement, the pop was made where Python makes none (helper 118).
+    checks.check_python(fn, 1.0)
+    checks.check_jit(fn, jnp.float32(1.0))
+
+
 def test_pops_inside_expressions_under_a_traced_condition_are_staged(capsys):
     # `s += out.pop()` in a staged branch was refused ("out (a list) shrinks from 4 to 3
     # items"): only a pop that was a statement's whole value was staged (helper 115).
@@ -796,7 +819,7 @@ def pops_every_iteration_of_a_scan(xs):
     s = 0.0
     for x in xs[:2]:
         s += st.pop() * x
-    return s, st  # of known length again after the loop
+    return s, st, isinstance(st, list)  # a Python list again after the loop
 
 
 def test_a_list_a_staged_loop_only_pops_from_is_staged():
@@ -816,6 +839,22 @@ def test_a_list_a_staged_loop_only_pops_from_is_staged():
 
 
 X4 = jnp.array([1.0, 2.0, 3.0, 4.0])
+
+
+def pops_at_a_traced_index_in_a_loop(xs, k, n):
+    st = [xs[0], xs[1], xs[2], xs[3]]
+    s = 0.0
+    for _ in range(n):
+        v = st.pop(k)
+        s = s * 10 + v
+    return s, len(st)
+
+
+def test_a_staged_loop_pops_at_a_traced_index():
+    # The loop's probe handed the traced index to list.pop: JAX's TracerIntegerConversionError
+    # (helper 118).
+    for k, n in ((1, 2), (0, 3), (-1, 1)):
+        checks.check_jit(pops_at_a_traced_index_in_a_loop, X4, jnp.int32(k), jnp.int32(n))
 
 
 def running_window(x):

@@ -9,11 +9,13 @@ the runtime recorded the detached objects (`runtime.identity.detached`); those t
 the difference must still run, and match Python.
 """
 
+import collections
 import contextlib
 import copy
 import itertools
 import operator
 import re
+import typing
 import weakref
 
 import jax
@@ -1154,3 +1156,76 @@ def test_a_state_a_branch_replaces_then_a_method_changes_is_refused_where_anothe
     # Python's step changes the dict `saved` (or LOGGED) holds where the branch did not run.
     with pytest.raises(StagingError, match=r"'opt.state' is a different dict depending on"):
         jax.jit(lambda x: transpiler.convert(fn)(x, Resettable()))(jnp.array([1.0, 2.0]))
+
+
+class _Inner(typing.NamedTuple):
+    lst: list
+
+
+class HeldInATuple:
+    def __init__(self):
+        self.st = ([0.0],)
+
+    def add(self, v):
+        self.st[0][0] += v
+
+
+class HeldInAnOrderedDict:
+    def __init__(self):
+        self.st = collections.OrderedDict(h=[0.0])
+
+    def add(self, v):
+        self.st["h"][0] += v
+
+
+class HeldInANamedTuple:
+    def __init__(self):
+        self.st = {"h": _Inner([0.0])}
+
+    def add(self, v):
+        self.st["h"].lst[0] += v
+
+
+def tuple_state_rebuilt(x, n, acc):
+    h = acc.st[0]
+    i = 0
+    while i < n:
+        acc.st = ([0.0],)
+        i += 1
+    acc.add(x)
+    return h[0]
+
+
+def ordered_state_rebuilt(x, n, acc):
+    h = acc.st["h"]
+    i = 0
+    while i < n:
+        acc.st = collections.OrderedDict(h=[0.0])
+        i += 1
+    acc.add(x)
+    return h[0]
+
+
+def named_state_rebuilt(x, n, acc):
+    h = acc.st["h"].lst
+    i = 0
+    while i < n:
+        acc.st = {"h": _Inner([0.0])}
+        i += 1
+    acc.add(x)
+    return h[0]
+
+
+@pytest.mark.parametrize(
+    "fn, cls",
+    [
+        (tuple_state_rebuilt, HeldInATuple),
+        (ordered_state_rebuilt, HeldInAnOrderedDict),
+        (named_state_rebuilt, HeldInANamedTuple),
+    ],
+)
+def test_lists_in_a_tuple_or_ordered_dict_a_loop_that_may_not_run_rebinds_are_watched(fn, cls):
+    # Only a list or dict itself was watched: 0.0 where Python gives 2.0 (helper 118).
+    assert fn(2.0, 0, cls()) == 2.0
+    with pytest.raises(StagingError, match=r"acc.st "):
+        jax.jit(lambda x, n: transpiler.convert(fn)(x, n, cls()))(jnp.float32(2.0), jnp.int32(0))

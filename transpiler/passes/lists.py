@@ -422,7 +422,8 @@ class _Lists(Transformer):
         mutated = (appended | popped | indexed) & activity.local_names(node)
         private = private_lists(node, mutated, self.globals, self.return_values)
         self.scopes.append(private)
-        self.appended.append(frozenset(appended) & private)
+        # (Those only popped from too: one a staged loop pops from is a list again after it.)
+        self.appended.append(frozenset(appended | popped) & private)
         self.unread.append(_never_read(node, frozenset(appended) & private))
         body = []
         for stmt in node.body:
@@ -672,21 +673,28 @@ class _Lists(Transformer):
         st.pop(0)`, `print(st.pop())`), each made a statement of its own before it (`stack,
         popped = rt__.list_pop(stack)`) and read from there, where Python evaluates nothing
         before it that could tell (a call, or a read of the list) and evaluates it once, always
-        (no `and`, conditional expression, lambda or comprehension around it). Changes
+        (no `and`, conditional expression, chained comparison, lambda or comprehension around
+        it); only names and constants are evaluated before it (no operation that may raise
+        before the pop, which Python would then not make). Changes
         `stmt.value`; returns the statements, or none."""
         value = stmt.value
-        if any(isinstance(n, _CONDITIONAL) for n in structure.walk_nodes(value)):
-            return []
+        if any(
+            isinstance(n, _CONDITIONAL) or isinstance(n, gast.Compare) and len(n.ops) > 1
+            for n in structure.walk_nodes(value)
+        ):
+            return []  # (`a < b < c` evaluates `c` where `a < b` only)
         hoisted, before = [], set()  # the pops, in order; names read before the next one
         for node in _evaluation_order(value):
             pop = self._local(method_call(node, "pop"))
             if pop is not None and pop.func.value.id not in before:
                 hoisted.append(pop)
                 before.add(pop.func.value.id)  # a later pop of it reads the list too
-            elif isinstance(node, _EFFECTFUL):
-                break  # it may read the list, or change what the pop gives
             elif isinstance(node, gast.Name):
                 before.add(node.id)
+            elif not isinstance(node, gast.Constant) and structure.root_name(node) != RUNTIME:
+                # A call may read the list or change what the pop gives; an operation, an
+                # item or an attribute may raise first (`d["k"] + st.pop()` in a `try`).
+                break
         if not hoisted:
             return []
         names = {id(pop): self.namer.new("popped") for pop in hoisted}
