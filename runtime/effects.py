@@ -873,6 +873,9 @@ class Effects:
         # its state (not `aliased`): {output index: the containers} (see
         # `_check_not_bound_outside`).
         self._bound_outside: dict[int, list] = {}
+        # A loop's: (output, path, output, path) of each list or dict an iteration leaves at
+        # two places, one of them an output itself (see `_record_shared`).
+        self._shared: set[tuple] = set()
         # Per traced path (a branch, the body) that changed Python state: the variables it
         # leaves holding the container they were given, and the ids of the changed containers.
         self._paths: list[tuple[set[int], set[int]]] = []
@@ -915,6 +918,7 @@ class Effects:
             labels = (*names, *(change.label for change in self.carried))
             self._check_places_apart(extended[len(state) :])
             self._entered, self._orders, self._bound_outside = extended, {}, {}
+            self._shared = set()
             self._paths, self._creation_orders = [], set()
             try:
                 with identity.loop_runs() as runs, lists_.probes_rewound(state):
@@ -947,6 +951,11 @@ class Effects:
                     how = "bound" if bound else "entered"
                     label = f"'{names[index]}'" if index < n else labels[index]
                     identity.detached(label, self.site, value, watched, how=how, entered=entered)
+            for i, path_i, j, path_j in self._shared:
+                a, b = _at(out[i], path_i), _at(out[j], path_j)
+                if a is not b and type(a) in (list, dict) and type(b) is type(a):
+                    label = f"'{names[i]}'" if i < n else labels[i]
+                    identity.detached(label, self.site, a, [a, b], how="bound")
             for change, value in zip(self.carried, out[n:]):
                 change.set(value)
             return out[:n]
@@ -1183,6 +1192,7 @@ class Effects:
                     self._check_not_bound_outside(
                         (*out, *values), (*args[leading:n], *args[n:]), originals, snapshot
                     )
+                    self._record_shared((*out, *values))
                     if changes:
                         kept = _kept(out, args[leading:n])
                         self._paths.append((kept, {id(c.container) for c in changes}))
@@ -1346,6 +1356,28 @@ class Effects:
                 f"{kind} through {label} only."
             )
 
+    def _record_shared(self, outputs) -> None:
+        """Records each list or dict a loop's iteration leaves as one of its outputs (a
+        variable, a carried place) and at another place of them (`keep = st["h"]` after `st =
+        {"h": [x]}`): Python's names hold one object after the loop, the staged loop carries
+        two, which a change after the loop tells apart (watched, see `_run`). (Two places inside
+        outputs are refused by the carry: `carry._check_no_shared_items`.)"""
+        if not self.site.construct.endswith("loop"):
+            return
+        seen: dict[int, tuple] = {}
+        for index in range(len(outputs)):
+            stack = [(outputs[index], ())]
+            while stack:
+                value, path = stack.pop()
+                if type(value) in (list, dict):
+                    first = seen.setdefault(id(value), (index, path))
+                    if first != (index, path) and (not path or not first[1]):
+                        self._shared.add((*first, index, path))
+                if type(value) in (list, tuple):
+                    stack += [(item, (*path, k)) for k, item in enumerate(value)]
+                elif type(value) is dict:
+                    stack += [(item, (*path, k)) for k, item in value.items()]
+
     def _check_not_bound_outside(self, outputs, given, originals: dict, snapshot) -> None:
         """Where a loop body binds a variable or a carried place (`outputs`: the variables',
         then the places'; `given`: what the iteration was given) to a list or dict reached from
@@ -1396,6 +1428,16 @@ class Effects:
                 f"the other; the staged loop cannot follow which object '{name}' holds. Bind a "
                 f"copy ({name} = {kind}(other)), or read the {kind} through the other name."
             )
+
+
+def _at(value, path: tuple):
+    """What `value` holds at `path` (keys and indices), or None where it holds nothing there."""
+    for key in path:
+        try:
+            value = value[key]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value
 
 
 def _holds_containers(functions, path: str, entered: dict) -> bool:

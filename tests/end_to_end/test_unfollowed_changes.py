@@ -1229,3 +1229,32 @@ def test_lists_in_a_tuple_or_ordered_dict_a_loop_that_may_not_run_rebinds_are_wa
     assert fn(2.0, 0, cls()) == 2.0
     with pytest.raises(StagingError, match=r"acc.st "):
         jax.jit(lambda x, n: transpiler.convert(fn)(x, n, cls()))(jnp.float32(2.0), jnp.int32(0))
+
+
+def alias_of_an_inner_list_bound_in_a_loop(x, n):
+    st = {"h": [0.0]}
+    keep = [0.0]
+    for _ in range(n):
+        st = {"h": [x * 0]}
+        keep = st["h"]  # one list under two names after the loop, as Python has it
+    st["h"][0] += x
+    return keep[0]
+
+
+def alias_of_an_inner_list_bound_in_a_loop_read_only(x, n):
+    st = {"h": [0.0]}
+    keep = [0.0]
+    for i in range(n):
+        st = {"h": [x * i]}
+        keep = st["h"]
+    return keep[0] + st["h"][0]
+
+
+def test_a_list_a_loop_leaves_under_two_names_changed_after_it_is_refused():
+    # The loop carried `keep` and `st["h"]` as two lists: 0.0 where Python gives 2.0 (helper
+    # 118); where nothing changes them after the loop, exact.
+    assert alias_of_an_inner_list_bound_in_a_loop(2.0, 2) == 2.0
+    with pytest.raises(StagingError, match=r"'keep' is bound to a list another name holds"):
+        jax.jit(transpiler.convert(alias_of_an_inner_list_bound_in_a_loop))(2.0, 2)
+    for n in (0, 2):
+        check_jit(alias_of_an_inner_list_bound_in_a_loop_read_only, jnp.float32(2.0), jnp.int32(n))
