@@ -250,7 +250,8 @@ class Carry:
             )
         staged = isinstance(value, lists_.StagedList)
         items = probed.appended + ([] if staged else list(value))
-        lists_.check_items(items, f"'{name}', appended to in the staged {site.construct} ({site}),")
+        how = "popped from" if shrinking else "appended to"
+        lists_.check_items(items, f"'{name}', {how} in the staged {site.construct} ({site}),")
         if staged:
             element = lists_.item_type([value.buffer[0], *items], value.buffer.dtype)
         else:
@@ -259,10 +260,10 @@ class Carry:
             shown = [jnp.asarray(x) for x in items] + ([value.buffer[0]] if staged else [])
             kinds = ", ".join(sorted({describe(x) for x in shown}))
             raise StagingError(
-                f"'{name}' gets items of different shapes or dtypes in the staged "
-                f"{site.construct} ({site}): {kinds}. A list built in a staged loop is stacked "
-                "into one array, so all its items must have one shape (and dtypes that promote "
-                "to one)."
+                f"'{name}' {'holds' if shrinking else 'gets'} items of different shapes or "
+                f"dtypes in the staged {site.construct} ({site}): {kinds}. A list a staged loop "
+                "changes the length of is stacked into one array, so all its items must have "
+                "one shape (and dtypes that promote to one)."
             )
         appends = probed.count if balanced or shrinking else probed.count * trip_count
         where = f" at {probed.where}" if probed.where else ""

@@ -9,6 +9,7 @@ shapes and dtypes. Loops live in `runtime.loops` and `runtime.for_loops`.
 from __future__ import annotations
 
 import copy
+import re
 import sys
 
 import jax
@@ -36,6 +37,7 @@ def if_stmt(
     stores=(),
     owned=(),
     unread=(),
+    private_items=(),
 ):
     """Functional form of an if statement.
 
@@ -59,7 +61,9 @@ def if_stmt(
     `stores`, (statement, name) of the branches' stores of such a container into another
     (`record["best"] = params`), which a staged `if` refuses; `owned`, the variables that own
     their containers (no other name can see which object they hold); `unread`, the variables
-    it takes that no branch reads (it gives them back, or binds them first).
+    it takes that no branch reads (it gives them back, or binds them first); `private_items`,
+    (name, variables) of the dicts and lists it reads whose items no other name can reach but
+    those variables of the function (`ownership.private_items`), which are asked here.
     """
     if if_false is None:  # no `else`: the state as it is
         if_false = keeping_state(len(symbol_names))
@@ -81,9 +85,30 @@ def if_stmt(
                 aliased=frozenset(aliased or ()),
                 refused=frozenset(refused),
                 owned=frozenset(owned),
+                private=_held_by(private_items),
             ),
         )
     return if_true(*state) if pred else if_false(*state)
+
+
+def _held_by(private_items) -> dict[str, list]:
+    """{name: what the variables that may hold its items hold now} (see `if_stmt`), from the
+    frame of the generated code that runs the statement; a name one of whose variables that
+    frame does not have (a nested function's, which does not read it) is left out: its items
+    count as others'."""
+    if not private_items:
+        return {}
+    frame = sys._getframe(1)
+    while frame is not None and not errors.is_generated(frame.f_code.co_filename):
+        frame = frame.f_back
+    if frame is None:
+        return {}
+    found = frame.f_locals
+    return {
+        name: [found[v] for v in variables]
+        for name, variables in private_items
+        if name in found and all(v in found for v in variables)
+    }
 
 
 def if_exp(pred, if_true, if_false, *, aliased=False, owned=False, construct=None):
@@ -153,6 +178,7 @@ def staged_cond(
     aliased=None,
     refused=frozenset(),
     owned=None,
+    private=None,
 ):
     """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs.
     `logged`: log the lowering (`if → lax.cond`, or a select) as the statement's own. `aliased`
@@ -164,7 +190,7 @@ def staged_cond(
     (the user's statements, not the runtime's own `if`s)."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
-    options = dict(logged=logged, aliased=aliased, refused=refused, owned=owned)
+    options = dict(logged=logged, aliased=aliased, refused=refused, owned=owned, private=private)
     for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
         try:
             with lists.probes_rewound(state):
@@ -201,6 +227,7 @@ def _cond_once(
     aliased=None,
     refused=(),
     owned=None,
+    private=None,
 ):
     if len(fixes.raised) == 2:  # both branches raise: so does the if, whichever runs
         raise fixes.raised["true"]
@@ -265,7 +292,7 @@ def _cond_once(
         staging.released(next(dynamic)) if staging.is_array_tree(value) else value for value in outs
     ]
     if checked is not None:
-        _identities(out, origins, names, checked, site, aliased is not None, given, owned)
+        _identities(out, origins, names, checked, site, aliased is not None, given, owned, private)
         if owned is not None and len(origins) == 2:
             _record_detached(out, origins, raws, names, checked, owned, site)
             _record_tuples(out, tuples, names, checked, site)
@@ -547,16 +574,31 @@ def _origins(raw: list, copies: dict, state, names, aliased, site) -> list:
     return result
 
 
-def _given(raw: list, copies: dict, put_back: set) -> dict[int, bool]:
-    """{index: whether the branch changed it} of the outputs of a branch that are the copy of a
-    list or dict it was given (a change to one Effects `put_back` is carried as its places':
-    never lost, it counts as none)."""
+def _given(raw: list, copies: dict, put_back: set) -> dict[int, int]:
+    """{index: how the branch changed it} of the outputs of a branch that are the copy of a
+    list or dict it was given: `_UNCHANGED`, `_SHALLOW` (its own items only: `best["p"][0] =
+    v`) or `_DEEP` (a list or dict inside it too). A change to one Effects `put_back` is
+    carried as its places': never lost, it counts as none."""
     found = {}
     for index in range(len(raw)):
         pair = copies.get(id(raw[index]))
-        if pair is not None and pair[0] is raw[index]:
-            found[index] = id(raw[index]) not in put_back and identity.changed(*pair)
+        if pair is None or pair[0] is not raw[index]:
+            continue
+        copy_, original = pair
+        if id(copy_) in put_back or not identity.changed(copy_, original):
+            found[index] = _UNCHANGED
+        elif any(
+            identity.changed(c, o)
+            for o, c in identity.container_pairs(original, copy_)
+            if o is not original
+        ):
+            found[index] = _DEEP
+        else:
+            found[index] = _SHALLOW
     return found
+
+
+_UNCHANGED, _SHALLOW, _DEEP = 0, 1, 2
 
 
 _ITEMS = "[*]"  # the analysis's path of what a container holds (`ownership.ITEMS`)
@@ -607,7 +649,15 @@ def _check_not_changed_then_replaced(value, before, copies, name, site) -> None:
 
 
 def _identities(
-    out: list, origins: dict, names, aliased, site, restore=True, given=None, owned=None
+    out: list,
+    origins: dict,
+    names,
+    aliased,
+    site,
+    restore=True,
+    given=None,
+    owned=None,
+    private=None,
 ) -> None:
     """Each list or dict variable as Python has it after the statement: where both branches
     leave it holding one object (the one it held before, say), that object, its contents
@@ -635,21 +685,42 @@ def _identities(
         if a is b and a is not _NEW:
             if not restore:
                 continue
-            if not (given and all(given[which].get(index) is False for which in given)):
+            if not (given and all(given[which].get(index) == _UNCHANGED for which in given)):
                 identity.update_in_place(a, out[index])
             out[index] = a
         elif not (a is _NEW and b is _NEW) and names[index] in aliased:
             _refuse_different(out[index], names[index], site)
         elif given and names[index] not in (owned or ()):
+            # An item of a dict or list only it can reach (`best["p"]`), changed in its own
+            # items: no other name sees the object Python changed.
+            others = (private or {}).get(_item_of(names[index]))
             changed = [
                 which
                 for which, origin in (("true", a), ("false", b))
-                if given[which].get(index) and id(origin) not in restored
+                if given[which].get(index, _UNCHANGED)
+                > (_SHALLOW if _held_by_none(origin, others) else _UNCHANGED)
+                and id(origin) not in restored
             ]
             if changed:
                 _refuse_changed_on_a_path(changed[0], out[index], names[index], site)
     for index, a, b in held:
         _check_same_items(a, b, names[index], type(out[index]).__name__, site)
+
+
+def _held_by_none(obj, others: list | None) -> bool:
+    """Whether `others` (what the variables that may hold an item of a private dict or list
+    hold, see `_held_by`; None: it is not private) holds `obj` nowhere."""
+    return others is not None and all(other is not obj for other in others)
+
+
+def _item_of(label: str) -> str | None:
+    """The variable whose item a place's label names (`best` of `best['params']`, `rows` of
+    `rows[0]`), or None (an attribute, an item of an item)."""
+    found = _ITEM_LABEL.fullmatch(label)
+    return found.group(1) if found else None
+
+
+_ITEM_LABEL = re.compile(r"([A-Za-z_]\w*)\[[^\[\]]*\]")
 
 
 def _refuse_different(value, name: str, site) -> None:

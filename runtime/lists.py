@@ -95,7 +95,19 @@ class StagedList:
             jax.ShapeDtypeStruct(shape, element.dtype, weak_type=element.weak_type)
         )
         for i, item in enumerate(items):
-            buffer = buffer.at[i].set(_as_dtype(item, buffer.dtype))
+            try:
+                value = _as_dtype(item, buffer.dtype)
+            except OverflowError:  # `[jnp.int8(1), 300]`: no int8 holds the Python int
+                name = origin.name if origin is not None else "the list"
+                where = Site("list").location()
+                raise StagingError(
+                    f"'{name}' holds {item!r} among items of dtype {np.dtype(buffer.dtype).name}"
+                    f", which cannot hold it{f' ({where})' if where else ''}, and staged code "
+                    "makes the list one array of that dtype (a list that changes length in a "
+                    "staged loop or branch). Make the items one wider dtype first "
+                    "(jnp.int32(...)), or keep the number out of the list."
+                ) from None
+            buffer = buffer.at[i].set(value)
         return cls(buffer, jnp.asarray(len(items)), static_length=len(items), origin=origin)
 
     @property

@@ -1107,13 +1107,38 @@ def variable_rebound_or_changed_by_a_call(x):
 
 
 def local_place_rebound_or_changed(x):
-    # Exact in Python (no other name holds the list), but the trace cannot tell that.
+    # No other name holds the list: exact (refused in the first form of the rule; helper 120:
+    # an optimizer's reset, a best snapshot).
+    st = {"m": [0.0, 0.0], "n": 1.0}
+    if x > 0:
+        st["m"] = [x, x]
+    else:
+        st["m"][0] += x * st["n"]
+    return st["m"][0] + st["m"][1]
+
+
+def place_of_a_list_a_variable_holds(x):
+    held = [0.0, 0.0]
+    best = {"params": held, "loss": 1.0}  # `held` is that list too
+    if x > 0:
+        best["params"] = [x, x]
+    else:
+        best["params"][0] += x
+    return best["params"][0], held[0]
+
+
+OTHERS = []
+APPEND = "append"
+
+
+def place_of_a_list_handed_to_a_call(x):
     st = {"m": [0.0, 0.0]}
+    getattr(OTHERS, APPEND)(st["m"])  # a call conversion cannot follow keeps it
     if x > 0:
         st["m"] = [x, x]
     else:
         st["m"][0] += x
-    return st["m"][0]
+    return st["m"][0], OTHERS[-1][0]
 
 
 @pytest.mark.parametrize(
@@ -1121,7 +1146,8 @@ def local_place_rebound_or_changed(x):
     [
         (place_rebound_or_changed, r"'sto\['v'\]' holds a list that is changed in place on the"),
         (variable_rebound_or_changed_by_a_call, "'v' holds a list that is changed in place on"),
-        (local_place_rebound_or_changed, r"'st\['m'\]' holds a list that is changed in place"),
+        (place_of_a_list_a_variable_holds, r"'best\['params'\]' holds a list that is changed"),
+        (place_of_a_list_handed_to_a_call, r"'st\['m'\]' holds a list that is changed in place"),
     ],
 )
 def test_a_list_changed_on_one_path_and_replaced_on_the_other_is_refused(fn, message):
@@ -1150,7 +1176,9 @@ def place_rebound_or_kept(x):
     return sto["v"][1], SHARED["vals"][1]
 
 
-@pytest.mark.parametrize("fn", [local_rebound_or_changed, place_rebound_or_kept])
+@pytest.mark.parametrize(
+    "fn", [local_rebound_or_changed, place_rebound_or_kept, local_place_rebound_or_changed]
+)
 @pytest.mark.parametrize("x", [1.5, -1.0])
 def test_a_list_replaced_on_one_path_and_kept_or_owned_on_the_other_is_exact(fn, x):
     SHARED["vals"] = [5, 1]

@@ -841,6 +841,22 @@ def test_a_list_a_staged_loop_only_pops_from_is_staged():
 X4 = jnp.array([1.0, 2.0, 3.0, 4.0])
 
 
+def pops_a_number_its_dtype_cannot_hold(n):
+    st = [jnp.int8(1), 300, jnp.int8(3)]
+    s = 0
+    i = 0
+    while i < n:
+        s = s + st.pop()
+        i += 1
+    return s
+
+
+def test_a_python_int_the_list_dtype_cannot_hold_is_refused_by_name():
+    # A bare OverflowError from NumPy before (helper 118).
+    with pytest.raises(StagingError, match=r"'st' holds 300 among items of dtype int8.*:\d+\)"):
+        jax.jit(transpiler.convert(pops_a_number_its_dtype_cannot_hold))(2)
+
+
 def pops_at_a_traced_index_in_a_loop(xs, k, n):
     st = [xs[0], xs[1], xs[2], xs[3]]
     s = 0.0

@@ -222,6 +222,7 @@ class _ControlFlow(Transformer):
         self.stored: list[dict[gast.stmt, frozenset[str]]] = []
         # Per scope: the names that own their containers (`ownership.owned_names`), when asked.
         self.owned: list[frozenset[str] | None] = []
+        self.private: list[dict | None] = []  # per scope: `ownership.private_items`
         self.catches: list[bool | None] = []
 
     def visit_FunctionDef(self, node):
@@ -234,12 +235,14 @@ class _ControlFlow(Transformer):
         self.stored.append({})
         self.aliased.append(ownership.aliased_after(node, callees, self.stored[-1]))
         self.owned.append(None)
+        self.private.append(None)
         self.catches.append(None)  # whether it has a `try` (found when a loop asks)
         node.body = self.visit_block(node.body)
         self.catches.pop()
         self.aliased.pop()
         self.stored.pop()
         self.owned.pop()
+        self.private.pop()
         self.resolvers.pop()
         self.scopes.pop()
         return node
@@ -306,8 +309,20 @@ class _ControlFlow(Transformer):
         # a branch may change state outside its variables (see runtime.effects.Effects).
         reads = anno.getanno(node, _A.BODY_ACTIVITY).reads
         unread = tuple(n for n in inputs if isinstance(n, str) and n not in reads)
-        if unread and _may_change_in_place(node.body + node.orelse):
+        changing = _may_change_in_place(node.body + node.orelse)
+        if unread and changing:
             keyword = gast.keyword(arg="unread", value=templates.constant(unread))
+            converted[-1].value.keywords.append(keyword)
+        # The dicts and lists it reads whose items only they hold (see
+        # `runtime.control_flow._identities`: `best["p"] = [...]` on one path, `best["p"][0] =
+        # v` on the other).
+        private = tuple(
+            (name, variables)
+            for name, variables in self._private().items()
+            if changing and name in reads
+        )
+        if private:
+            keyword = gast.keyword(arg="private_items", value=templates.constant(private))
             converted[-1].value.keywords.append(keyword)
         converted[-1].value.keywords.extend(stores)
         return converted
@@ -316,6 +331,11 @@ class _ControlFlow(Transformer):
         if self.owned[-1] is None:
             self.owned[-1] = ownership.owned_names(self.scopes[-1])
         return self.owned[-1]
+
+    def _private(self) -> dict[str, tuple[str, ...]]:
+        if self.private[-1] is None:
+            self.private[-1] = ownership.private_items(self.scopes[-1], self.resolvers[-1])
+        return self.private[-1]
 
     def visit_While(self, node):
         if not convertible(node):
