@@ -9,7 +9,6 @@ shapes and dtypes. Loops live in `runtime.loops` and `runtime.for_loops`.
 from __future__ import annotations
 
 import copy
-import re
 import sys
 
 import jax
@@ -37,7 +36,7 @@ def if_stmt(
     stores=(),
     owned=(),
     unread=(),
-    private_items=(),
+    item_holders=(),
 ):
     """Functional form of an if statement.
 
@@ -61,15 +60,16 @@ def if_stmt(
     `stores`, (statement, name) of the branches' stores of such a container into another
     (`record["best"] = params`), which a staged `if` refuses; `owned`, the variables that own
     their containers (no other name can see which object they hold); `unread`, the variables
-    it takes that no branch reads (it gives them back, or binds them first); `private_items`,
-    (name, variables) of the dicts and lists it reads whose items no other name can reach but
-    those variables of the function (`ownership.private_items`), which are asked here.
+    it takes that no branch reads (it gives them back, or binds them first); `item_holders`,
+    the dicts and lists it reads whose items its branches index, of which the items nothing
+    else holds are noted here, as it starts (see `_identities`).
     """
     if if_false is None:  # no `else`: the state as it is
         if_false = keeping_state(len(symbol_names))
     pred = staging.condition(pred)
     if is_staged(pred):
         site = Site("if statement")
+        unshared = _unshared_items(item_holders)  # before anything of the runtime's holds them
         effects = Effects((if_true, if_false), site, stores=stores, unread=unread)
         return effects.run(
             state,
@@ -85,30 +85,41 @@ def if_stmt(
                 aliased=frozenset(aliased or ()),
                 refused=frozenset(refused),
                 owned=frozenset(owned),
-                private=_held_by(private_items),
+                unshared=unshared,
             ),
         )
     return if_true(*state) if pred else if_false(*state)
 
 
-def _held_by(private_items) -> dict[str, list]:
-    """{name: what the variables that may hold its items hold now} (see `if_stmt`), from the
-    frame of the generated code that runs the statement; a name one of whose variables that
-    frame does not have (a nested function's, which does not read it) is left out: its items
-    count as others'."""
-    if not private_items:
-        return {}
+def _unshared_items(holders) -> frozenset[int]:
+    """The ids of the lists and dicts held by an item of the variables `holders` (of the frame
+    of the generated code that runs the statement) that nothing else holds now: no other name,
+    container or object can see a change Python makes to one of them (see `_identities`)."""
+    if not holders:
+        return frozenset()
     frame = sys._getframe(1)
     while frame is not None and not errors.is_generated(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
-        return {}
+        return frozenset()
     found = frame.f_locals
-    return {
-        name: [found[v] for v in variables]
-        for name, variables in private_items
-        if name in found and all(v in found for v in variables)
-    }
+    unshared = set()
+    for name in holders:
+        holder = found.get(name)
+        if type(holder) not in (list, dict):
+            continue
+        for item in holder.values() if type(holder) is dict else holder:
+            if type(item) not in (list, dict):
+                continue
+            # (An earlier staged `if` that left it there as a new object watches it.)
+            if sys.getrefcount(item) - identity.recorded_references(item) <= _HELD_BY_ITS_HOLDER:
+                unshared.add(id(item))
+    return frozenset(unshared)
+
+
+# An item only its list or dict holds (and the loop's variable, and `sys.getrefcount`'s
+# argument).
+_HELD_BY_ITS_HOLDER = 3
 
 
 def if_exp(pred, if_true, if_false, *, aliased=False, owned=False, construct=None):
@@ -178,7 +189,7 @@ def staged_cond(
     aliased=None,
     refused=frozenset(),
     owned=None,
-    private=None,
+    unshared=frozenset(),
 ):
     """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs.
     `logged`: log the lowering (`if → lax.cond`, or a select) as the statement's own. `aliased`
@@ -190,7 +201,7 @@ def staged_cond(
     (the user's statements, not the runtime's own `if`s)."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
-    options = dict(logged=logged, aliased=aliased, refused=refused, owned=owned, private=private)
+    options = dict(logged=logged, aliased=aliased, refused=refused, owned=owned, unshared=unshared)
     for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
         try:
             with lists.probes_rewound(state):
@@ -227,7 +238,7 @@ def _cond_once(
     aliased=None,
     refused=(),
     owned=None,
-    private=None,
+    unshared=frozenset(),
 ):
     if len(fixes.raised) == 2:  # both branches raise: so does the if, whichever runs
         raise fixes.raised["true"]
@@ -292,7 +303,7 @@ def _cond_once(
         staging.released(next(dynamic)) if staging.is_array_tree(value) else value for value in outs
     ]
     if checked is not None:
-        _identities(out, origins, names, checked, site, aliased is not None, given, owned, private)
+        _identities(out, origins, names, checked, site, aliased is not None, given, owned, unshared)
         if owned is not None and len(origins) == 2:
             _record_detached(out, origins, raws, names, checked, owned, site)
             _record_tuples(out, tuples, names, checked, site)
@@ -587,18 +598,35 @@ def _given(raw: list, copies: dict, put_back: set) -> dict[int, int]:
         copy_, original = pair
         if id(copy_) in put_back or not identity.changed(copy_, original):
             found[index] = _UNCHANGED
-        elif any(
-            identity.changed(c, o)
-            for o, c in identity.container_pairs(original, copy_)
-            if o is not original
-        ):
-            found[index] = _DEEP
         else:
-            found[index] = _SHALLOW
+            changed = _changed_inside(original, copies)
+            # Each where the copy holds it still: `identity.update_in_place` reaches it.
+            kept = {
+                id(o)
+                for o, c in identity.container_pairs(original, copy_)
+                if copies.get(id(c), (None, None))[1] is o
+            }
+            found[index] = _SHALLOW if not changed else _DEEP if changed <= kept else _DROPPED
     return found
 
 
-_UNCHANGED, _SHALLOW, _DEEP = 0, 1, 2
+def _changed_inside(original, copies: dict) -> set[int]:
+    """The ids of the lists and dicts inside `original` whose copies the branch changed
+    (whatever it did to the copy of `original` after: `p[0][0] += x; p.pop()`): from the pairs
+    made as the branch was given its copies, not the copy's structure now."""
+    inside = set()
+    stack = list(identity.containers_held(original)) if type(original) in (list, dict) else []
+    while stack:
+        item = stack.pop()
+        if id(item) not in inside:
+            inside.add(id(item))
+            stack += identity.containers_held(item)
+    return {id(o) for c, o in copies.values() if id(o) in inside and identity.changed(c, o)}
+
+
+# How a branch changed a copy it was given (`_given`): not at all; in its own items; in a list
+# or dict inside it too, still where it was; in one it then dropped (`p[0][0] += x; p.pop()`).
+_UNCHANGED, _SHALLOW, _DEEP, _DROPPED = 0, 1, 2, 3
 
 
 _ITEMS = "[*]"  # the analysis's path of what a container holds (`ownership.ITEMS`)
@@ -657,7 +685,7 @@ def _identities(
     restore=True,
     given=None,
     owned=None,
-    private=None,
+    unshared=frozenset(),
 ) -> None:
     """Each list or dict variable as Python has it after the statement: where both branches
     leave it holding one object (the one it held before, say), that object, its contents
@@ -685,20 +713,21 @@ def _identities(
         if a is b and a is not _NEW:
             if not restore:
                 continue
+            if given and any(given[which].get(index) == _DROPPED for which in given):
+                _refuse_dropped(out[index], names[index], site)
             if not (given and all(given[which].get(index) == _UNCHANGED for which in given)):
                 identity.update_in_place(a, out[index])
             out[index] = a
         elif not (a is _NEW and b is _NEW) and names[index] in aliased:
             _refuse_different(out[index], names[index], site)
         elif given and names[index] not in (owned or ()):
-            # An item of a dict or list only it can reach (`best["p"]`), changed in its own
-            # items: no other name sees the object Python changed.
-            others = (private or {}).get(_item_of(names[index]))
+            # An item of a dict or list nothing else held as the statement began (`best["p"]`,
+            # `unshared`), changed in its own items: nothing can see the object Python changed.
             changed = [
                 which
                 for which, origin in (("true", a), ("false", b))
                 if given[which].get(index, _UNCHANGED)
-                > (_SHALLOW if _held_by_none(origin, others) else _UNCHANGED)
+                > (_SHALLOW if id(origin) in unshared else _UNCHANGED)
                 and id(origin) not in restored
             ]
             if changed:
@@ -707,20 +736,15 @@ def _identities(
         _check_same_items(a, b, names[index], type(out[index]).__name__, site)
 
 
-def _held_by_none(obj, others: list | None) -> bool:
-    """Whether `others` (what the variables that may hold an item of a private dict or list
-    hold, see `_held_by`; None: it is not private) holds `obj` nowhere."""
-    return others is not None and all(other is not obj for other in others)
-
-
-def _item_of(label: str) -> str | None:
-    """The variable whose item a place's label names (`best` of `best['params']`, `rows` of
-    `rows[0]`), or None (an attribute, an item of an item)."""
-    found = _ITEM_LABEL.fullmatch(label)
-    return found.group(1) if found else None
-
-
-_ITEM_LABEL = re.compile(r"([A-Za-z_]\w*)\[[^\[\]]*\]")
+def _refuse_dropped(value, name: str, site) -> None:
+    kind = type(value).__name__
+    raise StagingError(
+        f"{_label(name, site)} holds a {kind} a path of a staged {site.construct} ({site}) "
+        f"changes a list or dict inside of and then drops from the {kind} (`p[0][0] += x; "
+        "p.pop()`): Python's inner object, which other names may hold, keeps the change, and "
+        "the staged program can give it back only through where it is held. Change the inner "
+        "object where it stays, or copy it before changing it."
+    )
 
 
 def _refuse_different(value, name: str, site) -> None:

@@ -935,7 +935,13 @@ class Effects:
                 entered = None
                 if may_skip and type(before) in (list, dict) and value is not before:
                     watched.append(before)  # Python's, where the loop runs no iteration
-                    if not bound and (index >= n or names[index] not in self.owned):
+                    if not bound and (
+                        index >= n
+                        or names[index] not in self.owned
+                        # Owned, but a list inside the one it entered with is another's too
+                        # (`h = s["h"]`): a change through the new one is Python's of it.
+                        or identity.inner_held(before)
+                    ):
                         # A change through the new object is Python's change of it (`BOX.vals`
                         # rebound in the loop, `BOX.step(x)` after), which other names may see.
                         watched.append(value)

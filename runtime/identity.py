@@ -157,14 +157,32 @@ class _Detached:
             return False
         # Nor a list, dict or tuple inside it (`h = s["h"]` before the loop): a change through
         # `value` of what stands for it shows through that name.
-        inner = list(_items(self.entered))
-        while inner:
-            item = inner.pop()
-            if isinstance(item, (list, dict, tuple)):
-                if sys.getrefcount(item) > _INNER_REFERENCES:
-                    return False
-                inner.extend(_items(item))
-        return True
+        return not inner_held(self.entered)
+
+
+def recorded_references(obj) -> int:
+    """How many references to `obj` the detached entries of the calls being traced hold (their
+    new objects, watched objects, entered objects): what `sys.getrefcount` finds of the
+    runtime's own, beyond its holders'."""
+    count = 0
+    for record in _DETACHED.get():
+        for entry in record:
+            count += (entry.value is obj) + (entry.entered is obj)
+            count += sum(o is obj for o in entry.objects)
+    return count
+
+
+def inner_held(container) -> bool:
+    """Whether something other than `container` holds a list, dict or tuple inside it (`h =
+    s["h"]`). (`sys.getrefcount` counts its argument, the walk's name, and the container.)"""
+    inner = list(_items(container))
+    while inner:
+        item = inner.pop()
+        if isinstance(item, (list, dict, tuple)):
+            if sys.getrefcount(item) > _INNER_REFERENCES:
+                return True
+            inner.extend(_items(item))
+    return False
 
 
 def _items(container):

@@ -1129,6 +1129,68 @@ def place_of_a_list_a_variable_holds(x):
 
 OTHERS = []
 APPEND = "append"
+SHARED_LIST = [1.0, 2.0]
+
+
+def _shared():
+    return SHARED_LIST
+
+
+def place_of_a_list_a_call_gave(x):
+    best = {"params": _shared()}  # the global list itself
+    if x > 0:
+        best["params"] = [x, x]
+    else:
+        best["params"][0] += x
+    return best["params"][0], SHARED_LIST[0]
+
+
+def place_whose_inner_list_changes_then_is_dropped(x):
+    inner = [1.0]
+    best = {"params": [inner, [5.0]]}
+    if x > 0:
+        best["params"] = [[x]]
+    else:
+        best["params"][0][0] += x  # `inner` is changed: another name's list
+        best["params"].pop()
+    return best["params"][0][0], inner[0]
+
+
+def inner_list_changed_then_dropped(x):
+    inner = [1.0]
+    p = [inner, [5.0]]
+    if x > 0:
+        p.pop()
+    else:
+        p[0][0] += x  # `inner` keeps the change in Python
+        p.pop()
+    return p[0][0], inner[0]
+
+
+def test_an_inner_list_a_path_changes_then_drops_is_refused():
+    # Both paths leave `p`, updated in place to the staged items: `inner`, no longer in it,
+    # kept 1.0 where Python gives 0.0 (helper 122).
+    with pytest.raises(StagingError, match=r"'p' holds a list a path of a staged if statement"):
+        jax.jit(transpiler.convert(inner_list_changed_then_dropped))(jnp.float32(-1.0))
+
+
+class _Keeper:
+    def __eq__(self, other):
+        self.kept = other  # an operator that keeps its operand
+        return False
+
+    __hash__ = None
+
+
+def place_of_a_list_an_operator_kept(x):
+    best = {"params": [1.0, 2.0]}
+    keeper = _Keeper()
+    _ = keeper == best["params"]
+    if x > 0:
+        best["params"] = [x, x]
+    else:
+        best["params"][0] += x
+    return best["params"][0], keeper.kept[0]
 
 
 def place_of_a_list_handed_to_a_call(x):
@@ -1148,12 +1210,16 @@ def place_of_a_list_handed_to_a_call(x):
         (variable_rebound_or_changed_by_a_call, "'v' holds a list that is changed in place on"),
         (place_of_a_list_a_variable_holds, r"'best\['params'\]' holds a list that is changed"),
         (place_of_a_list_handed_to_a_call, r"'st\['m'\]' holds a list that is changed in place"),
+        (place_of_a_list_a_call_gave, r"'best\['params'\]' holds a list that is changed"),
+        (place_of_a_list_an_operator_kept, r"'best\['params'\]' holds a list that is changed"),
+        (place_whose_inner_list_changes_then_is_dropped, r"'best\['params'\]' holds a list that"),
     ],
 )
 def test_a_list_changed_on_one_path_and_replaced_on_the_other_is_refused(fn, message):
     # Python's list changed on one path only; the staged program held a new list, which the
     # change never reached (1 where Python gives 6), silently.
     SHARED["vals"] = [5, 1]
+    SHARED_LIST[:] = [1.0, 2.0]
     with pytest.raises(StagingError, match=message) as e:
         jax.jit(transpiler.convert(fn))(jnp.float32(-1.0))
     assert f"{HERE}:" in str(e.value)

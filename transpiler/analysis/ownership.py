@@ -414,63 +414,6 @@ def changed_paths(node, owned, deep: bool = False) -> list[str]:
     return list(dict.fromkeys(p for p in found if head(p) not in owned))
 
 
-def private_items(fn_node: gast.FunctionDef, resolve=None) -> dict[str, tuple[str, ...]]:
-    """{name: variables} of the names of `fn_node` that own their containers (`owned_names`)
-    whose items no other name may hold but those variables: no item of it is read but looked
-    inside (`_items_handed_on`), and the only paths a binding joins `name[*]` with are plain
-    variables (`best["loss"] = l`: the analysis cannot tell that `l` holds an array, not the
-    list at `best["params"]`; the runtime asks them). A list or dict at `name["k"]` is then
-    reachable through `name` only, or through those variables (what it holds in turn may be
-    another's: `best["params"] = list(params)`)."""
-    owned = owned_names(fn_node) - _items_handed_on(fn_node)
-    if not owned:
-        return {}
-    sharing = Sharing(fn_node, nested=False, resolve=resolve)
-    groups: dict[str, set[str]] = {}
-    for path in sharing.known():
-        groups.setdefault(sharing.root(path), set()).add(path)
-    found = {}
-    for name in sorted(owned - sharing.exposed):
-        item = items(name)
-        others = groups.get(sharing.root(item), {item}) - {item}
-        if all(path.isidentifier() and path != name for path in others):
-            found[name] = tuple(sorted(others))
-    return found
-
-
-def _items_handed_on(fn_node: gast.FunctionDef) -> set[str]:
-    """The names an item of which (`st["m"]`) is read other than looked inside: indexed
-    (`st["m"][0]`), a list or dict method called on it (`st["m"].append(v)`), an operand of
-    arithmetic or a comparison. Anywhere else (`f(st["m"])`, `x = st["m"]`, `[st["m"]]`) it
-    may be kept by another name, which `Sharing` may not see (`getattr(o, "append")(...)`)."""
-    parents = {}
-    for node in activity.walk_scope(fn_node.body):
-        for child in structure.children(node):
-            parents[id(child)] = node
-    found = set()
-    for node in activity.walk_scope(fn_node.body):
-        if not (
-            isinstance(node, gast.Subscript)
-            and isinstance(node.value, gast.Name)
-            and isinstance(node.ctx, gast.Load)
-        ):
-            continue
-        parent = parents.get(id(node))
-        looked_inside = (
-            isinstance(parent, gast.Subscript)
-            and parent.value is node
-            or isinstance(parent, gast.Attribute)
-            and parent.value is node
-            and (hasattr(list, parent.attr) or hasattr(dict, parent.attr))
-            and isinstance(parents.get(id(parent)), gast.Call)
-            and parents[id(parent)].func is parent
-            or isinstance(parent, (gast.BinOp, gast.UnaryOp, gast.Compare))
-        )
-        if not looked_inside:
-            found.add(node.value.id)
-    return found
-
-
 def aliased_names(fn_node: gast.FunctionDef, nested: bool = False, resolve=None) -> frozenset[str]:
     """What `changed_in_place` finds, and the names and attributes that may hold one of those
     containers (see `Sharing`): after `b = p`, a change through `p` shows through `b`, and one

@@ -123,6 +123,17 @@ def _may_change_in_place(stmts) -> bool:
     return False
 
 
+def _item_holders(stmts, reads) -> tuple[str, ...]:
+    """The variables `stmts` read whose items they index (`best["p"] = v`, `best["p"][0] += v`,
+    `best["p"].append(v)`)."""
+    found = set()
+    for stmt in stmts:
+        for node in structure.walk_nodes(stmt):
+            if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name):
+                found.add(node.value.id)
+    return tuple(sorted(name for name in found if name in reads))
+
+
 def read_inputs(node: gast.stmt, scope: activity.Scope) -> list[str]:
     """The inputs whose values the statement reads. The rest (an `if` whose branches both
     assign `y`) need no value: they are passed in as `rt__.Undefined` placeholders."""
@@ -222,7 +233,6 @@ class _ControlFlow(Transformer):
         self.stored: list[dict[gast.stmt, frozenset[str]]] = []
         # Per scope: the names that own their containers (`ownership.owned_names`), when asked.
         self.owned: list[frozenset[str] | None] = []
-        self.private: list[dict | None] = []  # per scope: `ownership.private_items`
         self.catches: list[bool | None] = []
 
     def visit_FunctionDef(self, node):
@@ -235,14 +245,12 @@ class _ControlFlow(Transformer):
         self.stored.append({})
         self.aliased.append(ownership.aliased_after(node, callees, self.stored[-1]))
         self.owned.append(None)
-        self.private.append(None)
         self.catches.append(None)  # whether it has a `try` (found when a loop asks)
         node.body = self.visit_block(node.body)
         self.catches.pop()
         self.aliased.pop()
         self.stored.pop()
         self.owned.pop()
-        self.private.pop()
         self.resolvers.pop()
         self.scopes.pop()
         return node
@@ -313,16 +321,12 @@ class _ControlFlow(Transformer):
         if unread and changing:
             keyword = gast.keyword(arg="unread", value=templates.constant(unread))
             converted[-1].value.keywords.append(keyword)
-        # The dicts and lists it reads whose items only they hold (see
-        # `runtime.control_flow._identities`: `best["p"] = [...]` on one path, `best["p"][0] =
-        # v` on the other).
-        private = tuple(
-            (name, variables)
-            for name, variables in self._private().items()
-            if changing and name in reads
-        )
-        if private:
-            keyword = gast.keyword(arg="private_items", value=templates.constant(private))
+        # The dicts and lists it reads whose items it may change or rebind (`best["p"] = [...]`
+        # on one path, `best["p"][0] = v` on the other): the runtime asks which of their items
+        # nothing else holds as it starts (see runtime.control_flow._identities).
+        holders = _item_holders(node.body + node.orelse, reads) if changing else ()
+        if holders:
+            keyword = gast.keyword(arg="item_holders", value=templates.constant(holders))
             converted[-1].value.keywords.append(keyword)
         converted[-1].value.keywords.extend(stores)
         return converted
@@ -331,11 +335,6 @@ class _ControlFlow(Transformer):
         if self.owned[-1] is None:
             self.owned[-1] = ownership.owned_names(self.scopes[-1])
         return self.owned[-1]
-
-    def _private(self) -> dict[str, tuple[str, ...]]:
-        if self.private[-1] is None:
-            self.private[-1] = ownership.private_items(self.scopes[-1], self.resolvers[-1])
-        return self.private[-1]
 
     def visit_While(self, node):
         if not convertible(node):
