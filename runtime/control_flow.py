@@ -588,8 +588,9 @@ def _origins(raw: list, copies: dict, state, names, aliased, site) -> list:
 def _given(raw: list, copies: dict, put_back: set) -> dict[int, int]:
     """{index: how the branch changed it} of the outputs of a branch that are the copy of a
     list or dict it was given: `_UNCHANGED`, `_SHALLOW` (its own items only: `best["p"][0] =
-    v`) or `_DEEP` (a list or dict inside it too). A change to one Effects `put_back` is
-    carried as its places': never lost, it counts as none."""
+    v`), `_DEEP` (a list or dict inside it too) or `_DROPPED` (one it then let go of). A
+    change to one Effects `put_back` is carried as its places': never lost, it counts as
+    none."""
     found = {}
     for index in range(len(raw)):
         pair = copies.get(id(raw[index]))
@@ -598,15 +599,16 @@ def _given(raw: list, copies: dict, put_back: set) -> dict[int, int]:
         copy_, original = pair
         if id(copy_) in put_back or not identity.changed(copy_, original):
             found[index] = _UNCHANGED
+        elif not (changed := _changed_inside(original, copies)):
+            found[index] = _SHALLOW
         else:
-            changed = _changed_inside(original, copies)
             # Each where the copy holds it still: `identity.update_in_place` reaches it.
             kept = {
                 id(o)
                 for o, c in identity.container_pairs(original, copy_)
                 if copies.get(id(c), (None, None))[1] is o
             }
-            found[index] = _SHALLOW if not changed else _DEEP if changed <= kept else _DROPPED
+            found[index] = _DEEP if changed <= kept else _DROPPED
     return found
 
 
@@ -690,7 +692,7 @@ def _identities(
     """Each list or dict variable as Python has it after the statement: where both branches
     leave it holding one object (the one it held before, say), that object, its contents
     updated in place to the staged ones (unless both left it as it was: `given`, per branch,
-    {output: whether it changed the copy it was given}); where they leave it holding different
+    {output: how it changed the copy it was given}); where they leave it holding different
     objects, a new one is exact only where nothing else reaches them or nothing changes them in
     place (not `aliased`, and no path changed the object it leaves there: see
     `_refuse_changed_on_a_path`; `_record_detached` watches for the changes conversion cannot see):

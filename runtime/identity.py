@@ -125,17 +125,7 @@ class _Detached:
         through it. (`sys.getrefcount` counts its argument, this record's references, and an
         inner container's own.)"""
         mine = 2 + any(o is self.value for o in self.objects)
-        if sys.getrefcount(self.value) > mine:
-            return True
-        inner = list(_items(self.value))
-        while inner:
-            item = inner.pop()
-            if isinstance(item, (list, dict, tuple)):
-                mine = 3 + any(o is item for o in self.objects)
-                if sys.getrefcount(item) > mine:
-                    return True
-                inner.extend(_items(item))
-        return False
+        return sys.getrefcount(self.value) > mine or inner_held(self.value, self.objects)
 
     def changed(self, before=None, entered_seen: bool = True) -> bool:
         """Whether any of `objects` holds other than `before` (default: `held`) now; a change of
@@ -172,14 +162,15 @@ def recorded_references(obj) -> int:
     return count
 
 
-def inner_held(container) -> bool:
-    """Whether something other than `container` holds a list, dict or tuple inside it (`h =
-    s["h"]`). (`sys.getrefcount` counts its argument, the walk's name, and the container.)"""
+def inner_held(container, known=()) -> bool:
+    """Whether something other than `container` (and the objects `known` holds, a record's)
+    holds a list, dict or tuple inside it (`h = s["h"]`). (`sys.getrefcount` counts its
+    argument, the walk's name, and the container.)"""
     inner = list(_items(container))
     while inner:
         item = inner.pop()
         if isinstance(item, (list, dict, tuple)):
-            if sys.getrefcount(item) > _INNER_REFERENCES:
+            if sys.getrefcount(item) > _INNER_REFERENCES + any(o is item for o in known):
                 return True
             inner.extend(_items(item))
     return False

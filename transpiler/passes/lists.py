@@ -675,8 +675,8 @@ class _Lists(Transformer):
         before it that could tell (a call, or a read of the list) and evaluates it once, always
         (no `and`, conditional expression, chained comparison, lambda or comprehension around
         it); only names and constants are evaluated before it (no operation that may raise
-        before the pop, which Python would then not make). Changes
-        `stmt.value`; returns the statements, or none."""
+        before the pop, which Python would then not make). Changes `stmt.value`; returns the
+        statements, or none."""
         value = stmt.value
         if any(
             isinstance(n, _CONDITIONAL) or isinstance(n, gast.Compare) and len(n.ops) > 1
