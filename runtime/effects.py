@@ -1006,6 +1006,28 @@ class Effects:
                 "give one of them a copy (copy.deepcopy)."
             )
 
+    def _check_place_changes_kept(self, place_copies: list, outputs) -> None:
+        """Refuses a list or dict that a carried place held as the trace began, which the trace
+        changed (through the place: `best["p"][0][0] += x`) and then let go of (`best["p"][0] =
+        5.0`): Python changed the object itself, which other names may hold, and the staged
+        statement gives back only what its outputs hold; a copy it dropped takes its change
+        with it."""
+        if not place_copies:
+            return
+        reached = set().union(*(_containers_in(v) for v in outputs))
+        for change, copy_, before in place_copies:
+            if id(copy_) in reached or not identity.changed_since(copy_, before):
+                continue
+            kind = type(copy_).__name__
+            raise StagingError(
+                f"{change.label} holds a {kind} as the staged {self.site.construct} "
+                f"({self.site}) begins, which a path changes in place (or a {kind} inside it) "
+                f"and then lets go of (binds {change.label} to another value): Python's {kind}, "
+                "which other names may hold, keeps the change, and the staged program can give "
+                f"it back only where it stays. Change it where it stays, or bind a copy first "
+                f"({change.label} = copy.deepcopy({change.label})) and change that."
+            )
+
     def _unread(self, holder) -> bool:
         """Whether `holder` is a variable the statement takes without reading it (see
         `unread`; a loop's, from `reads`: its variables it does not read before binding)."""
@@ -1178,6 +1200,8 @@ class Effects:
             # The lists and dicts the statement entered with (in its state and places), each
             # with the copies this trace is given (see `_check_not_held_apart`).
             given = _given_copies(entered, (*args[leading:n], *args[n:])) if carried else {}
+            # The copies of the lists and dicts the carried places held, with what they held.
+            place_copies = _place_copies(carried, self._entered[n_state:], args[n:])
             try:
                 with staging.tracking(snapshot):
                     for change, value in zip(carried, args[n:]):
@@ -1187,6 +1211,8 @@ class Effects:
                     values = tuple(self._created(change) for change in carried)
                     self._check_creation_order(carried)
                     self._check_not_held_apart(given, [*names[leading:], *carried])
+                    if returns_state:
+                        self._check_place_changes_kept(place_copies, (*out, *values))
             finally:
                 changes = snapshot.changes()
                 if returns_state and isinstance(out, tuple):
@@ -1566,6 +1592,19 @@ def _given_copies(originals, copies) -> dict[int, list]:
         for a, b in identity.container_pairs(original, copy_):
             if a is not b:  # (not a copy: nor is anything in it)
                 found.setdefault(id(a), []).append((b, identity.contents(b), index))
+    return found
+
+
+def _place_copies(carried: list[Change], originals, copies) -> list[tuple]:
+    """(place, copy, what the copy holds now) of each list and dict copied from what a carried
+    place held as the statement began (`Effects._check_place_changes_kept`)."""
+    found = []
+    for change, original, copy_ in zip(carried, originals, copies):
+        if type(original) not in (list, dict, tuple):
+            continue
+        for a, b in identity.container_pairs(original, copy_):
+            if a is not b:
+                found.append((change, b, identity.contents(b)))
     return found
 
 

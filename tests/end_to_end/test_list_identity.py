@@ -1250,3 +1250,84 @@ def test_a_list_replaced_on_one_path_and_kept_or_owned_on_the_other_is_exact(fn,
     SHARED["vals"] = [5, 1]
     check_jit(fn, jnp.float32(x))
     assert SHARED["vals"] == [5, 1]
+
+
+def place_list_changed_then_replaced_by_a_number(x):
+    inner = [1.0]
+    best = {"params": [inner]}
+    if x > 0:
+        best["params"][0] = x
+    else:
+        best["params"][0][0] += x  # `inner` is changed: another name's list
+        best["params"][0] = 5.0
+    return inner[0], best["params"][0]
+
+
+def place_dict_changed_then_replaced(x):
+    inner = {"w": 1.0}
+    state = [inner]
+    if x > 0:
+        state[0] = x
+    else:
+        state[0]["w"] += x
+        state[0] = 5.0
+    return inner["w"], state[0]
+
+
+def place_list_read_into_a_local_then_replaced(x):
+    inner = [1.0]
+    best = {"params": inner}
+    if x > 0:
+        best["params"] = 3.0
+    else:
+        q = best["params"]
+        best["params"] = 5.0
+        q[0] += x  # through a name the branch keeps to itself
+    return inner[0], best["params"]
+
+
+def place_list_changed_then_replaced_in_a_loop(x):
+    inner = [1.0]
+    best = {"params": inner}
+    k = 0
+    while k < x:
+        best["params"][0] += x  # the first iteration changes `inner`
+        best["params"] = [5.0]
+        k += 1
+    return inner[0], best["params"][0]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        place_list_changed_then_replaced_by_a_number,
+        place_dict_changed_then_replaced,
+        place_list_read_into_a_local_then_replaced,
+    ],
+)
+def test_a_place_changed_in_place_then_rebound_is_refused(fn):
+    # The place was given a copy of the list it held; the copy took the change and was
+    # dropped, so `inner` kept 1.0 where Python gives 0.0, silently (helper 122).
+    with pytest.raises(StagingError, match=r"holds a (list|dict) as the staged .* begins, which a"):
+        jax.jit(transpiler.convert(fn))(jnp.float32(-1.0))
+
+
+def test_a_place_changed_in_place_then_rebound_in_a_loop_is_refused():
+    # The first iteration changes `inner`, the later ones the lists the loop made.
+    with pytest.raises(StagingError, match=r"best\['params'\] holds the list"):
+        jax.jit(transpiler.convert(place_list_changed_then_replaced_in_a_loop))(jnp.float32(2.0))
+
+
+def place_list_rebound_or_changed_where_it_stays(x):
+    best = {"params": [1.0, 2.0], "loss": 3.0}
+    if x > 0:
+        best["params"] = [x, x]
+        best["loss"] = x
+    else:
+        best["params"][0] = best["params"][0] + x
+    return best["params"], best["loss"]
+
+
+def test_a_place_changed_where_it_stays_or_rebound_is_exact():
+    for x in (-1.0, 2.0):
+        check_jit(place_list_rebound_or_changed_where_it_stays, jnp.float32(x))
