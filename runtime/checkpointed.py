@@ -411,8 +411,8 @@ def _forward(step, test, consts, init, checkpoints):
 
     def checkpoint_and_run(c):  # keep the state, then run up to `stride` steps
         x, i, buf, idx, count, stride = c
-        buf = jax.tree_util.tree_map(lambda a, v: a.at[count].set(v), buf, x)
-        idx = idx.at[count].set(i)
+        buf = jax.tree_util.tree_map(lambda a, v: _put(a, v, count), buf, x)
+        idx = _put(idx, i, count)
         x, i, _ = lax.while_loop(
             lambda c: (c[1] < c[2]) & test(c[0]), stride_of_steps, (x, i, i + stride)
         )
@@ -424,8 +424,10 @@ def _forward(step, test, consts, init, checkpoints):
         def compact(c):  # keep checkpoints 0, 2s, 4s, ...; the stride doubles
             x, i, buf, idx, count, stride = c
             half = k // 2
-            buf = jax.tree_util.tree_map(lambda a: a.at[:half].set(a[: 2 * half : 2]), buf)
-            idx = idx.at[:half].set(idx[: 2 * half : 2]).at[half:].set(-1)
+            buf = jax.tree_util.tree_map(
+                lambda a: jnp.concatenate([a[: 2 * half : 2], a[half:]]), buf
+            )
+            idx = jnp.concatenate([idx[: 2 * half : 2], jnp.full((k - half,), -1, idx.dtype)])
             return x, i, buf, idx, jnp.asarray(half, jnp.int32), stride * 2
 
         return lax.cond(test(c[0]), compact, lambda c: c, c)
@@ -437,6 +439,18 @@ def _forward(step, test, consts, init, checkpoints):
 
 
 _BLOCK = 32  # below this many steps, a block of states is recomputed at once and swept back
+
+
+def _put(buffer, value, index):
+    """`buffer` with `value` at `index` (in range): one `dynamic_update_slice`, not the scatter
+    and the index arithmetic of `buffer.at[index].set(value)`."""
+    value = jnp.asarray(value, buffer.dtype)
+    return lax.dynamic_update_index_in_dim(buffer, value, index, 0, allow_negative_indices=False)
+
+
+def _get(buffer, index):
+    """`buffer[index]` (in range): one `dynamic_slice`, without the wrapping of a negative index."""
+    return lax.dynamic_index_in_dim(buffer, index, 0, keepdims=False, allow_negative_indices=False)
 
 
 def _reverse_sweep(step, consts, saved, count, ct_final, x_part, c_part):
@@ -455,7 +469,8 @@ def _reverse_sweep(step, consts, saved, count, ct_final, x_part, c_part):
         lambda a: jnp.concatenate([a, jnp.zeros((pad, *a.shape[1:]), a.dtype)]), buf
     )
     stack_idx = jnp.concatenate([idx, jnp.full((pad,), -1, jnp.int32)])
-    block = jax.tree_util.tree_map(lambda a: jnp.zeros((_BLOCK, *a.shape[1:]), a.dtype), buf)
+    # (+ 1: the slot a bisecting step writes to, never read)
+    block = jax.tree_util.tree_map(lambda a: jnp.zeros((_BLOCK + 1, *a.shape[1:]), a.dtype), buf)
 
     def back_one(x, ct_x, ct_c):
         out, vjp = jax.vjp(step, x, consts)
@@ -464,13 +479,13 @@ def _reverse_sweep(step, consts, saved, count, ct_final, x_part, c_part):
 
     def body(carry):
         i, ct_x, ct_c, stack, stack_idx, top = carry
-        sweeping = i - stack_idx[top - 1] < _BLOCK
+        sweeping = i - _get(stack_idx, top - 1) < _BLOCK
         # Sweeping, start from the lowest state on the stack that is less than a block below
         # i (the stack's steps ascend): close checkpoints make one block, not one block each.
         near = (jnp.arange(depth) < top) & (stack_idx >= 0) & (i - stack_idx < _BLOCK)
         start = jnp.where(sweeping, jnp.argmax(near).astype(top.dtype), top - 1)
-        j = stack_idx[start]
-        x_j = jax.tree_util.tree_map(lambda a: a[start], stack)
+        j = _get(stack_idx, start)
+        x_j = jax.tree_util.tree_map(lambda a: _get(a, start), stack)
         mid = j + (i - j + 1) // 2
 
         # One loop recomputes the states from j: up to i into the block buffer to sweep back
@@ -480,20 +495,20 @@ def _reverse_sweep(step, consts, saved, count, ct_final, x_part, c_part):
             x, states = c
             x = step(x, consts)
             at = jnp.where(sweeping, t + 1, _BLOCK)  # bisecting, nothing is kept
-            return x, jax.tree_util.tree_map(lambda a, v: a.at[at].set(v, mode="drop"), states, x)
+            return x, jax.tree_util.tree_map(lambda a, v: _put(a, v, at), states, x)
 
-        states = jax.tree_util.tree_map(lambda a, v: a.at[0].set(v), block, x_j)
+        states = jax.tree_util.tree_map(lambda a, v: _put(a, v, 0), block, x_j)
         x_new, states = lax.fori_loop(0, jnp.where(sweeping, i, mid) - j, fill, (x_j, states))
 
         def back(t, c):
-            x = jax.tree_util.tree_map(lambda a: a[i - j - t], states)
+            x = jax.tree_util.tree_map(lambda a: _get(a, i - j - t), states)
             return back_one(x, *c)
 
         # Bisecting, the sweep runs no step.
         ct_x, ct_c = lax.fori_loop(0, jnp.where(sweeping, i - j + 1, 0), back, (ct_x, ct_c))
         # The state computed is written just above the top, and counts only when bisecting.
-        stack = jax.tree_util.tree_map(lambda a, v: a.at[top].set(v), stack, x_new)
-        stack_idx = stack_idx.at[top].set(jnp.where(sweeping, -1, mid))
+        stack = jax.tree_util.tree_map(lambda a, v: _put(a, v, top), stack, x_new)
+        stack_idx = _put(stack_idx, jnp.where(sweeping, -1, mid), top)
         top = jnp.where(sweeping, start, top + 1)
         return jnp.where(sweeping, j - 1, i), ct_x, ct_c, stack, stack_idx, top
 
