@@ -47,6 +47,15 @@ class Carry:
         # a variable holding the one it was given, it is that object after the loop.
         self.originals = {i: v for i, v in enumerate(state) if type(v) in (list, dict)}
         self.replaced: set[int] = set()
+        # Likewise the lists and dicts inside tuple variables (`st = NT(w, 0.0)`): {index:
+        # {path: the object}}, and the (index, path) of those an iteration left another object
+        # at, or changed in place.
+        self.tuple_originals = {
+            i: items for i, v in enumerate(state) if (items := identity.tuple_containers(v))
+        }
+        self.tuple_replaced: set[tuple] = set()
+        self.tuple_changed: set[tuple] = set()
+        self._tuples_checked = False
         # Those an iteration changed in place (None: not followed, as where iterations are not
         # given fresh containers: all count).
         self.changed: set[int] | None = None
@@ -317,6 +326,8 @@ class Carry:
                 if self.changed is None or index in self.changed:  # else: what it held
                     identity.update_in_place(original, state[index])
                 state[index] = original
+        if self._tuples_checked:
+            self._restore_tuples(state)
         for index in self.planned:
             value, length = state[index], self.static_lengths.get(index)
             state[index] = value._with(static_length=length, fixed=False)
@@ -328,10 +339,32 @@ class Carry:
                 state[index] = state[index].value
         return tuple(state)
 
+    def _restore_tuples(self, state: list) -> None:
+        """Each tuple variable holds, where every iteration left it holding the list or dict it
+        was given (`st = st._replace(b=...)`), the object it held before the loop, as Python's
+        does, its contents updated in place to the staged ones where an iteration changed it."""
+        for index, items in self.tuple_originals.items():
+            value = state[index]
+            if index in self.static or not identity.plain_tuple(value):
+                continue
+            for path, original in items.items():
+                key = (index, path)
+                if key in self.tuple_replaced or identity.item_at(value, path) is None:
+                    continue
+                if self.changed is None or key in self.tuple_changed:
+                    identity.update_in_place(original, identity.item_at(value, path))
+                value = identity.replaced(value, path, original)
+            state[index] = value
+
     def given(self, dynamic):
         """The state an iteration is given (fresh containers: see `check_identities`)."""
         self._given = self.merge(staging.fresh(dynamic))
         self._given_contents = {i: identity.contents(self._given[i]) for i in self.originals}
+        self._given_tuples = {
+            (i, path): identity.contents(identity.item_at(self._given[i], path))
+            for i, items in self.tuple_originals.items()
+            for path in items
+        }
         return self._given
 
     def check_identities(self, outs) -> None:
@@ -346,6 +379,7 @@ class Carry:
             i for i in self.originals if identity.changed_since(given[i], self._given_contents[i])
         }
         self.changed = changed | (self.changed or set())
+        self._check_tuple_identities(outs, given)
         for i in self.originals:
             if outs[i] is given[i]:
                 continue
@@ -364,6 +398,29 @@ class Carry:
                     "in place: the staged loop changes copies of them, which nothing takes "
                     "back to the objects other names see. Change the lists through the names "
                     "that hold them, or build new ones (a = [...]) instead of changing them."
+                )
+
+    def _check_tuple_identities(self, outs, given) -> None:
+        """`check_identities` for the lists and dicts inside tuple variables: notes which the
+        iteration kept where they were and which it changed; one it changed in place and then
+        let go of (`st.w[0] += 1; st = NT([0.0], b)`) is refused, as for a list variable."""
+        self._tuples_checked = True
+        for (i, path), before in self._given_tuples.items():
+            item = identity.item_at(given[i], path)
+            changed = type(item) in (list, dict) and identity.changed_since(item, before)
+            if changed:
+                self.tuple_changed.add((i, path))
+            if identity.item_at(outs[i], path) is item and item is not None:
+                continue
+            self.tuple_replaced.add((i, path))
+            if changed:
+                kind = type(item).__name__
+                raise StagingError(
+                    f"'{self.names[i]}' is given a tuple holding another {kind} at {list(path)} "
+                    f"in an iteration of the staged {self.site.construct} ({self.site}), after "
+                    f"the {kind} it held there was changed in place: the staged loop changes "
+                    "a copy of it, which nothing takes back to the object other names see. "
+                    f"Change the {kind} where it stays, or build a new one instead of changing it."
                 )
 
     def merge(self, dynamic):

@@ -251,6 +251,7 @@ def _cond_once(
     given: dict[str, dict] = {}  # per branch: the outputs that are copies it was given (`_given`)
     raws: dict[str, list] = {}  # per branch: its outputs as the function gave them
     tuples: dict[str, dict] = {}  # per branch: the containers in its tuples (`_tuple_items`)
+    held_in_tuples: dict[str, dict] = {}  # per branch: `_tuple_origins`
     checked = None if aliased is None and not refused else frozenset(aliased or ()) | refused
 
     def branch(fn, which):
@@ -268,6 +269,9 @@ def _cond_once(
                     if owned is not None:  # for `_record_detached`, `_record_tuples`
                         raws[which] = list(raw)
                         tuples[which] = _tuple_items(raw, copies)
+                    if checked is not None:  # (last: it holds the objects, which
+                        # `_tuple_items` counts the holders of)
+                        held_in_tuples[which] = _tuple_origins(raw, copies)
             appended[which] = {
                 key: (p.count - starts[key][0], p.pops - starts[key][1])
                 for key, (p, _, _) in probes.items()
@@ -303,10 +307,13 @@ def _cond_once(
         staging.released(next(dynamic)) if staging.is_array_tree(value) else value for value in outs
     ]
     if checked is not None:
+        restored = _restore_tuples(out, held_in_tuples) if aliased is not None else set()
+        held_in_tuples.clear()  # (the objects' holders are counted below)
         _identities(out, origins, names, checked, site, aliased is not None, given, owned, unshared)
         if owned is not None and len(origins) == 2:
             _record_detached(out, origins, raws, names, checked, owned, site)
-            _record_tuples(out, tuples, names, checked, site)
+            kept = checked | {names[index] for index in restored}
+            _record_tuples(out, tuples, names, kept, site)
     return tuple(out)
 
 
@@ -816,6 +823,48 @@ def _record_detached(out: list, origins: dict, raws: dict, names, skipped, owned
             held.append(out[index])
         label = _label(name, site)
         identity.detached(label, site, out[index], held)
+
+
+def _tuple_origins(raw: list, copies: dict) -> dict[int, dict]:
+    """{output index: {path: (origin, changed)}} of the lists and dicts inside each output of a
+    branch that is a tuple (a namedtuple too), through tuples: the object Python's tuple holds
+    at `path` (the original of a copy the branch was given, or the object itself), and whether
+    the branch changed that copy."""
+    found = {}
+    for index in range(len(raw)):
+        items = {}
+        for path, value in identity.tuple_containers(raw[index]).items():
+            pair = copies.get(id(value))
+            if pair is not None and pair[0] is value:
+                items[path] = (pair[1], identity.changed(value, pair[1]))
+            else:
+                items[path] = (value, False)
+        if items:
+            found[index] = items
+    return found
+
+
+def _restore_tuples(out: list, held: dict) -> set[int]:
+    """Each tuple output both branches leave holding the same lists and dicts (`st = (w, x)` on
+    one path, `st` as it was on the other) holds those very objects, as Python's does, their
+    contents updated in place to the staged ones where a branch changed its copy (the staged
+    tuple holds new lists). Returns the indices of the outputs restored so."""
+    if len(held) < 2:
+        return set()
+    restored = set()
+    true, false = held["true"], held["false"]
+    for index in true.keys() & false.keys():
+        a, b = true[index], false[index]
+        if a.keys() != b.keys() or any(a[path][0] is not b[path][0] for path in a):
+            continue  # a different object at some place: see `_record_tuples`
+        value = out[index]
+        for path, (original, changed) in a.items():
+            if changed or b[path][1]:
+                identity.update_in_place(original, identity.item_at(value, path))
+            value = identity.replaced(value, path, original)
+        out[index] = value
+        restored.add(index)
+    return restored
 
 
 def _tuple_items(raw, copies: dict) -> dict[int, list]:

@@ -25,6 +25,7 @@ import functools
 import io
 import os
 import random
+import re
 import sys
 import sysconfig
 import types
@@ -946,7 +947,12 @@ class Effects:
                         # rebound in the loop, `BOX.step(x)` after), which other names may see.
                         watched.append(value)
                         entered = before
-                elif may_skip and isinstance(before, (tuple, dict)) and value is not before:
+                elif (
+                    may_skip
+                    and isinstance(before, (tuple, dict))
+                    and value is not before
+                    and not _holds_the_same(value, before)
+                ):
                     # A tuple (a namedtuple, an OrderedDict) holding lists or dicts: theirs, as
                     # Python's variable holds them on either path, with no exemption.
                     watched += identity.containers_held(before)
@@ -1160,7 +1166,14 @@ class Effects:
         for function in self.functions:
             code = function.__code__
             if code.co_argcount == n:
-                return list(code.co_varnames[:n])
+                names = list(code.co_varnames[:n])
+                # A global's or a closure's variable is the parameter `G_1` (`global G; G =
+                # G_1`): the user's name for it.
+                k = min(n, len(self.names))  # the statement's variables: the last k
+                for i, name in zip(range(n - k, n), self.names[len(self.names) - k :]):
+                    if re.fullmatch(rf"{re.escape(name)}_\d+", names[i]):
+                        names[i] = name
+                return names
         return [*["an item"] * (n - len(self.names)), *self.names][-n:] if n else []
 
     def wrap(self, fn, leading: int = 0, returns_state: bool = True):
@@ -1462,6 +1475,16 @@ class Effects:
             )
 
 
+def _holds_the_same(value, before) -> bool:
+    """Whether tuple `value` holds the very lists and dicts `before` held, at the same places
+    (a loop gave back `st = NT(w, b)` holding `w`: `carry.Carry` restores them)."""
+    held = identity.tuple_containers(value)
+    if not held:
+        return False
+    entered = identity.tuple_containers(before)
+    return held.keys() == entered.keys() and all(held[p] is entered[p] for p in held)
+
+
 def _at(value, path: tuple):
     """What `value` holds at `path` (keys and indices), or None where it holds nothing there."""
     for key in path:
@@ -1473,15 +1496,16 @@ def _at(value, path: tuple):
 
 
 def _holds_containers(functions, path: str, entered: dict) -> bool:
-    """Whether `path` (`"params"`, `"params[*]"`, `"self.best"`), as the block enters with it
-    (`entered`: its state variables' values) or as the functions read it (a closure variable or
-    global), is a list or dict, or (`[*]`) holds one; True where it cannot be read."""
-    head, *attributes = path.removesuffix("[*]").split(".")
+    """Whether `path` (`"params"`, `"params[*]"`, `"d[*][*]"`, `"self.best"`), as the block
+    enters with it (`entered`: its state variables' values) or as the functions read it (a
+    closure variable or global), is or holds a list or dict (`[*]`: what a container holds);
+    True where it cannot be read."""
+    head, steps = _path_steps(path)
     if head in entered:
         value = entered[head]
         if isinstance(value, (lists_.StagedList, MaybeUnbound, Undefined)):
             return True  # not a value Python would hold as it is: refused as it was
-        return _is_container(value, attributes, path)
+        return _is_container(value, steps)
     for function in functions:
         code = function.__code__
         if head in code.co_freevars:
@@ -1494,19 +1518,39 @@ def _holds_containers(functions, path: str, entered: dict) -> bool:
             value = function.__globals__[head]
         else:
             continue
-        return _is_container(value, attributes, path)
+        return _is_container(value, steps)
     return True
 
 
-def _is_container(value, attributes: list[str], path: str) -> bool:
-    for attribute in attributes:
-        value = getattr(value, attribute, None)
-    if path.endswith("[*]"):
-        held = value.values() if type(value) is dict else value
-        return type(value) in (list, dict, tuple) and any(
-            type(item) in (list, dict) for item in held
-        )
-    return type(value) in (list, dict)
+def _path_steps(path: str) -> tuple[str, list[str]]:
+    """The variable of an analysis path and its steps: attribute names, and `[*]`s."""
+    head, _, rest = path.partition("[*]")
+    name, *attributes = head.split(".")
+    steps = list(attributes)
+    if _ or rest:
+        steps.append("[*]")
+        while rest:
+            step, _, rest = rest.partition("[*]")
+            steps += [a for a in step.split(".") if a]
+            if _:
+                steps.append("[*]")
+    return name, steps
+
+
+def _is_container(value, steps: list[str]) -> bool:
+    """Whether what `value` holds along `steps` (see `_path_steps`) is a list or dict."""
+    values = [value]
+    for step in steps:
+        if step == "[*]":
+            values = [
+                item
+                for v in values
+                if type(v) in (list, dict, tuple)
+                for item in (v.values() if type(v) is dict else v)
+            ]
+        else:
+            values = [getattr(v, step, None) for v in values]
+    return any(type(v) in (list, dict) for v in values)
 
 
 # The `aliased` of the loop being staged: its masked iterations' `if`s refuse those variables

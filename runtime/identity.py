@@ -62,8 +62,43 @@ def container_pairs(original, copy_):
         elif type(original) is dict and original.keys() == copy_.keys():
             yield original, copy_
             stack.extend((original[key], copy_[key]) for key in original)
-        elif type(original) is tuple and len(original) == len(copy_):
+        elif isinstance(original, tuple) and len(original) == len(copy_):  # namedtuples too
             stack.extend(zip(original, copy_))
+
+
+def plain_tuple(value) -> bool:
+    """Whether `value` is a tuple or a namedtuple (which JAX takes apart and makes again)."""
+    return type(value) is tuple or (isinstance(value, tuple) and hasattr(type(value), "_make"))
+
+
+def tuple_containers(value) -> dict[tuple, object]:
+    """{path: the list or dict there} inside `value`, a tuple or namedtuple, through the tuples
+    in it (empty for anything else)."""
+    found: dict[tuple, object] = {}
+    stack = [((), value)] if plain_tuple(value) else []
+    while stack:
+        path, item = stack.pop()
+        if plain_tuple(item):
+            stack += [((*path, i), inner) for i, inner in enumerate(item)]
+        elif type(item) in (list, dict):
+            found[path] = item
+    return found
+
+
+def item_at(value, path: tuple):
+    """What nested tuples `value` hold at `path` (None where their structure differs)."""
+    for i in path:
+        if not plain_tuple(value) or i >= len(value):
+            return None
+        value = value[i]
+    return value
+
+
+def replaced(value: tuple, path: tuple, item) -> tuple:
+    """`value` (a tuple or namedtuple, nested ones in it) holding `item` at `path`."""
+    items = list(value)
+    items[path[0]] = replaced(items[path[0]], path[1:], item) if path[1:] else item
+    return tuple(items) if type(value) is tuple else type(value)._make(items)
 
 
 def containers_held(container) -> list:

@@ -1331,3 +1331,48 @@ def place_list_rebound_or_changed_where_it_stays(x):
 def test_a_place_changed_where_it_stays_or_rebound_is_exact():
     for x in (-1.0, 2.0):
         check_jit(place_list_rebound_or_changed_where_it_stays, jnp.float32(x))
+
+
+def stores_a_number_from_a_nested_list(x):
+    d = {"a": [1.0, 2.0]}
+    rec = {"v": 0.0}
+    if x > 0:
+        rec["v"] = d["a"][1]  # a float: nothing that a later change reaches
+    d["a"][1] += x
+    return rec, d
+
+
+def stores_a_list_from_a_nested_list(x):
+    d = {"a": [[1.0], [2.0]]}
+    rec = {"v": [0.0]}
+    if x > 0:
+        rec["v"] = d["a"][1]  # the list itself, which the function then changes
+    d["a"][1][0] += x
+    return rec, d
+
+
+def test_a_store_two_levels_down_is_refused_only_where_it_stores_a_container():
+    # The store's path (`d[*][*]`) was not read at two levels: refused as if it held lists.
+    for x in (-1.0, 2.0):
+        check_jit(stores_a_number_from_a_nested_list, jnp.float32(x))
+    with pytest.raises(StagingError, match=r"stores 'd\[\*\]\[\*\]' in another container"):
+        jax.jit(transpiler.convert(stores_a_list_from_a_nested_list))(jnp.float32(2.0))
+
+
+RESET_LIST = [1.0, 2.0]
+
+
+def global_changed_then_rebound(x):
+    global RESET_LIST
+    if x > 0:
+        RESET_LIST[0] += x
+        RESET_LIST = [5.0, 5.0]
+    return RESET_LIST
+
+
+def test_a_refusal_names_a_global_as_the_user_does():
+    # The generated branch takes the global as the parameter `RESET_LIST_1`.
+    with pytest.raises(StagingError) as e:
+        jax.jit(transpiler.convert(global_changed_then_rebound))(jnp.float32(2.0))
+    assert "RESET_LIST_1" not in str(e.value) and "'RESET_LIST'" in str(e.value)
+    assert RESET_LIST == [1.0, 2.0]
