@@ -36,7 +36,7 @@ from runtime.lists import (
     list_update,
     stack_list,
 )
-from runtime.logical import and_, and_or, in_, not_, not_in, or_
+from runtime.logical import and_, and_or, in_, is_, is_not, not_, not_in, or_
 from runtime.loops import while_stmt
 from runtime.powers import pow_
 from runtime.staging import CANNOT_STAGE, raise_cannot_stage
@@ -59,6 +59,8 @@ __all__ = [
     "enumerate_",
     "float_",
     "int_",
+    "is_",
+    "is_not",
     "len_",
     "handed_list",
     "list_append",

@@ -410,8 +410,12 @@ class Carry:
             changed = type(item) in (list, dict) and identity.changed_since(item, before)
             if changed:
                 self.tuple_changed.add((i, path))
-            if identity.item_at(outs[i], path) is item and item is not None:
-                continue
+            out = identity.item_at(outs[i], path)
+            # (The object itself, read through another name, `t = (w, k)`: kept too, where
+            # nothing changed its copy.)
+            if item is not None and (out is item or out is self.tuple_originals[i][path]):
+                if out is item or not changed:
+                    continue
             self.tuple_replaced.add((i, path))
             if changed:
                 kind = type(item).__name__

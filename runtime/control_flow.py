@@ -587,7 +587,9 @@ def _origins(raw: list, copies: dict, state, names, aliased, site) -> list:
         if index < len(state) and names[index] in aliased:
             _check_not_changed_then_replaced(value, state[index], copies, names[index], site)
     for index, name in enumerate(names):
-        if name + _ITEMS in aliased and type(raw[index]) in (list, dict, tuple):
+        value = raw[index]
+        holds = type(value) in (list, dict) or identity.plain_tuple(value)
+        if name + _ITEMS in aliased and holds:
             result[index] = (result[index], _item_origins(raw[index], copies))
     return result
 
@@ -647,7 +649,7 @@ def _item_origins(container, copies: dict) -> dict:
     found = {}
     while pairs:
         key, item = pairs.pop(0)
-        if type(item) is tuple:  # `((a,),)`: the lists and dicts inside it
+        if identity.plain_tuple(item):  # `((a,),)`: the lists and dicts inside it
             pairs += [((key, index), inner) for index, inner in enumerate(item)]
             continue
         if type(item) not in (list, dict):
@@ -873,7 +875,7 @@ def _tuple_items(raw, copies: dict) -> dict[int, list]:
     given)."""
     found = {}
     for index in range(len(raw)):
-        if type(raw[index]) is tuple:
+        if identity.plain_tuple(raw[index]):
             held, shared = [], False
             for item in identity.containers_held(raw[index]):
                 pair = copies.get(id(item))
@@ -899,7 +901,7 @@ def _record_tuples(out: list, tuples: dict, names, skipped, site) -> None:
     (`pair = (a, b)`, then `opt.update(a)`); where other names hold those, the copies too
     (`a, b = (p, q) if c else (q, p)`, then `a["w"] += 1`, which Python makes to `p` or `q`)."""
     for index, name in enumerate(names):
-        if name in skipped or type(out[index]) is not tuple:
+        if name in skipped or not identity.plain_tuple(out[index]):
             continue
         paths = [tuples.get(which, {}).get(index, ((), False)) for which in ("true", "false")]
         held = [item for items, _ in paths for item in items]

@@ -219,6 +219,9 @@ class Snapshot:
         self.limit = limit  # containers with more items are not copied: opaque
         self._added: dict[int, set[str]] = {}  # namespace id -> the names followed in it
         self._seen: set[int] = set()
+        # The lists and dicts of the state a traced function is given (fresh copies, whose
+        # contents are the state's: see `skip`).
+        self._skipped: set[int] = set()
         # Objects of the user's classes the recorded code made (`bx = Box(x)` in a branch):
         # what it does to them is its own; by id, while they live (they are held here).
         self._made: dict[int, object] = {}
@@ -253,10 +256,18 @@ class Snapshot:
             self._seen.add(id(fn))
             self._walk(self._function(fn))
 
+    def skip(self, value) -> None:
+        """Never records the lists and dicts of `value` (the state a traced function is given,
+        fresh copies: what happens to them is the state's, given back by the function), even
+        where a method reaches them (`st._replace(...)` of a state tuple holds it as `self`)."""
+        self._skipped |= _containers_in(value)
+
     def _walk(self, stack: list) -> None:
         while stack:
             label, obj = stack.pop()
             if isinstance(obj, _ATOMS) or isinstance(obj, _LEAVES) or id(obj) in self._seen:
+                continue
+            if id(obj) in self._skipped:
                 continue
             if id(obj) in self._made:
                 continue
@@ -1201,6 +1212,7 @@ class Effects:
             # only their contents count).
             names = self._parameter_names(n)
             for name, value in zip(names, args[:n]):
+                snapshot.skip(value)
                 leaves = jax.tree_util.tree_leaves(value)
                 for leaf in leaves:
                     if len(leaves) > 1 and callable(leaf) and not staging.is_array_leaf(leaf):
@@ -1653,7 +1665,8 @@ def _place_copies(carried: list[Change], originals, copies) -> list[tuple]:
 
 
 def _containers_in(value) -> set[int]:
-    """The ids of the lists and dicts `value` is or holds (through lists, dicts and tuples)."""
+    """The ids of the lists and dicts `value` is or holds (through lists, dicts, tuples and
+    namedtuples)."""
     found: set[int] = set()
     stack = [value]
     while stack:
@@ -1661,7 +1674,7 @@ def _containers_in(value) -> set[int]:
         if type(item) in (list, dict) and id(item) not in found:
             found.add(id(item))
             stack.extend(item.values() if type(item) is dict else item)
-        elif type(item) is tuple:
+        elif identity.plain_tuple(item):  # namedtuples too
             stack.extend(item)
     return found
 

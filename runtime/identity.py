@@ -314,6 +314,22 @@ def stands_for(value, original) -> bool:
     )
 
 
+def chosen_between(value, other):
+    """The entry whose new object is `value` (or holds it: `st[0]` of a tuple a staged `if`
+    chose) where Python's holds `other` on some path, not on another: whether `value is other`
+    is decided by the condition. None where there is none."""
+    if value is None or other is None or type(value) is bool:
+        return None
+    for record in _DETACHED.get():
+        for entry in record:
+            inside = entry.value is value or (
+                plain_tuple(entry.value) and any(c is value for c in containers_held(entry.value))
+            )
+            if inside and any(o is other for o in entry.objects):
+                return entry
+    return None
+
+
 def mark() -> int:
     """Where the record of the converted call being traced stands (for `settle`)."""
     stack = _DETACHED.get()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from runtime import control_flow, errors, for_loops, lists, sequences, staging
+from runtime import control_flow, errors, for_loops, identity, lists, sequences, staging
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, is_staged
 
@@ -237,6 +237,30 @@ def _equal_to_any(item, elements):
             )
         found = jnp.logical_or(found, equal.reshape(()))
     return found
+
+
+def is_(a, b):
+    """Functional form of `a is b`: Python's answer, but refused where one of them is the
+    object a staged `if` or loop left in place of one of several (`st = w if c else [0.0]`,
+    then `st is w`): which object Python's is, the program decides when it runs."""
+    if identity.recorded():
+        for value, other in ((a, b), (b, a)):
+            entry = identity.chosen_between(value, other)
+            if entry is not None:
+                raise StagingError(
+                    f"`is` compares {entry.label} (or a list or dict it holds), which the "
+                    f"staged {entry.site.construct} ({entry.site}) left holding a new "
+                    f"{type(value).__name__} where Python's holds one of several objects, with "
+                    f"one of those ({Site('is comparison')}): Python's answer depends on the "
+                    "condition, which the staged program decides when it runs. Compare the "
+                    "values (==), or keep one object on every path."
+                )
+    return a is b
+
+
+def is_not(a, b):
+    """Functional form of `a is not b` (see `is_`)."""
+    return not is_(a, b)
 
 
 def not_in(item, container):

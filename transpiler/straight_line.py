@@ -68,6 +68,7 @@ _OPERATORS = (
 )
 _UNARY = (gast.USub, gast.UAdd, gast.Invert)
 _COMPARISONS = (gast.Eq, gast.NotEq, gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.Is, gast.IsNot)
+_IDENTITY = (gast.Is, gast.IsNot)
 
 
 def _makes_a_list(node: gast.FunctionDef) -> bool:
@@ -165,6 +166,12 @@ def _expression(node, local: set, globals_: dict) -> bool:
         return (
             len(node.ops) == 1
             and isinstance(node.ops[0], _COMPARISONS)
+            # `a is b` of two values is `rt__.is_` (`x is None` is kept)
+            and not (
+                isinstance(node.ops[0], _IDENTITY)
+                and not isinstance(node.left, gast.Constant)
+                and not isinstance(node.comparators[0], gast.Constant)
+            )
             and _expression(node.left, local, globals_)
             and _expression(node.comparators[0], local, globals_)
         )

@@ -126,3 +126,114 @@ def list_changed_then_replaced_in_the_tuple(x):
 def test_a_tuple_s_list_changed_then_replaced_in_a_loop_is_refused():
     with pytest.raises(StagingError, match=r"'st' is given a tuple holding another list at \[0\]"):
         jax.jit(transpiler.convert(list_changed_then_replaced_in_the_tuple))(jnp.float32(2.0))
+
+
+def kept_through_its_own_name_in_a_loop(x):
+    w = [9.0, 8.0]
+    t = (w, 0.0)
+    k = 0
+    while k < 2 and x > 0:
+        k += 1
+        t = (w, t[1] + x)  # `w` itself, not the copy the iteration was given
+    w[0] = 1.0
+    return t, t[0] is w
+
+
+def kept_through_its_own_name_in_a_dict_item(x):
+    w = [9.0, 8.0]
+    h = {"t": (w, 0.0)}
+    k = 0
+    while k < 2 and x > 0:
+        k += 1
+        h["t"] = (w, h["t"][1] + x)
+    return h["t"][0] is w, h["t"][1]
+
+
+@pytest.mark.parametrize(
+    "fn", [kept_through_its_own_name_in_a_loop, kept_through_its_own_name_in_a_dict_item]
+)
+@pytest.mark.parametrize("x", [-1.0, 2.0])
+def test_a_loop_s_tuple_holds_the_list_read_through_its_own_name(fn, x):
+    assert_tree_close(jax.jit(transpiler.convert(fn))(jnp.float32(x)), fn(x))
+
+
+def is_of_a_list_an_if_chose(x):
+    w = [1.0, 2.0]
+    st = w
+    if x > 0:
+        st = [3.0, 4.0]
+    return st is w
+
+
+def is_of_a_list_a_tuple_an_if_chose_holds(x):
+    w = [1.0, 2.0]
+    st = State(w, 0.0)
+    if x > 0:
+        st = State([3.0, 4.0], x)
+    return st.w is not w
+
+
+def is_of_a_list_a_loop_rebinds(x):
+    w = [1.0, 2.0]
+    st = w
+    k = 0
+    while k < x:
+        st = [st[0] + 1.0, st[1]]
+        k += 1
+    return st is w
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [is_of_a_list_an_if_chose, is_of_a_list_a_tuple_an_if_chose_holds, is_of_a_list_a_loop_rebinds],
+)
+def test_is_of_an_object_a_staged_statement_chose_is_refused(fn):
+    # Python's answer depends on the condition (the number of iterations); the staged program
+    # held a new list, so `is` was False on every path, silently.
+    with pytest.raises(StagingError, match=r"`is` compares 'st'"):
+        jax.jit(transpiler.convert(fn))(jnp.float32(2.0))
+
+
+def is_where_the_answer_is_python_s(x):
+    w = [1.0, 2.0]
+    other = [0.0]
+    st = (w, 0.0)
+    if x > 0:
+        st = (w, x)
+    return st[0] is w, st[0] is other, st[0] is not None
+
+
+@pytest.mark.parametrize("x", [-1.0, 2.0])
+def test_is_where_every_path_holds_the_same_object_is_exact(x):
+    fn = is_where_the_answer_is_python_s
+    assert jax.jit(transpiler.convert(fn))(jnp.float32(x)) == fn(x)
+
+
+def namedtuple_holding_a_new_list_on_one_path(x):
+    w = [1.0, 4.0]
+    t = State(w, 0.0)
+    if x > 0:
+        t = State([x, 1.0], t.b)
+    w[0] = w[0] + 1.0  # Python's `t.w` shows it on the other path
+    return t
+
+
+def test_a_namedtuple_holding_one_of_two_lists_changed_after_is_refused():
+    with pytest.raises(StagingError, match=r"'t' holds a different list at 0"):
+        jax.jit(transpiler.convert(namedtuple_holding_a_new_list_on_one_path))(jnp.float32(2.0))
+
+
+def replaced_then_changed_in_a_while_loop(x):
+    st = State([1.0, 2.0], 0.0)
+    while st.b < x:
+        st = st._replace(b=st.b + 1)  # a method of the state's copy: it holds the copy
+        st.w[0] += 1.0
+    return st
+
+
+@pytest.mark.parametrize("x", [-2.0, 2.0])
+def test_a_method_of_the_loop_s_namedtuple_then_a_change_through_it(x):
+    # The method's `self` (the iteration's copy) was watched as Python state: every retrace
+    # found a new change in the new copy, and tracing never ended (helper 125).
+    fn = replaced_then_changed_in_a_while_loop
+    assert_tree_close(jax.jit(transpiler.convert(fn))(jnp.float32(x)), fn(x))

@@ -50,6 +50,7 @@ CLASS_NAMES = {
     20: "ranges and iterators as objects: truth, ==, sum/min/max, reuse, the index after",
     21: "tables and stacks: items set by staged ifs read at traced indices, pops pushed back",
     22: "lists of an object stored into attributes or dict items in staged code, changed by methods",
+    23: "tuples and namedtuples holding lists through staged ifs and loops, changed after",
 }
 
 
@@ -937,6 +938,67 @@ class _Generator(ProgramWriter):
             f"b = (b + {ref}[0] + 3 * {ref}[1] + {o}.prev[0] + {o}.hist['last'][1]{tail}) % 97",
         )
 
+    # -- 23: tuples and namedtuples holding lists -----------------------------------------------
+
+    def c23(self, indent: int, ctx: _Ctx) -> None:
+        """A list `w` held by a tuple or a `Pair` namedtuple (a variable, a dict item, or the
+        module-level `PAIR`), which a staged `if`, `while` or `for` rebinds keeping `w`
+        (`t = t._replace(n=...)`, `t = (t[0], ...)`), rebinds to a new list, or changes through
+        the tuple or through `w`; `w` changed after; the tuple's items, `w` and whether the
+        tuple still holds `w` read into `a`/`b`."""
+        w, t = self.fresh("w"), self.fresh("t")
+        self.emit(indent, f"{w} = [{self.atom(ctx)}, {self.rng.randint(0, 9)}]")
+        named = self.chance(0.6)
+        make = (lambda lst, n: f"Pair({lst}, {n})") if named else (lambda lst, n: f"({lst}, {n})")
+        where = self.rng.random()
+        if where < 0.6:
+            place = t
+        elif where < 0.85:
+            place = f'{self.fresh("h")}["t"]'
+            self.emit(indent, f"{place.split('[')[0]} = {{}}")
+        else:  # an item of a module-level list
+            place, make = "PAIR_BOX[0]", (lambda lst, n: f"Pair({lst}, {n})")
+        self.emit(indent, f"{place} = {make(w, 0)}")
+
+        def ops(ind: int, body: _Ctx, count: int) -> None:
+            for _ in range(count):
+                e = self.expr(body)
+                r = self.rng.random()
+                if r < 0.35:  # rebound, keeping the list
+                    self.emit(ind, f"{place} = {make(f'{place}[0]', f'({place}[1] + {e}) % 97')}")
+                elif r < 0.5:
+                    self.emit(ind, f"{place} = {make(w, f'{e} % 97')}")
+                elif r < 0.6:  # rebound to a new list
+                    self.emit(ind, f"{place} = {make(f'[{e} % 97, 1]', f'{place}[1]')}")
+                elif r < 0.8:  # changed through the tuple or the name
+                    self.emit(ind, f"{place}[0][0] = ({place}[0][0] + {e}) % 97")
+                elif r < 0.9:
+                    self.emit(ind, f"{w}[1] = ({w}[1] + {e}) % 97")
+                else:
+                    self.emit(ind, f"a = (a + {place}[0][1] + {place}[1]) % 97")
+
+        r = self.rng.random()
+        if r < 0.4:
+            self.emit(indent, f"if {self.cond(ctx)}:")
+            ops(indent + 1, ctx.nest(), self.rng.randint(1, 2))
+            if self.chance(0.5):
+                self.emit(indent, "else:")
+                ops(indent + 1, ctx.nest(), self.rng.randint(1, 2))
+        elif r < 0.7:
+            k = self.fresh("k")
+            self.emit(indent, f"{k} = 0")
+            self.emit(indent, f"while {k} < {self.rng.randint(1, 3)} and {self.cond(ctx)}:")
+            self.emit(indent + 1, f"{k} += 1")
+            ops(indent + 1, self.loop_ctx(ctx, k, True), self.rng.randint(1, 3))
+        else:
+            i = self.fresh("i")
+            self.for_header(indent, i)
+            ops(indent + 1, self.loop_ctx(ctx, i, True), self.rng.randint(1, 3))
+        if self.chance(0.7):
+            self.emit(indent, f"{w}[0] = ({w}[0] + {self.expr(ctx)}) % 97")
+        self.emit(indent, f"a = (a + {place}[0][0] + 2 * {place}[0][1] + {place}[1]) % 97")
+        self.emit(indent, f"b = (b + {w}[0] + 3 * {w}[1] + ({place}[0] is {w}) * 5) % 97")
+
     def box_ops(self, indent, ctx, o, st, ref, two, idx, count) -> None:
         """`count` statements (of class 22) on box `o`, dict `st`, variable `ref` and the other
         box `two` (or None), in a loop whose counter or index is `idx` (or None)."""
@@ -1277,9 +1339,12 @@ class _Generator(ProgramWriter):
 
         L = self.lines.append
         L(f"# classes: {', '.join(str(c) for c in sorted(self.used))}")
-        if on(18):
-            L("import contextlib")
-            L("import operator")
+        if on(18) or on(23):
+            if on(23):
+                L("import collections")
+            if on(18):
+                L("import contextlib")
+                L("import operator")
             L("")
         L("import jax")
         L("import jax.numpy as jnp")
@@ -1296,6 +1361,9 @@ class _Generator(ProgramWriter):
             L("D = {}")
         if on(22):
             L("BOX = None")
+        if on(23):
+            L('Pair = collections.namedtuple("Pair", "w n")')
+            L("PAIR_BOX = [None]")
         L("")
         L("")
         if on(22):
@@ -1425,7 +1493,9 @@ class _Generator(ProgramWriter):
             L('    D = {"n": 3}')
         if on(22):
             L("    BOX = Box(5)")
-        if not names:
+        if on(23):
+            L("    PAIR_BOX[0] = None")
+        if not names and not on(23):
             L("    pass")
         L("")
         L("")

@@ -115,7 +115,7 @@ class _Statements:
             for target, value in _bindings(stmt)
             if value is not None
         ]
-        self._python_reads: dict[tuple, frozenset[str]] = {}
+        self._stmt_reads: dict[int, tuple[list, dict]] = {}  # `_reads_of`
 
     def closure(self, tainted: set[str]) -> set[str]:
         """`tainted` and the names bound from them, through any number of assignments."""
@@ -160,31 +160,33 @@ class _Statements:
                 and _resizes_a_list(stmt)
             ):
                 return True  # `if t % 2 == 0: outs.append(h)`: Python knows how long `outs` is
-            if self._reads_as_python(stmt, floats, ints) & tainted:
+            if self._reads_as_python(stmt, floats, ints, tainted):
                 return True
         return False
 
-    def _reads_as_python(self, stmt: gast.stmt, floats, ints) -> frozenset[str]:
-        """The variables `stmt` itself reads somewhere other than into an array computation
-        (`floats`: those holding a float made from an item, whose text is Python's only; `ints`:
-        those holding ints made from one)."""
-        key = (id(stmt), floats, ints)
-        found = self._python_reads.get(key)
+    def _reads_as_python(self, stmt: gast.stmt, floats, ints, tainted) -> frozenset[str]:
+        """The variables of `tainted` that `stmt` itself reads somewhere other than into an
+        array computation (`floats`: those holding a float made from an item, whose text is
+        Python's only; `ints`: those holding ints made from one)."""
+        reads, parents = self._reads_of(stmt)
+        return frozenset(
+            node.id
+            for node in reads
+            if node.id in tainted
+            and not _array_use(node, parents, self.counter, self.catches, node.id in floats, ints)
+        )
+
+    def _reads_of(self, stmt: gast.stmt) -> tuple[list, dict]:
+        """The variables `stmt` itself reads (its Name nodes), and the parents of its nodes:
+        found once per statement, asked for each variable of the state."""
+        found = self._stmt_reads.get(id(stmt))
         if found is None:
             reads = [
                 node
                 for node in _own_nodes(stmt)
                 if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load)
             ]
-            parents = _parents(stmt) if reads else {}
-            found = frozenset(
-                node.id
-                for node in reads
-                if not _array_use(
-                    node, parents, self.counter, self.catches, node.id in floats, ints
-                )
-            )
-            self._python_reads[key] = found
+            found = self._stmt_reads[id(stmt)] = (reads, _parents(stmt) if reads else {})
         return found
 
 

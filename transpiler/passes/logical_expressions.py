@@ -10,6 +10,7 @@ The right operand becomes a thunk, so Python values keep Python's short-circuit 
     0 < x < 1        ->   rt__.and_(0 < x, lambda: x < 1)
     0 < x < f(x)     ->   rt__.and_(0 < x, lambda: x < rt__.call(f, x), lazy=True)
     c in xs          ->   rt__.in_(c, xs)                 (a traced array: jnp.any(xs == c))
+    a is b           ->   rt__.is_(a, b)      (`x is None`, with a constant, stays as it is)
     a < f(x) < c     ->   rt__.and_(a < (cmp := f(x)), lambda: cmp < c)
 
 A middle operand of a chain is evaluated once, as in Python: a name or constant is simply
@@ -141,6 +142,11 @@ def _comparison(left: gast.expr, op: gast.cmpop, right: gast.expr) -> gast.expr:
         return templates.replace_as_expression(
             f"{RUNTIME}.{function}(item, container)", item=left, container=right
         )
+    if isinstance(op, (gast.Is, gast.IsNot)) and not (
+        isinstance(left, gast.Constant) or isinstance(right, gast.Constant)
+    ):
+        function = "is_" if isinstance(op, gast.Is) else "is_not"
+        return templates.replace_as_expression(f"{RUNTIME}.{function}(a, b)", a=left, b=right)
     return gast.Compare(left=left, ops=[op], comparators=[right])
 
 
