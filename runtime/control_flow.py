@@ -86,9 +86,16 @@ def if_stmt(
                 refused=frozenset(refused),
                 owned=frozenset(owned),
                 unshared=unshared,
+                inputs=_parameters(if_true),
             ),
         )
     return if_true(*state) if pred else if_false(*state)
+
+
+def _parameters(fn) -> tuple[str, ...]:
+    """The names of a generated branch's parameters: the variables the statement takes."""
+    code = getattr(fn, "__code__", None)
+    return () if code is None else code.co_varnames[: code.co_argcount]
 
 
 def _unshared_items(holders) -> frozenset[int]:
@@ -190,6 +197,7 @@ def staged_cond(
     refused=frozenset(),
     owned=None,
     unshared=frozenset(),
+    inputs=None,
 ):
     """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs.
     `logged`: log the lowering (`if → lax.cond`, or a select) as the statement's own. `aliased`
@@ -202,6 +210,7 @@ def staged_cond(
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
     options = dict(logged=logged, aliased=aliased, refused=refused, owned=owned, unshared=unshared)
+    options["inputs"] = inputs
     for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
         try:
             with lists.probes_rewound(state):
@@ -239,6 +248,7 @@ def _cond_once(
     refused=(),
     owned=None,
     unshared=frozenset(),
+    inputs=None,
 ):
     if len(fixes.raised) == 2:  # both branches raise: so does the if, whichever runs
         raise fixes.raised["true"]
@@ -263,6 +273,9 @@ def _cond_once(
                     raw = _raise_when_run(error, traced[0][2])
                 else:
                     raw, copies, put_back = _trace_branch(fn, state, which)
+                    if inputs is not None:
+                        taken = [n if n not in names else None for n in inputs]  # not given back
+                        _check_changes_kept(raw, copies, put_back, state, taken, owned, site)
                     if checked is not None:
                         origins[which] = _origins(raw, copies, state, names, checked, site)
                         given[which] = _given(raw, copies, put_back)
@@ -307,7 +320,9 @@ def _cond_once(
         staging.released(next(dynamic)) if staging.is_array_tree(value) else value for value in outs
     ]
     if checked is not None:
-        restored = _restore_tuples(out, held_in_tuples) if aliased is not None else set()
+        restored = (
+            _restore_tuples(out, held_in_tuples, names, site) if aliased is not None else set()
+        )
         held_in_tuples.clear()  # (the objects' holders are counted below)
         _identities(out, origins, names, checked, site, aliased is not None, given, owned, unshared)
         if owned is not None and len(origins) == 2:
@@ -507,6 +522,43 @@ def _trace_branch(fn, state, which) -> tuple[list, dict, set]:
         if not errors.is_users(e):
             raise  # a fault of ours: never hidden in a branch that may not run
         raise _Retrace(raised={which: e}) from None
+
+
+def _check_changes_kept(raw, copies, put_back, state, inputs, owned, site) -> None:
+    """Refuses a branch that changed the copy it was given of a list or dict a variable the
+    statement takes and does not give back (`inputs`: their names, None for the others) held,
+    and then let go of that copy (`st[0][0] = x; st = (w, x)`, `st` not needed after): Python
+    changed the object itself, which other names may hold (not where the variable owns it);
+    the staged branch changed a copy that no output gives back."""
+    reached = identity.containers_within(raw)
+    for index in range(min(len(inputs), len(state))):
+        original = state[index]
+        if inputs[index] is None:
+            continue  # given back: see `_identities`, `_restore_tuples`
+        if type(original) not in (list, dict) and not identity.plain_tuple(original):
+            continue
+        for a, pair in _copies_of(original, copies):
+            copy_ = pair[0]
+            if id(copy_) in reached or id(copy_) in put_back or not identity.changed(copy_, a):
+                continue
+            if a is original and inputs[index] in (owned or ()):
+                continue  # its own: nothing else sees the object Python changed
+            name = inputs[index]
+            raise StagingError(
+                f"{_label(name, site)} holds a {type(a).__name__} (or holds one) that a path of "
+                f"the staged {site.construct} ({site}) changes in place through '{name}' and then "
+                f"lets go of ('{name}' rebound: `{name}[0][0] = x; {name} = (w, x)`): Python "
+                "changes the object itself, which other names may hold, where the staged "
+                "branch changed a copy that nothing gives back. Change it through one name, or "
+                f"copy it first ({name} = copy.deepcopy({name}))."
+            )
+
+
+def _copies_of(original, copies: dict) -> list:
+    """(object, (copy, object)) of each list and dict inside `original` (itself included) whose
+    copy a branch was given."""
+    inside = identity.containers_within(original)
+    return [(o, (c, o)) for c, o in copies.values() if id(o) in inside and c is not o]
 
 
 def _raised_again(fn, state, error: Exception) -> Exception:
@@ -839,14 +891,22 @@ def _tuple_origins(raw: list, copies: dict) -> dict[int, dict]:
             pair = copies.get(id(value))
             if pair is not None and pair[0] is value:
                 items[path] = (pair[1], identity.changed(value, pair[1]))
-            else:
-                items[path] = (value, False)
+            else:  # the object itself (`st = (w, x)`): a change to its copy (`st[0][0] = x`
+                # first) is lost
+                lost = any(
+                    o is value and c is not value and identity.changed(c, o)
+                    for c, o in copies.values()
+                )
+                items[path] = (value, _LOST if lost else False)
         if items:
             found[index] = items
     return found
 
 
-def _restore_tuples(out: list, held: dict) -> set[int]:
+_LOST = "lost"  # (`_tuple_origins`)
+
+
+def _restore_tuples(out: list, held: dict, names, site) -> set[int]:
     """Each tuple output both branches leave holding the same lists and dicts (`st = (w, x)` on
     one path, `st` as it was on the other) holds those very objects, as Python's does, their
     contents updated in place to the staged ones where a branch changed its copy (the staged
@@ -859,6 +919,16 @@ def _restore_tuples(out: list, held: dict) -> set[int]:
         a, b = true[index], false[index]
         if a.keys() != b.keys() or any(a[path][0] is not b[path][0] for path in a):
             continue  # a different object at some place: see `_record_tuples`
+        flags = [a[path][1] for path in a] + [b[path][1] for path in b]
+        originals = [id(original) for original, _ in a.values()]
+        if _LOST in flags or (any(flags) and len(set(originals)) < len(originals)):
+            raise StagingError(
+                f"{_label(names[index], site)} holds a tuple whose list or dict a path of a "
+                f"staged {site.construct} ({site}) changes through the tuple and then reaches "
+                "through another name (`st[0][0] = x; st = (w, x)`), or one it holds at two "
+                "places: the staged branch changes a copy of it for each, and Python's object "
+                "is one. Change it through one name only."
+            )
         value = out[index]
         for path, (original, changed) in a.items():
             if changed or b[path][1]:

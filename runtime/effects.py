@@ -260,7 +260,7 @@ class Snapshot:
         """Never records the lists and dicts of `value` (the state a traced function is given,
         fresh copies: what happens to them is the state's, given back by the function), even
         where a method reaches them (`st._replace(...)` of a state tuple holds it as `self`)."""
-        self._skipped |= _containers_in(value)
+        self._skipped |= identity.containers_within(value)
 
     def _walk(self, stack: list) -> None:
         while stack:
@@ -1031,7 +1031,7 @@ class Effects:
         with it."""
         if not place_copies:
             return
-        reached = set().union(*(_containers_in(v) for v in outputs))
+        reached = set().union(*(identity.containers_within(v) for v in outputs))
         for change, copy_, before in place_copies:
             if id(copy_) in reached or not identity.changed_since(copy_, before):
                 continue
@@ -1061,7 +1061,7 @@ class Effects:
         through one would not show through the other, as in Python it does."""
         places = {id(change.container): change for change in self.carried}
         for change, value in zip(self.carried, values):
-            inside = _containers_in(value) if type(value) in (list, dict) else ()
+            inside = identity.containers_within(value) if type(value) in (list, dict) else ()
             other = next((places[i] for i in inside if places.get(i, change) is not change), None)
             if other is None:
                 continue
@@ -1087,7 +1087,7 @@ class Effects:
         for index, (name, value, before) in enumerate(zip(self.names, out, state)):
             if type(before) not in (list, dict) or value is before:
                 continue
-            inside = _containers_in(before)
+            inside = identity.containers_within(before)
             shown = {
                 container
                 for kept, changed in self._paths
@@ -1399,7 +1399,7 @@ class Effects:
             pair = originals.get(id(value))
             if pair is None or pair[0] is not value:
                 continue
-            inside = _containers_in(pair[1])
+            inside = identity.containers_within(pair[1])
             change = next((c for c in changes if id(c.container) in inside), None)
             if change is None:
                 continue
@@ -1661,21 +1661,6 @@ def _place_copies(carried: list[Change], originals, copies) -> list[tuple]:
         for a, b in identity.container_pairs(original, copy_):
             if a is not b:
                 found.append((change, b, identity.contents(b)))
-    return found
-
-
-def _containers_in(value) -> set[int]:
-    """The ids of the lists and dicts `value` is or holds (through lists, dicts, tuples and
-    namedtuples)."""
-    found: set[int] = set()
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if type(item) in (list, dict) and id(item) not in found:
-            found.add(id(item))
-            stack.extend(item.values() if type(item) is dict else item)
-        elif identity.plain_tuple(item):  # namedtuples too
-            stack.extend(item)
     return found
 
 

@@ -85,6 +85,21 @@ def tuple_containers(value) -> dict[tuple, object]:
     return found
 
 
+def containers_within(value) -> set[int]:
+    """The ids of the lists and dicts `value` is or holds (through lists, dicts, tuples and
+    namedtuples)."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) in (list, dict) and id(item) not in found:
+            found.add(id(item))
+            stack.extend(item.values() if type(item) is dict else item)
+        elif plain_tuple(item):
+            stack.extend(item)
+    return found
+
+
 def item_at(value, path: tuple):
     """What nested tuples `value` hold at `path` (None where their structure differs)."""
     for i in path:
