@@ -274,8 +274,8 @@ def _cond_once(
                 else:
                     raw, copies, put_back = _trace_branch(fn, state, which)
                     if inputs is not None:
-                        taken = [n if n not in names else None for n in inputs]  # not given back
-                        _check_changes_kept(raw, copies, put_back, state, taken, owned, site)
+                        given_to = (state, inputs, names, owned)
+                        _check_changes_kept(raw, copies, put_back, given_to, site)
                     if checked is not None:
                         origins[which] = _origins(raw, copies, state, names, checked, site)
                         given[which] = _given(raw, copies, put_back)
@@ -524,17 +524,19 @@ def _trace_branch(fn, state, which) -> tuple[list, dict, set]:
         raise _Retrace(raised={which: e}) from None
 
 
-def _check_changes_kept(raw, copies, put_back, state, inputs, owned, site) -> None:
-    """Refuses a branch that changed the copy it was given of a list or dict a variable the
-    statement takes and does not give back (`inputs`: their names, None for the others) held,
-    and then let go of that copy (`st[0][0] = x; st = (w, x)`, `st` not needed after): Python
+def _check_changes_kept(raw, copies, put_back, given_to, site) -> None:
+    """Refuses a branch that changed the copy it was given of a list or dict that a variable
+    the statement takes (`given_to`: the state, the variables' names, the outputs' names, the
+    variables that own their containers) held, a tuple's or one it does not give back, and
+    then let go of that copy (`st[0][0] = x; st = (w, x)`, `st` not needed after): Python
     changed the object itself, which other names may hold (not where the variable owns it);
     the staged branch changed a copy that no output gives back."""
+    state, inputs, names, owned = given_to
     reached = identity.containers_within(raw)
     for index in range(min(len(inputs), len(state))):
         original = state[index]
-        if inputs[index] is None:
-            continue  # given back: see `_identities`, `_restore_tuples`
+        if inputs[index] in names and not identity.plain_tuple(original):
+            continue  # a list or dict given back: see `_identities`
         if type(original) not in (list, dict) and not identity.plain_tuple(original):
             continue
         for a, pair in _copies_of(original, copies):
@@ -547,10 +549,10 @@ def _check_changes_kept(raw, copies, put_back, state, inputs, owned, site) -> No
             raise StagingError(
                 f"{_label(name, site)} holds a {type(a).__name__} (or holds one) that a path of "
                 f"the staged {site.construct} ({site}) changes in place through '{name}' and then "
-                f"lets go of ('{name}' rebound: `{name}[0][0] = x; {name} = (w, x)`): Python "
-                "changes the object itself, which other names may hold, where the staged "
-                "branch changed a copy that nothing gives back. Change it through one name, or "
-                f"copy it first ({name} = copy.deepcopy({name}))."
+                f"lets go of, rebinding '{name}' (as `{name}[0][0] = x` then `{name} = (w, x)` "
+                "would): Python changes the object itself, which other names may hold, where "
+                "the staged branch changed a copy that nothing gives back. Change it through "
+                f"one name, or copy it first ({name} = copy.deepcopy({name}))."
             )
 
 

@@ -330,18 +330,29 @@ def stands_for(value, original) -> bool:
 
 
 def chosen_between(value, other):
-    """The entry whose new object is `value` (or holds it: `st[0]` of a tuple a staged `if`
-    chose) where Python's holds `other` on some path, not on another: whether `value is other`
-    is decided by the condition. None where there is none."""
-    if value is None or other is None or type(value) is bool:
+    """The entry of a staged statement that left `value` (or a container holding it: `st[0]` of
+    a tuple, `d["a"]` of a dict it chose) where Python's holds one of several objects, `other`
+    among them or inside one of them, through chains of such statements (two staged `if`s in a
+    row): whether `value is other` is decided by the conditions. None where there is none, and
+    where `value` is `other` (the same object on every path)."""
+    if value is other or value is None or other is None or type(value) is bool:
         return None
-    for record in _DETACHED.get():
-        for entry in record:
-            inside = entry.value is value or (
-                plain_tuple(entry.value) and any(c is value for c in containers_held(entry.value))
-            )
-            if inside and any(o is other for o in entry.objects):
-                return entry
+    entries = [entry for record in _DETACHED.get() for entry in record]
+    found, holders, seen = None, [value], set()
+    while holders:  # `value`, and the objects it stands for, entry by entry
+        held = holders.pop()
+        for entry in entries:
+            if id(entry) in seen:
+                continue
+            if entry.value is not held and id(held) not in containers_within(entry.value):
+                continue
+            seen.add(id(entry))
+            for o in entry.objects:
+                if o is other or id(other) in containers_within(o):
+                    return entry if found is None else found
+                if o is not entry.value:
+                    holders.append(o)
+            found = found or entry
     return None
 
 
