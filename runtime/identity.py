@@ -29,6 +29,7 @@ import sys
 import jax
 
 from runtime.errors import Site, StagingError
+from runtime.variables import MaybeUnbound
 
 
 def changed(copy_, original) -> bool:
@@ -292,7 +293,8 @@ def detached(label: str, site: Site, value, objects, *, how: str = "chosen", ent
     ids = {id(o) for o in kept}
     if any({id(o) for o in entry.objects} == ids for record in stack for entry in record):
         return  # watched already (the statement traced again: a retrace)
-    kind = type(value).__name__
+    # (Of a variable bound on some paths only, what it holds where bound.)
+    kind = type(value.value if isinstance(value, MaybeUnbound) else value).__name__
     stack[-1].append(_Detached(label, kind, site, kept, how, [], value, entered))
 
 

@@ -1376,3 +1376,22 @@ def test_a_refusal_names_a_global_as_the_user_does():
         jax.jit(transpiler.convert(global_changed_then_rebound))(jnp.float32(2.0))
     assert "RESET_LIST_1" not in str(e.value) and "'RESET_LIST'" in str(e.value)
     assert RESET_LIST == [1.0, 2.0]
+
+
+def bound_only_in_a_loop_then_changed_through_a_capture(x):
+    pb = [3, 2]
+    k = 0
+    while k < 2 and x > 1:
+        cur = pb  # unbound before the loop
+        k += 1
+    match pb:
+        case [_, _] as q:
+            q[0] = q[0] + 10
+    return cur[0], pb[0]
+
+
+def test_a_list_bound_on_some_paths_only_is_named_a_list():
+    # The refusal said "bound to a MaybeUnbound": the runtime's wrapper, not the user's list.
+    with pytest.raises(StagingError, match=r"'cur' is bound to a list another name holds"):
+        fn = bound_only_in_a_loop_then_changed_through_a_capture
+        jax.jit(transpiler.convert(fn))(jnp.int32(3))
