@@ -226,6 +226,11 @@ def _equal_to_any(item, elements):
     """`item == e` for some of `elements`, staged: the `or` of the comparisons' truths."""
     found = jnp.asarray(False)
     for element in elements:
+        if item is element:  # Python's `in` asks identity first
+            return jnp.asarray(True)
+        if type(item) in (list, tuple, dict) and type(element) in (list, tuple, dict):
+            found = jnp.logical_or(found, _equal_containers(item, element))
+            continue
         equal = jnp.asarray(item == element)
         if equal.size != 1:  # Python's `in` takes the truth of `item == element`
             raise errors.python_error(
@@ -236,6 +241,25 @@ def _equal_to_any(item, elements):
                 )
             )
         found = jnp.logical_or(found, equal.reshape(()))
+    return found
+
+
+def _equal_containers(a, b):
+    """`a == b` of two lists, tuples or dicts holding traced values, staged: Python compares
+    them item by item (each item's truth), which a traced item cannot give."""
+    if type(a) is not type(b) or len(a) != len(b):
+        return jnp.asarray(False)
+    if type(a) is dict:
+        if a.keys() != b.keys():
+            return jnp.asarray(False)
+        a, b = list(a.values()), [b[key] for key in a]
+    return _equal_to_any(a[0], [b[0]]) if len(a) == 1 else _all_equal(a, b)
+
+
+def _all_equal(a, b):
+    found = jnp.asarray(True)
+    for x, y in zip(a, b):
+        found = jnp.logical_and(found, _equal_to_any(x, [y]))
     return found
 
 

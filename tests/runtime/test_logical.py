@@ -74,3 +74,23 @@ def test_the_runtimes_boolean_operations_type_as_jnps(weak_a, weak_b):
     batched = jax.vmap(lambda x: check(x)[0])(jnp.array([0.5, 2.0, 4.0]))
     assert batched.tolist() == [True, False, False]
     assert " and " in str(jax.make_jaxpr(lambda x: staging.both(*operands(x)))(2.0))
+
+
+def test_in_of_lists_holding_traced_values_compares_item_by_item():
+    # `w in [st]` took the truth of `w == st` of two lists of tracers: a raw
+    # TracerBoolConversionError (helper 126). Python asks identity first, then `==`, which for
+    # lists, tuples and dicts compares item by item.
+    def f(x):
+        w, st, other = [x, 1.0], [x, 1.0], [2.0, x]
+        return (
+            rt.in_(w, [st]),
+            rt.in_(w, [other]),
+            rt.in_(w, [w]),
+            rt.in_((x, 1.0), [st]),
+            rt.in_({"a": x}, [{"a": x}]),
+            rt.in_([], [[]]),
+        )
+
+    expected = (True, False, True, False, True, True)
+    assert tuple(bool(v) for v in jax.jit(f)(jnp.float32(2.0))) == expected
+    assert tuple(bool(v) for v in jax.jit(f)(jnp.float32(-1.0))) == expected
