@@ -351,9 +351,8 @@ class Carry:
                 key = (index, path)
                 if key in self.tuple_replaced or identity.item_at(value, path) is None:
                     continue
-                if self.changed is None or key in self.tuple_changed:
-                    identity.update_in_place(original, identity.item_at(value, path))
-                value = identity.replaced(value, path, original)
+                changed = self.changed is None or key in self.tuple_changed
+                value = identity.holding_again(value, path, original, changed)
             state[index] = value
 
     def given(self, dynamic):

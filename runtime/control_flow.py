@@ -209,8 +209,14 @@ def staged_cond(
     (the user's statements, not the runtime's own `if`s)."""
     pred = staging.scalar_predicate(pred, site, "condition")
     fixes = _Retrace()
-    options = dict(logged=logged, aliased=aliased, refused=refused, owned=owned, unshared=unshared)
-    options["inputs"] = inputs
+    options = dict(
+        logged=logged,
+        aliased=aliased,
+        refused=refused,
+        owned=owned,
+        unshared=unshared,
+        inputs=inputs,
+    )
     for _ in range(9):  # at most: stage lists (twice), even them out, fill, unbind, cast, raise
         try:
             with lists.probes_rewound(state):
@@ -539,8 +545,7 @@ def _check_changes_kept(raw, copies, put_back, given_to, site) -> None:
             continue  # a list or dict given back: see `_identities`
         if type(original) not in (list, dict) and not identity.plain_tuple(original):
             continue
-        for a, pair in _copies_of(original, copies):
-            copy_ = pair[0]
+        for a, copy_ in _copies_of(original, copies):
             if id(copy_) in reached or id(copy_) in put_back or not identity.changed(copy_, a):
                 continue
             if a is original and inputs[index] in (owned or ()):
@@ -557,10 +562,10 @@ def _check_changes_kept(raw, copies, put_back, given_to, site) -> None:
 
 
 def _copies_of(original, copies: dict) -> list:
-    """(object, (copy, object)) of each list and dict inside `original` (itself included) whose
-    copy a branch was given."""
+    """(object, its copy) of each list and dict inside `original` (itself included) whose copy
+    a branch was given."""
     inside = identity.containers_within(original)
-    return [(o, (c, o)) for c, o in copies.values() if id(o) in inside and c is not o]
+    return [(o, c) for c, o in copies.values() if id(o) in inside and c is not o]
 
 
 def _raised_again(fn, state, error: Exception) -> Exception:
@@ -933,9 +938,7 @@ def _restore_tuples(out: list, held: dict, names, site) -> set[int]:
             )
         value = out[index]
         for path, (original, changed) in a.items():
-            if changed or b[path][1]:
-                identity.update_in_place(original, identity.item_at(value, path))
-            value = identity.replaced(value, path, original)
+            value = identity.holding_again(value, path, original, bool(changed or b[path][1]))
         out[index] = value
         restored.add(index)
     return restored

@@ -110,6 +110,15 @@ def item_at(value, path: tuple):
     return value
 
 
+def holding_again(value: tuple, path: tuple, original, changed: bool) -> tuple:
+    """`value` (a tuple a staged statement gave back: new lists in it) holding `original` at
+    `path` again, as Python's does; `original` first given the staged contents there where a
+    path changed its copy."""
+    if changed:
+        update_in_place(original, item_at(value, path))
+    return replaced(value, path, original)
+
+
 def replaced(value: tuple, path: tuple, item) -> tuple:
     """`value` (a tuple or namedtuple, nested ones in it) holding `item` at `path`."""
     items = list(value)
