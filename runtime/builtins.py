@@ -18,7 +18,17 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from runtime import control_flow, debugging, effects, errors, for_loops, lists, sequences, staging
+from runtime import (
+    control_flow,
+    debugging,
+    effects,
+    errors,
+    for_loops,
+    identity,
+    lists,
+    sequences,
+    staging,
+)
 from runtime.errors import Site, StagingError
 from runtime.staging import has_staged, is_staged
 
@@ -403,7 +413,23 @@ def _best_by_key(items, keys, beats, site):
             )
         best = jax.tree_util.tree_map(pick, value, best)
         best_key = best if same else jax.tree_util.tree_map(pick, value_key, best_key)
+    _record_picked(items, best, site)
     return best
+
+
+def _record_picked(items, best, site) -> None:
+    """Where a staged choice made `best` a new list, dict or tuple of them in place of one of
+    `items` (Python's `min`/`max` gives that very object), watches the items' containers and
+    the new one (`identity.detached`): a change in place through either, while `best` lives,
+    is refused, and so is `best is item`."""
+    if not isinstance(best, (list, dict, tuple)) or any(best is item for item in items):
+        return
+    watched = [best] if type(best) in (list, dict) else identity.containers_held(best)
+    for item in items:
+        watched += [item] if type(item) in (list, dict) else []
+        watched += identity.containers_held(item) if isinstance(item, tuple) else []
+    label = f"the value of {site.construct}"
+    identity.detached(label, site, best, watched, how="picked", now=True)
 
 
 def _check_single_elements(keys, site, what: str, hint: str = "") -> None:

@@ -64,6 +64,7 @@ def if_stmt(
     the dicts and lists it reads whose items its branches index, of which the items nothing
     else holds are noted here, as it starts (see `_identities`).
     """
+    identity.let_go()  # what a staged choice left that is gone now
     if if_false is None:  # no `else`: the state as it is
         if_false = keeping_state(len(symbol_names))
     pred = staging.condition(pred)

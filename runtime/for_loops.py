@@ -22,7 +22,7 @@ from jax import lax
 
 from runtime import carry as carry_
 from runtime import effects as effects_
-from runtime import errors, exits, log, peeling, sequences, staging
+from runtime import errors, exits, identity, log, peeling, sequences, staging
 from runtime import lists as lists_
 from runtime.carry import Carry
 from runtime.control_flow import staged_cond
@@ -545,6 +545,7 @@ def for_stmt(
     other name can see; `construct`: what errors call the loop, a
     "list comprehension" the comprehensions pass wrote as one).
     """
+    identity.let_go()  # what a staged choice left that is gone now
     site = Site(construct)
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = check_count(checkpoints, "checkpoints", 2, site)

@@ -286,7 +286,9 @@ _ENTERED_REFERENCES = 3
 _INNER_REFERENCES = 3
 
 
-def detached(label: str, site: Site, value, objects, *, how: str = "chosen", entered=None) -> None:
+def detached(
+    label: str, site: Site, value, objects, *, how: str = "chosen", entered=None, now=False
+) -> None:
     """Records that a staged statement (at `site`) left a variable (`label`) holding a new
     list, dict or tuple (`value`) where Python's holds one of two others (`how`: "chosen"), the
     one an iteration of a loop bound it to ("bound"), or the one it held before a loop that
@@ -294,7 +296,9 @@ def detached(label: str, site: Site, value, objects, *, how: str = "chosen", ent
     would show (see `runtime.control_flow._record_detached`), while `value` lives. `entered`:
     of `objects`, the one Python's variable holds where the loop ran no iteration, `value`
     among `objects` for it: a change through `value` is refused only while another name holds
-    `entered` (nothing else can show it)."""
+    `entered` (nothing else can show it). "picked": `value` is the item a staged `min`/`max`
+    chose by traced keys, and its objects hold now what they are told from (`now`: no statement
+    settles them, see `settle`)."""
     stack = _DETACHED.get()
     kept = tuple({id(o): o for o in objects if type(o) in (list, dict)}.values())
     if not stack or not kept:
@@ -304,7 +308,8 @@ def detached(label: str, site: Site, value, objects, *, how: str = "chosen", ent
         return  # watched already (the statement traced again: a retrace)
     # (Of a variable bound on some paths only, what it holds where bound.)
     kind = type(value.value if isinstance(value, MaybeUnbound) else value).__name__
-    stack[-1].append(_Detached(label, kind, site, kept, how, [], value, entered))
+    held = [contents(o) for o in kept] if now else []
+    stack[-1].append(_Detached(label, kind, site, kept, how, held, value, entered))
 
 
 # Per staged loop being traced: whether it runs at least once (a scan of a known, non-zero
@@ -410,18 +415,31 @@ def held() -> list:
     to check after a call made from converted code (`check_unchanged`). The
     entries whose new objects nothing holds any more (the variable was rebound) are dropped,
     but for those of a statement still being traced (`settle` may hand them its variable's)."""
-    found = []
+    let_go()
+    return [
+        (entry, [contents(o) for o in entry.objects], not entry.entered_unseen())
+        for record in _DETACHED.get()
+        for entry in record
+        if entry.alive()
+    ]
+
+
+def let_go() -> None:
+    """Drops the entries whose new objects nothing holds any more (the variable was rebound,
+    the value was used in an expression: `min(layers, key=loss)["w"]`), but for those of a
+    statement still being traced (`settle` may hand them its variable's). Called before each
+    call and statement that may change objects in place, so that a change after the new object
+    is gone is not refused; one whose objects changed since (by a statement: a call's change
+    is found as it returns) is refused, as `_check` would: the new object may have been read
+    stale before it went."""
     for record in _DETACHED.get():
         kept = []
         for entry in record:
-            if entry.alive():
+            if entry.alive() or not entry.held:
                 kept.append(entry)
-                contents_ = [contents(o) for o in entry.objects]
-                found.append((entry, contents_, not entry.entered_unseen()))
-            elif not entry.held:
-                kept.append(entry)
+            elif entry.changed():
+                raise StagingError(_changed_message(entry, None))
         record[:] = kept
-    return found
 
 
 def check_unchanged(held_before: list, fn) -> None:
@@ -460,6 +478,9 @@ def _changed_message(entry: _Detached, fn) -> str:
         python = (
             f"{_pythons(entry.label)} is the {kind} it held before where the loop runs no iteration"
         )
+    elif entry.how == "picked":
+        what = f"is the {kind} a staged {entry.site.construct} picks by traced keys ({entry.site})"
+        python = f"{_pythons(entry.label)} is that very {kind}, one of the items"
     elif entry.how == "bound":
         what = (
             f"is bound to a {kind} another name holds in an iteration of the staged "
@@ -472,13 +493,21 @@ def _changed_message(entry: _Detached, fn) -> str:
             f"{entry.site.construct} ({entry.site})"
         )
         python = f"{_pythons(entry.label)} is that very {kind} on one path"
+    if entry.how == "picked":
+        fix = (
+            f"Pick among copies ({entry.site.construct[:-2]}(copy.deepcopy(items), key=...)) "
+            f"and change the one picked, or read what it holds before changing the items"
+        )
+    else:
+        fix = (
+            f"Copy the {kind} into a local name of its own first (mine = {kind}(theirs), "
+            "copy.deepcopy where it nests) and change that one, or leave the same object on "
+            "every path (where a path binds a new one, set the items of the one it holds instead)"
+        )
     return (
         f"{entry.label} {what}, and {how}, which conversion could not follow: {python}, "
-        f"and shows the change there, where the staged "
-        f"one is a copy (or the other way round). Copy the {kind} into a local name of its "
-        f"own first (mine = {kind}(theirs), copy.deepcopy where it nests) and change that "
-        "one, or leave the same object on every path (where a path binds a new one, set the "
-        "items of the one it holds instead)."
+        f"and shows the change there, where the staged one is a copy (or the other way "
+        f"round). {fix}."
     )
 
 

@@ -276,7 +276,8 @@ def is_(a, b):
                     f"staged {entry.site.construct} ({entry.site}) left holding a new "
                     f"{type(value).__name__} where Python's holds one of several objects, with "
                     f"one of those ({Site('is comparison')}): Python's answer depends on the "
-                    "condition, which the staged program decides when it runs. Compare the "
+                    f"{'keys' if entry.how == 'picked' else 'condition'}, which the staged "
+                    "program decides when it runs. Compare the "
                     "values (==), or keep one object on every path."
                 )
     return a is b

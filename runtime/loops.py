@@ -15,6 +15,7 @@ from runtime import (
     control_flow,
     errors,
     exits,
+    identity,
     log,
     logical,
     peeling,
@@ -70,6 +71,7 @@ def while_stmt(
     into another, refused when staged; `owned`: the variables whose containers no other name
     can see (see `Effects`).
     """
+    identity.let_go()  # what a staged choice left that is gone now
     site = Site("while loop")
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = check_count(checkpoints, "checkpoints", 2, site)
