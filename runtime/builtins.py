@@ -298,6 +298,7 @@ def sorted_(iterable, /, *, key=None, reverse=False):
         for i in range(1, n):
             at = jnp.reshape(places[i] == place, ())
             chosen = jax.tree_util.tree_map(lambda v, c, at=at: _chosen(at, v, c), items[i], chosen)
+        _record_picked(items, chosen, site, f"the item at {place} of {site.construct}")
         out.append(chosen)
     return out
 
@@ -379,6 +380,7 @@ def _best_by_key(items, keys, beats, site):
     tuples do, item by item (`min((abs(x - c), i) for i, c in enumerate(cs))`)."""
     elementwise = f"jnp.{'maximum' if beats is lax.gt else 'minimum'}"
     _check_single_elements(keys, site, "values", f" Use {elementwise} for elementwise.")
+    _check_comparable(keys, site)
     best, best_key = items[0], keys[0]
     for value, value_key in zip(items[1:], keys[1:]):
         if not (has_staged(value_key) or has_staged(best_key)):
@@ -417,19 +419,15 @@ def _best_by_key(items, keys, beats, site):
     return best
 
 
-def _record_picked(items, best, site) -> None:
-    """Where a staged choice made `best` a new list, dict or tuple of them in place of one of
-    `items` (Python's `min`/`max` gives that very object), watches the items' containers and
-    the new one (`identity.detached`): a change in place through either, while `best` lives,
-    is refused, and so is `best is item`."""
-    if not isinstance(best, (list, dict, tuple)) or any(best is item for item in items):
+def _record_picked(items, best, site, label=None) -> None:
+    """Where a staged choice made `best` a new object (a list, dict, tuple, pytree class) in
+    place of one of `items` (Python's `min`/`max`/`sorted` gives that very object), watches the
+    items and the new one (`identity.detached`): a change in place through either, while
+    `best` lives, is refused, and so is `best is item`."""
+    if staging.is_array_leaf(best) or any(best is item for item in items):
         return
-    watched = [best] if type(best) in (list, dict) else identity.containers_held(best)
-    for item in items:
-        watched += [item] if type(item) in (list, dict) else []
-        watched += identity.containers_held(item) if isinstance(item, tuple) else []
-    label = f"the value of {site.construct}"
-    identity.detached(label, site, best, watched, how="picked", now=True)
+    label = label or f"the value of {site.construct}"
+    identity.detached(label, site, best, [best, *items], how="picked", now=True, among=tuple(items))
 
 
 def _check_single_elements(keys, site, what: str, hint: str = "") -> None:
@@ -442,6 +440,24 @@ def _check_single_elements(keys, site, what: str, hint: str = "") -> None:
                     f"The truth value of an array with more than one element is ambiguous: "
                     f"{site.construct} compares {what} of shape {jnp.shape(key)} ({site}).{hint}"
                 )
+            )
+
+
+def _check_comparable(keys, site) -> None:
+    """StagingError where a tuple key holds a dict or another object that is not a number
+    (`min(zip(losses, params))`): Python compares it only where the items before it are equal
+    (raising a TypeError for dicts), which traced items decide when the program runs."""
+    for key in keys:
+        if type(key) not in (tuple, list):
+            continue
+        for index, part in enumerate(_tuple_parts(key)):
+            if part is None or isinstance(part, str) or staging.is_array_leaf(part):
+                continue
+            raise StagingError(
+                f"{site.construct} compares keys holding {staging.describe(part)} (at "
+                f"{index}, {site}): Python compares it only where the items before it are "
+                "equal (and raises a TypeError for a dict), which traced items decide when "
+                "the program runs. Compare by the numbers only (`key=lambda t: t[0]`)."
             )
 
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from runtime import builtins as builtins_
 from runtime import checkpointed, debugging, effects, errors, identity, lists, staging, text
+from runtime.errors import Site, StagingError
 
 _DO_NOT_CONVERT = "__transpiler_do_not_convert__"  # set by transpiler.do_not_convert
 # Converted objects that JAX calls back on values of a trace of its own: what they call is
@@ -208,6 +209,8 @@ def caller(
             else:
                 result = resolved(*args, **kwargs)
         except Exception as e:
+            if isinstance(e, jax.errors.TracerBoolConversionError) and identity.recorded():
+                _refuse_identity_search(fn, (*args, *kwargs.values()))
             errors.raised_by_callee(e)  # `math.sqrt(-1)`: the program's error, to raise as it runs
             raise
         if held:
@@ -217,6 +220,25 @@ def caller(
         return result
 
     return call
+
+
+def _refuse_identity_search(fn, args) -> None:
+    """StagingError where `fn` (`ps.remove(best)`, `ps.index(best)`), which looks for an
+    argument among items by identity first and then by `==`, was given an object a staged
+    statement made in place of one of several (`best = min(ps, key=loss)`): Python finds it by
+    identity; the new object is found by comparing traced values, which has no truth here."""
+    for arg in args:
+        entry = identity.standing_for(arg)
+        if entry is None:
+            continue
+        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        raise StagingError(
+            f"{name}() ({Site('call')}) was given {entry.label}, a new {entry.kind} the staged "
+            f"{entry.site.construct} ({entry.site}) made in place of one of several objects: "
+            "Python finds that very object among the items by identity, where the staged "
+            "program has a copy, which only comparing traced values could find. Work with the "
+            "index instead (`i = jnp.argmin(losses)`), or keep the choice apart from the list."
+        )
 
 
 # A stream's methods that neither read nor move it: called while its writes wait for the run.

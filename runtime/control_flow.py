@@ -64,7 +64,6 @@ def if_stmt(
     the dicts and lists it reads whose items its branches index, of which the items nothing
     else holds are noted here, as it starts (see `_identities`).
     """
-    identity.let_go()  # what a staged choice left that is gone now
     if if_false is None:  # no `else`: the state as it is
         if_false = keeping_state(len(symbol_names))
     pred = staging.condition(pred)
@@ -72,7 +71,8 @@ def if_stmt(
         site = Site("if statement")
         unshared = _unshared_items(item_holders)  # before anything of the runtime's holds them
         effects = Effects((if_true, if_false), site, stores=stores, unread=unread)
-        return effects.run(
+        identity.let_go()  # what staged choices left: before and after (`letting_go`)
+        out = effects.run(
             state,
             symbol_names,
             lambda state, names, wrap: staged_cond(
@@ -90,6 +90,8 @@ def if_stmt(
                 inputs=_parameters(if_true),
             ),
         )
+        identity.let_go()
+        return out
     return if_true(*state) if pred else if_false(*state)
 
 
@@ -884,7 +886,8 @@ def _record_detached(out: list, origins: dict, raws: dict, names, skipped, owned
         if name not in owned and not (a is _NEW and b is _NEW):
             held.append(out[index])
         label = _label(name, site)
-        identity.detached(label, site, out[index], held)
+        among = None if _NEW in (a, b) else (a, b)
+        identity.detached(label, site, out[index], held, among=among)
 
 
 def _tuple_origins(raw: list, copies: dict) -> dict[int, dict]:

@@ -545,7 +545,9 @@ def for_stmt(
     other name can see; `construct`: what errors call the loop, a
     "list comprehension" the comprehensions pass wrote as one).
     """
-    identity.let_go()  # what a staged choice left that is gone now
+    # What staged choices left, let go of before and after the loop (`identity.letting_go`,
+    # here by hand: a wrapper's arguments would count as a holder of the iterator).
+    identity.let_go()
     site = Site(construct)
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = check_count(checkpoints, "checkpoints", 2, site)
@@ -559,6 +561,7 @@ def for_stmt(
         body, extra_test, state, symbol_names = exit_.flagged(body, extra_test, state, symbol_names)
 
     def finish(state):
+        identity.let_go()
         return state if exit_ is None else state[:-1]
 
     def staged(stage, state, unfired=False):

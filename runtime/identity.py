@@ -177,6 +177,10 @@ class _Detached:
     # The object Python's variable holds where the loop ran no iteration, where a change
     # through `value` counts only while something else holds it (see `detached`).
     entered: object = None
+    # The ids of the objects Python's variable is one of (the items a pick chose among, an
+    # `if`'s two originals; `objects` holds them), where it is one of them on every path:
+    # `value in those` is True. (Ids: a reference more would count as a holder of theirs.)
+    among: frozenset | None = None
 
     def alive(self) -> bool:
         """Whether anything but this record holds the new object, or a list or dict inside it
@@ -202,12 +206,25 @@ class _Detached:
         before a call (`held`): what the call does with the object cannot be told after it (it
         may hand it on, or drop it after reading it); where the change is found as the
         converted call returns, its names are gone, and it counts. (`sys.getrefcount` counts
-        its argument and this record's two references.)"""
+        its argument and this record's two references.) Of a pick: whether nothing but the
+        records reaches any of the items it chose among (`pop.sort(key=...)`, where `pop` was
+        their only holder), so that nothing shows a change through the new object."""
+        if self.how == "picked":
+            return not any(self._reachable(o) for o in self.objects if o is not self.value)
         if self.entered is None or sys.getrefcount(self.entered) > _ENTERED_REFERENCES:
             return False
         # Nor a list, dict or tuple inside it (`h = s["h"]` before the loop): a change through
         # `value` of what stands for it shows through that name.
         return not inner_held(self.entered)
+
+    @staticmethod
+    def _reachable(item) -> bool:
+        """Whether anything but the records holds `item`, one of the items a pick chose among
+        (`pop.sort(key=...)` leaves none: the list holds the copies), or a list or dict inside
+        it. (`sys.getrefcount` counts its argument, this parameter and the caller's loop
+        variable.)"""
+        mine = 3 + recorded_references(item)
+        return sys.getrefcount(item) > mine or inner_held(item)
 
 
 def recorded_references(obj) -> int:
@@ -287,7 +304,15 @@ _INNER_REFERENCES = 3
 
 
 def detached(
-    label: str, site: Site, value, objects, *, how: str = "chosen", entered=None, now=False
+    label: str,
+    site: Site,
+    value,
+    objects,
+    *,
+    how: str = "chosen",
+    entered=None,
+    now=False,
+    among=None,
 ) -> None:
     """Records that a staged statement (at `site`) left a variable (`label`) holding a new
     list, dict or tuple (`value`) where Python's holds one of two others (`how`: "chosen"), the
@@ -298,9 +323,11 @@ def detached(
     among `objects` for it: a change through `value` is refused only while another name holds
     `entered` (nothing else can show it). "picked": `value` is the item a staged `min`/`max`
     chose by traced keys, and its objects hold now what they are told from (`now`: no statement
-    settles them, see `settle`)."""
+    settles them, see `settle`). `among`: the objects Python's variable is one of on every
+    path, where it is (see `one_of`)."""
     stack = _DETACHED.get()
-    kept = tuple({id(o): o for o in objects if type(o) in (list, dict)}.values())
+    watched = _picked if how == "picked" else _plain_container
+    kept = tuple({id(o): o for o in objects if watched(o)}.values())
     if not stack or not kept:
         return
     ids = {id(o) for o in kept}
@@ -309,7 +336,44 @@ def detached(
     # (Of a variable bound on some paths only, what it holds where bound.)
     kind = type(value.value if isinstance(value, MaybeUnbound) else value).__name__
     held = [contents(o) for o in kept] if now else []
-    stack[-1].append(_Detached(label, kind, site, kept, how, held, value, entered))
+    if among is not None:
+        among = frozenset(id(o) for o in among)
+        if not among <= ids:
+            among = None  # (an item not watched: a number)
+    stack[-1].append(_Detached(label, kind, site, kept, how, held, value, entered, among))
+
+
+def _plain_container(value) -> bool:
+    return type(value) in (list, dict)
+
+
+def _picked(value) -> bool:
+    """What a pick watches (see `detached`): any object a staged choice copies, but numbers and
+    arrays (immutable, and `is` of arrays is not followed): lists and dicts (an `OrderedDict`,
+    a `defaultdict`), tuples (`is`, and the lists in them), registered pytree classes (a
+    dataclass whose attribute is set)."""
+    return not (value is None or isinstance(value, jax.Array | bool | int | float | complex))
+
+
+def standing_for(value) -> _Detached | None:
+    """The entry of the staged statement that made `value` in place of one of several objects
+    (see `detached`), or None."""
+    for record in _DETACHED.get():
+        for entry in record:
+            if entry.value is value:
+                return entry
+    return None
+
+
+def one_of(value) -> frozenset | None:
+    """The ids of the objects Python's `value` is one of, where a staged statement made
+    `value` in place of one of them (the items a `min`/`max`/`sorted` picked it among, an
+    `if`'s originals on its two paths), or None."""
+    for record in _DETACHED.get():
+        for entry in record:
+            if entry.value is value and entry.among is not None:
+                return entry.among
+    return None
 
 
 # Per staged loop being traced: whether it runs at least once (a scan of a known, non-zero
@@ -424,6 +488,23 @@ def held() -> list:
     ]
 
 
+def letting_go(statement):
+    """`statement` (the runtime's `while_stmt`; `for_stmt` and a staged `if_stmt` call
+    `let_go` themselves: a wrapper's arguments would count as holders, and a Python `if` must
+    cost nothing more) with `let_go` before and after it: a change its body made to what a
+    pick or an earlier statement left is found as it ends, while the names it may show
+    through are there to count."""
+
+    @functools.wraps(statement)
+    def run(*args, **kwargs):
+        let_go()
+        out = statement(*args, **kwargs)
+        let_go()
+        return out
+
+    return run
+
+
 def let_go() -> None:
     """Drops the entries whose new objects nothing holds any more (the variable was rebound,
     the value was used in an expression: `min(layers, key=loss)["w"]`), but for those of a
@@ -435,10 +516,20 @@ def let_go() -> None:
     for record in _DETACHED.get():
         kept = []
         for entry in record:
-            if entry.alive() or not entry.held:
+            if not entry.held:
                 kept.append(entry)
-            elif entry.changed():
-                raise StagingError(_changed_message(entry, None))
+            elif not entry.alive():
+                if entry.changed():
+                    raise StagingError(_changed_message(entry, None))
+            else:
+                # A change while the new object lives is refused now, not only as the function
+                # returns: the change may be undone by then (`m["w"] = old`), after a read.
+                seen = not entry.entered_unseen()
+                if entry.changed(None, seen):
+                    raise StagingError(_changed_message(entry, None))
+                if not seen:  # the new object changed, which nothing else shows: the new base
+                    entry.held[:] = [contents(o) for o in entry.objects]
+                kept.append(entry)
         record[:] = kept
 
 

@@ -29,6 +29,7 @@ from runtime.errors import Site
 from runtime.staging import is_staged
 
 
+@identity.letting_go
 def while_stmt(
     test,
     body,
@@ -71,7 +72,6 @@ def while_stmt(
     into another, refused when staged; `owned`: the variables whose containers no other name
     can see (see `Effects`).
     """
-    identity.let_go()  # what a staged choice left that is gone now
     site = Site("while loop")
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = check_count(checkpoints, "checkpoints", 2, site)

@@ -12,6 +12,7 @@ the difference must still run, and match Python.
 import collections
 import contextlib
 import copy
+import dataclasses
 import itertools
 import operator
 import re
@@ -1447,3 +1448,218 @@ def test_a_change_before_a_detached_variable_goes_is_refused_at_the_next_call():
     assert fn(3, 7)[0] == 78
     with pytest.raises(StagingError, match=r"'cur' is bound to a list another name holds"):
         jax.jit(transpiler.convert(fn))(jnp.int32(3), jnp.int32(7))
+
+
+def _loss(p):
+    return p["w"] * p["w"]
+
+
+def sorted_then_the_first_changed(x, y):
+    ps = [{"w": x}, {"w": y}]
+    best = sorted(ps, key=_loss)[0]
+    best["w"] = best["w"] + 100.0
+    return ps[0]["w"] + 10.0 * ps[1]["w"]
+
+
+def sorted_then_the_rest_shrunk(x, y, z):
+    # An evolutionary step's elitism: all but the best shrunk, through the sorted list.
+    pop = [{"w": x}, {"w": y}, {"w": z}]
+    ranked = sorted(pop, key=_loss)
+    for p in ranked[1:]:
+        p["w"] = p["w"] * 0.5
+    return pop[0]["w"] + 10.0 * pop[1]["w"] + 100.0 * pop[2]["w"]
+
+
+def sorted_in_place_then_changed(x, y):
+    a, b = {"w": x}, {"w": y}
+    pop = [a, b]
+    pop.sort(key=_loss)
+    pop[0]["w"] = pop[0]["w"] + 100.0
+    return a["w"] + 10.0 * b["w"]
+
+
+def sorted_then_compared_by_identity(x, y):
+    ps = [{"w": x}, {"w": y}]
+    return 1.0 if sorted(ps, key=_loss)[0] is ps[0] else 0.0
+
+
+def ordered_dicts_picked_then_an_item_changed(x, y):
+    ps = [collections.OrderedDict(w=x), collections.OrderedDict(w=y)]
+    best = min(ps, key=_loss)
+    ps[1]["w"] = 9.0 * ps[1]["w"]
+    return best["w"]
+
+
+def default_dicts_picked_then_changed(x, y):
+    ps = [collections.defaultdict(float, w=x), collections.defaultdict(float, w=y)]
+    best = min(ps, key=_loss)
+    best["n"] += 1.0
+    return ps[0]["n"] + 10.0 * ps[1]["n"]
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Layer:
+    w: jax.Array
+
+
+def dataclasses_picked_then_changed(x, y):
+    ps = [Layer(x), Layer(y)]
+    best = min(ps, key=lambda layer: layer.w * layer.w)
+    best.w = best.w + 100.0
+    return ps[0].w + 10.0 * ps[1].w
+
+
+def tuples_picked_then_compared_by_identity(x, y):
+    ps = [(x, 1.0 * x), (y, 1.0 * y)]
+    return 1.0 if min(ps, key=lambda p: p[0] * p[0]) is ps[0] else 0.0
+
+
+def picked_read_by_a_call_between_a_change_and_its_undoing(x, y, z):
+    # Finite differences: each model nudged, the loss of the best read, the nudge undone (the
+    # very object put back: nothing is left changed as the function returns).
+    models = [{"w": x}, {"w": y}, {"w": z}]
+    best = min(models, key=_loss)
+    base = _loss(best)
+    sens = []
+    for m in models:
+        old = m["w"]
+        m["w"] = old + 0.5
+        sens.append(_loss(best) - base)
+        m["w"] = old
+    return sens
+
+
+@pytest.mark.parametrize(
+    "fn, args, message",
+    [
+        (sorted_then_the_first_changed, (1.0, -0.5), r"the item at 0 of sorted\(\) is the dict"),
+        (sorted_then_the_rest_shrunk, (1.0, -0.5, 0.2), r"the item at 1 of sorted\(\)"),
+        (sorted_in_place_then_changed, (1.0, -0.5), r"the item at 0 of sorted\(\)"),
+        (sorted_then_compared_by_identity, (0.2, -0.5), r"`is` compares the item at 0"),
+        (ordered_dicts_picked_then_an_item_changed, (1.0, -0.5), r"is the OrderedDict a staged"),
+        (default_dicts_picked_then_changed, (1.0, -0.5), r"is the defaultdict a staged min"),
+        (dataclasses_picked_then_changed, (1.0, -0.5), r"is the Layer a staged min\(\)"),
+        (tuples_picked_then_compared_by_identity, (0.2, -0.5), r"`is` compares the value of"),
+        (
+            picked_read_by_a_call_between_a_change_and_its_undoing,
+            (1.0, -0.3, 2.0),
+            r"the value of min\(\) is the dict",
+        ),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_what_sorted_min_and_max_pick_is_watched_whatever_its_type(fn, args, message):
+    # Each gave Python's old values with no error (helper 127).
+    assert transpiler.convert(fn)(*args) == fn(*args)
+    with pytest.raises(StagingError, match=message):
+        jax.jit(transpiler.convert(fn))(*(jnp.float32(a) for a in args))
+
+
+def picked_dict_holding_a_nan_found_among_the_items(x, y):
+    ps = [{"w": x, "m": jnp.nan * x}, {"w": y, "m": jnp.nan * y}]
+    best = min(ps, key=_loss)
+    return best in ps
+
+
+def test_a_pick_is_among_the_items_it_was_picked_from():
+    # `in` asks identity first: True in Python, where comparing the values gives False (NaN).
+    fn = picked_dict_holding_a_nan_found_among_the_items
+    assert fn(1.0, -0.5)
+    assert bool(jax.jit(transpiler.convert(fn))(1.0, -0.5))
+
+
+def sorted_read_only(x, y, z):
+    pop = [{"w": x}, {"w": y}, {"w": z}]
+    ranked = sorted(pop, key=_loss)
+    return ranked[0]["w"] + 10.0 * ranked[2]["w"]
+
+
+def test_what_sorted_picks_read_only_is_exact():
+    args = (1.0, -0.5, 0.2)
+    check_jit(sorted_read_only, *(jnp.float32(a) for a in args))
+    check_grad(sorted_read_only, *(jnp.float32(a) for a in args))
+
+
+def picked_then_removed_from_its_list(x, y, z):
+    ps = [{"w": x}, {"w": y}, {"w": z}]
+    ps.remove(min(ps, key=_loss))
+    return [p["w"] for p in ps]
+
+
+def picked_then_its_index_asked(x, y, z):
+    ps = [{"w": x}, {"w": y}, {"w": z}]
+    best = min(ps, key=_loss)
+    return ps.index(best)
+
+
+def smallest_of_pairs_holding_dicts(x, y, z):
+    ps = [{"w": x}, {"w": y}, {"w": z}]
+    losses = [_loss(p) for p in ps]
+    best_loss, best = min(zip(losses, ps))
+    return best_loss, best["w"]
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (picked_then_removed_from_its_list, r"list.remove\(\) \(.*\) was given the value of min"),
+        (picked_then_its_index_asked, r"list.index\(\) \(.*\) was given the value of min\(\)"),
+        (smallest_of_pairs_holding_dicts, r"min\(\) compares keys holding a dict \(at 1"),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_what_python_finds_by_identity_or_compares_only_on_ties_is_refused_by_name(fn, message):
+    # Each raised JAX's TracerBoolConversionError (helper 127).
+    args = (1.0, -0.5, 0.2)
+    assert transpiler.convert(fn)(*args) == fn(*args)
+    with pytest.raises(StagingError, match=message):
+        jax.jit(transpiler.convert(fn))(*(jnp.float32(a) for a in args))
+
+
+def population_sorted_in_place_then_shrunk(x, y, z):
+    # The list was the items' only holder: nothing shows a change through the copies it holds.
+    pop = [{"w": x}, {"w": y}, {"w": z}]
+    pop.sort(key=_loss)
+    for p in pop[1:]:
+        p["w"] = p["w"] * 0.5
+    return [p["w"] for p in pop]
+
+
+def population_sorted_then_shrunk(x, y, z):
+    pop = [{"w": x}, {"w": y}, {"w": z}]
+    pop = sorted(pop, key=_loss)[:2]
+    for p in pop:
+        p["w"] = p["w"] * 0.5
+    return [p["w"] for p in pop]
+
+
+def population_sorted_in_place_with_an_item_held(x, y, z):
+    pop = [{"w": x}, {"w": y}, {"w": z}]
+    first = pop[0]
+    pop.sort(key=_loss)
+    for p in pop:
+        p["w"] = p["w"] * 0.5
+    return [p["w"] for p in pop] + [first["w"]]
+
+
+def test_a_change_through_what_a_pick_holds_is_exact_where_nothing_else_holds_the_items():
+    args = tuple(jnp.float32(a) for a in (1.0, -0.5, 0.2))
+    for fn in (population_sorted_in_place_then_shrunk, population_sorted_then_shrunk):
+        check_jit(fn, *args)
+    # `first` holds one of the items: which one the sort put where, the keys decide.
+    with pytest.raises(StagingError, match=r"the item at 0 of sorted\(\) is the dict"):
+        jax.jit(transpiler.convert(population_sorted_in_place_with_an_item_held))(*args)
+
+
+def chosen_dict_holding_a_nan_found_among_the_two(x, y, c):
+    a, b = {"w": x, "m": jnp.nan * x}, {"w": y, "m": jnp.nan * y}
+    best = a if c > 0 else b
+    return best in [a, b]
+
+
+def test_a_chosen_dict_is_among_the_two_it_was_chosen_from():
+    fn = chosen_dict_holding_a_nan_found_among_the_two
+    for c in (1.0, -1.0):
+        assert fn(1.0, -0.5, c)
+        assert bool(jax.jit(transpiler.convert(fn))(1.0, -0.5, c))

@@ -51,6 +51,7 @@ CLASS_NAMES = {
     21: "tables and stacks: items set by staged ifs read at traced indices, pops pushed back",
     22: "lists of an object stored into attributes or dict items in staged code, changed by methods",
     23: "tuples and namedtuples holding lists through staged ifs and loops, changed after",
+    24: "lists and dicts min/max/sorted pick by traced keys: read, changed, compared, let go of",
 }
 
 
@@ -998,6 +999,63 @@ class _Generator(ProgramWriter):
             self.emit(indent, f"{w}[0] = ({w}[0] + {self.expr(ctx)}) % 97")
         self.emit(indent, f"a = (a + {place}[0][0] + 2 * {place}[0][1] + {place}[1]) % 97")
         self.emit(indent, f"b = (b + {w}[0] + 3 * {w}[1] + ({place}[0] is {w}) * 5) % 97")
+
+    # -- 24: min/max picks of lists and dicts ---------------------------------------------------
+
+    def c24(self, indent: int, ctx: _Ctx) -> None:
+        """Two or three lists (or dicts) that `min`/`max`/`sorted` (or `.sort`) picks among by
+        keys that may be traced (`key=lambda c: ...`, or no key: lists compared item by item); the pick read,
+        changed through, compared with `is`, or let go of (`del`, a temporary) before the items
+        change; the items read after into `a`/`b`."""
+        dicts = self.chance(0.4)
+        names = [self.fresh("c") for _ in range(self.rng.randint(2, 3))]
+        for name in names:
+            first, second = self.atom(ctx), self.rng.randint(0, 9)
+            value = f'{{"v": {first}, "n": [{second}]}}' if dicts else f"[{first}, {second}]"
+            self.emit(indent, f"{name} = {value}")
+        head = (lambda c: f'{c}["v"]') if dicts else (lambda c: f"{c}[0]")
+        inner = (lambda c: f'{c}["n"][0]') if dicts else (lambda c: f"{c}[1]")
+        fn = self.rng.choice(["min", "max", "sorted"])
+        listed = fn == "sorted" or self.chance(0.6)
+        items = f"[{', '.join(names)}]" if listed else ", ".join(names)
+        keyed = f"{self.rng.choice(['', '-', '2 * '])}{head('q')} + {self.atom(ctx)} % 3"
+        if dicts or self.chance(0.7):
+            pick = f"{fn}({items}, key=lambda q: {keyed})"
+        else:
+            pick = f"{fn}({items})"
+        if fn == "sorted":
+            place = self.rng.randint(0, len(names) - 1)
+            if self.chance(0.3):  # sorted in place: the list holds the picks
+                ranked = self.fresh("pop")
+                self.emit(indent, f"{ranked} = {items}")
+                self.emit(indent, f"{ranked}.sort(key=lambda q: {keyed})")
+                pick = f"{ranked}[{place}]"
+            else:
+                pick = f"{pick}[{place}]"
+        best = self.fresh("best")
+        e = self.expr(ctx)
+        r = self.rng.random()
+        if r < 0.2:  # a temporary: read and gone
+            self.emit(indent, f"a = (a + {head(pick)}) % 97")
+        else:
+            self.emit(indent, f"{best} = {pick}")
+            if r < 0.35:  # read
+                self.emit(indent, f"b = (b + {head(best)} + {inner(best)}) % 97")
+            elif r < 0.5:  # changed through it
+                self.emit(indent, f"{inner(best)} = ({inner(best)} + {e}) % 97")
+            elif r < 0.6:
+                self.emit(indent, f"a = (a + ({best} is {names[0]}) * 3) % 97")
+            elif r < 0.75:  # read, let go of, then the items changed
+                self.emit(indent, f"b = (b + {head(best)}) % 97")
+                self.emit(indent, f"del {best}")
+            else:  # an item changed while the pick lives, the pick read after
+                self.emit(indent, f"{inner(names[0])} = ({inner(names[0])} + {e}) % 97")
+                self.emit(indent, f"b = (b + {inner(best)}) % 97")
+        if self.chance(0.5):
+            target = self.rng.choice(names)
+            self.emit(indent, f"{inner(target)} = ({inner(target)} + {self.expr(ctx)}) % 97")
+        total = " + ".join(f"{head(c)} + {inner(c)}" for c in names)
+        self.emit(indent, f"a = (a + {total}) % 97")
 
     def box_ops(self, indent, ctx, o, st, ref, two, idx, count) -> None:
         """`count` statements (of class 22) on box `o`, dict `st`, variable `ref` and the other
