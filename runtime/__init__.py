@@ -24,6 +24,7 @@ from runtime.control_flow import if_exp, if_stmt
 from runtime.debugging import assert_, effect, print_
 from runtime.errors import StagingError
 from runtime.for_loops import for_stmt, range_
+from runtime.identity import let_go
 from runtime.lists import (
     handed_list,
     list_append,
@@ -62,6 +63,7 @@ __all__ = [
     "is_",
     "is_not",
     "len_",
+    "let_go",
     "handed_list",
     "list_append",
     "list_item",

@@ -180,7 +180,7 @@ class _Detached:
     # The ids of the objects Python's variable is one of (the items a pick chose among, an
     # `if`'s two originals; `objects` holds them), where it is one of them on every path:
     # `value in those` is True. (Ids: a reference more would count as a holder of theirs.)
-    among: frozenset | None = None
+    among: tuple | None = None
 
     def alive(self) -> bool:
         """Whether anything but this record holds the new object, or a list or dict inside it
@@ -210,6 +210,8 @@ class _Detached:
         records reaches any of the items it chose among (`pop.sort(key=...)`, where `pop` was
         their only holder), so that nothing shows a change through the new object."""
         if self.how == "picked":
+            if self.among is None or len(set(self.among)) < len(self.among):
+                return False  # one item at two places (`[d] * 2`): its copies are one object
             return not any(self._reachable(o) for o in self.objects if o is not self.value)
         if self.entered is None or sys.getrefcount(self.entered) > _ENTERED_REFERENCES:
             return False
@@ -337,8 +339,8 @@ def detached(
     kind = type(value.value if isinstance(value, MaybeUnbound) else value).__name__
     held = [contents(o) for o in kept] if now else []
     if among is not None:
-        among = frozenset(id(o) for o in among)
-        if not among <= ids:
+        among = tuple(id(o) for o in among)
+        if not set(among) <= ids:
             among = None  # (an item not watched: a number)
     stack[-1].append(_Detached(label, kind, site, kept, how, held, value, entered, among))
 
@@ -372,7 +374,7 @@ def one_of(value) -> frozenset | None:
     for record in _DETACHED.get():
         for entry in record:
             if entry.value is value and entry.among is not None:
-                return entry.among
+                return frozenset(entry.among)
     return None
 
 

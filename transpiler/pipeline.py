@@ -24,6 +24,7 @@ from transpiler.passes import (
     lists,
     logical_expressions,
     match_statements,
+    pick_checks,
     powers,
     print_statements,
     return_statements,
@@ -54,6 +55,8 @@ PASSES = (
     # On the code as written, with its breaks and returns: which reads Python proves bound.
     # After the walrus and match passes, which add reads and bindings of their own.
     source_reads,
+    # Before the early-exit passes: a check before each `return` goes where it goes.
+    pick_checks,
     # Early exits become flags before anything else looks at control flow. `return` goes first:
     # inside a loop it becomes flag assignments plus a `break`, which the break pass rewrites.
     return_statements,

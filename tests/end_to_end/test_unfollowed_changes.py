@@ -1663,3 +1663,85 @@ def test_a_chosen_dict_is_among_the_two_it_was_chosen_from():
     for c in (1.0, -1.0):
         assert fn(1.0, -0.5, c)
         assert bool(jax.jit(transpiler.convert(fn))(1.0, -0.5, c))
+
+
+def picked_from_a_new_list_then_changed(x, y):
+    # Nothing but the pick holds the items: its change shows nowhere else (helper 128).
+    best = min([{"w": x}, {"w": y}], key=_loss)
+    best["w"] = best["w"] + 1.0
+    return best["w"]
+
+
+def sorted_in_place_then_one_changed(x, y):
+    pop = [{"w": x}, {"w": y}]
+    pop.sort(key=_loss)
+    pop[1]["w"] = 2.0
+    return pop
+
+
+def picked_as_a_temporary_then_the_items_changed(x, y):
+    ps = [{"w": x}, {"w": y}]
+    w = min(ps, key=_loss)["w"]
+    ps[0]["w"] = 0.5 * ps[0]["w"]
+    return w + ps[0]["w"] + ps[1]["w"]
+
+
+def picked_then_let_go_of_then_the_items_changed(x, y):
+    ps = [{"w": x}, {"w": y}]
+    best = min(ps, key=_loss)
+    v = best["w"]
+    del best
+    ps[0]["w"] = ps[0]["w"] + 1.0
+    return v + ps[0]["w"]
+
+
+def test_what_a_pick_leaves_is_checked_before_each_store_and_return():
+    for fn in (
+        picked_from_a_new_list_then_changed,
+        sorted_in_place_then_one_changed,
+        picked_as_a_temporary_then_the_items_changed,
+        picked_then_let_go_of_then_the_items_changed,
+    ):
+        check_jit(fn, jnp.float32(1.0), jnp.float32(3.0))
+        check_jit(fn, jnp.float32(3.0), jnp.float32(-0.5))
+
+
+def picked_then_an_item_changed_read_and_undone(x, y):
+    ps = [{"w": x}, {"w": y}]
+    best = min(ps, key=_loss)
+    old = ps[1]["w"]
+    ps[1]["w"] = old * 3.0
+    r = best["w"]
+    ps[1]["w"] = old  # the very object put back: nothing is left changed at the return
+    return r
+
+
+def items_at_two_places_sorted_then_changed(x, y):
+    pop = sorted([{"w": x}, {"w": y}] * 2, key=_loss)
+    for p in pop:
+        p["w"] = p["w"] * 0.5
+    return [p["w"] for p in pop]
+
+
+@pytest.mark.parametrize(
+    "fn, args, message",
+    [
+        (
+            picked_then_an_item_changed_read_and_undone,
+            (1.0, -0.5),
+            r"the value of min\(\) is the dict",
+        ),
+        (
+            items_at_two_places_sorted_then_changed,
+            (1.0, 3.0),
+            r"the item at 0 of sorted\(\) is the dict",
+        ),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_a_change_undone_or_made_to_one_item_at_two_places_is_refused(fn, args, message):
+    # -0.5 where Python gives -1.5; [0.5, 0.5, 1.5, 1.5] where Python gives [0.25, 0.25,
+    # 0.75, 0.75] (helpers 127 and 128).
+    assert transpiler.convert(fn)(*args) == fn(*args)
+    with pytest.raises(StagingError, match=message):
+        jax.jit(transpiler.convert(fn))(*(jnp.float32(a) for a in args))

@@ -1,7 +1,8 @@
 import textwrap
 
-from tests.transpiler.passes.run_pass import apply
-from transpiler.passes import conditional_expressions, logical_expressions
+import transpiler
+from tests.transpiler.passes.run_pass import apply, expect
+from transpiler.passes import conditional_expressions, logical_expressions, pick_checks
 
 
 def test_conditional_expression():
@@ -57,3 +58,43 @@ def test_chained_comparisons():
     )
     for args in [(1, 2, "abc"), (3, 2, "abc"), (0, 1, ""), (1, 2, "x" * 20)]:
         assert new(*args) == old(*args)
+
+
+def test_pick_checks_go_before_the_stores_and_returns_of_a_function_that_picks():
+    generated, new, old = apply(
+        """
+        def f(ps, k):
+            best = min(ps, key=lambda p: p["w"])
+            ps[k]["w"], n = 0.0, 1
+            if n:
+                return best
+            best.scale = 2
+        """,
+        pick_checks,
+    )
+    assert generated == expect(
+        """
+        def f(ps, k):
+            best = min(ps, key=lambda p: p['w'])
+            rt__.let_go()
+            ps[k]['w'], n = (0.0, 1)
+            if n:
+                rt__.let_go()
+                return best
+            rt__.let_go()
+            best.scale = 2
+            rt__.let_go()"""
+    )
+    assert new([{"w": 2.0}, {"w": 1.0}], 0) == old([{"w": 2.0}, {"w": 1.0}], 0)
+
+
+def test_a_function_that_picks_nothing_gets_no_pick_checks():
+    source = "def f(d, x):\n    d['w'] = x\n    return d"
+    generated, _, _ = apply(source, pick_checks)
+    assert "let_go" not in generated
+    assert "let_go" not in transpiler.to_source(_store_only)
+
+
+def _store_only(d, x):
+    d["w"] = x
+    return d
