@@ -182,13 +182,14 @@ class _Detached:
     # `value in those` is True. (Ids: a reference more would count as a holder of theirs.)
     among: tuple | None = None
 
-    def alive(self) -> bool:
+    def alive(self, unread: int = 0) -> bool:
         """Whether anything but this record holds the new object, or a list or dict inside it
         (`inner = best["l"]`; `a, b = (p, q) if c else (q, p)`): once nothing does (the
         variable was rebound, the helper returned, the expression was used), no change shows
-        through it. (`sys.getrefcount` counts its argument, this record's references, and an
-        inner container's own.)"""
-        mine = 2 + any(o is self.value for o in self.objects)
+        through it. `unread`: references that do not count, those of variables the program
+        never reads again (see `let_go`). (`sys.getrefcount` counts its argument, this
+        record's references, and an inner container's own.)"""
+        mine = 2 + any(o is self.value for o in self.objects) + unread
         return sys.getrefcount(self.value) > mine or inner_held(self.value, self.objects)
 
     def changed(self, before=None, entered_seen: bool = True) -> bool:
@@ -323,10 +324,10 @@ def detached(
     would show (see `runtime.control_flow._record_detached`), while `value` lives. `entered`:
     of `objects`, the one Python's variable holds where the loop ran no iteration, `value`
     among `objects` for it: a change through `value` is refused only while another name holds
-    `entered` (nothing else can show it). "picked": `value` is the item a staged `min`/`max`
-    chose by traced keys, and its objects hold now what they are told from (`now`: no statement
-    settles them, see `settle`). `among`: the objects Python's variable is one of on every
-    path, where it is (see `one_of`)."""
+    `entered` (nothing else can show it). "picked": `value` is the item a staged `min`, `max`
+    or `sorted` chose by traced keys, and its objects hold now what they are told from (`now`:
+    no statement settles them, see `settle`). `among`: the objects Python's variable is one
+    of on every path, where it is (see `one_of`)."""
     stack = _DETACHED.get()
     watched = _picked if how == "picked" else _plain_container
     kept = tuple({id(o): o for o in objects if watched(o)}.values())
@@ -507,20 +508,27 @@ def letting_go(statement):
     return run
 
 
-def let_go() -> None:
+def let_go(*unread) -> None:
     """Drops the entries whose new objects nothing holds any more (the variable was rebound,
     the value was used in an expression: `min(layers, key=loss)["w"]`), but for those of a
-    statement still being traced (`settle` may hand them its variable's). Called before each
-    call and statement that may change objects in place, so that a change after the new object
-    is gone is not refused; one whose objects changed since (by a statement: a call's change
-    is found as it returns) is refused, as `_check` would: the new object may have been read
-    stale before it went."""
+    statement still being traced (`settle` may hand them its variable's), and refuses those
+    whose objects changed since (by a statement: a call's change is found as it returns), as
+    `_check` would: a new object gone may have been read stale before it went, and one that
+    lives may be read so yet, or the change undone (`p["w"] = old`) before `_check` could see
+    it. A change only through a new object nothing else shows (`_Detached.entered_unseen`)
+    is taken as its new base. Called before each call from converted code, around each staged
+    statement and, in a function that picks, before each store and return (see
+    `transpiler.passes.pick_checks`), so that a change made after the new object is gone is
+    not refused. `unread`: the values of variables the program never reads again from here
+    (what conversion found a pick's variable holds once its last read is done: `best =
+    min(...); bw = best["w"]`), which hold a new object as if they did not (each counted twice:
+    the variable, and this call's argument)."""
     for record in _DETACHED.get():
         kept = []
         for entry in record:
             if not entry.held:
                 kept.append(entry)
-            elif not entry.alive():
+            elif not entry.alive(2 * sum(v is entry.value for v in unread)):
                 if entry.changed():
                     raise StagingError(_changed_message(entry, None))
             else:
@@ -589,7 +597,8 @@ def _changed_message(entry: _Detached, fn) -> str:
     if entry.how == "picked":
         fix = (
             f"Pick among copies ({entry.site.construct[:-2]}(copy.deepcopy(items), key=...)) "
-            f"and change the one picked, or read what it holds before changing the items"
+            f"and change the one picked, or take what you need from it and let go of it "
+            f"(`del`) before changing the items"
         )
     else:
         fix = (

@@ -1745,3 +1745,60 @@ def test_a_change_undone_or_made_to_one_item_at_two_places_is_refused(fn, args, 
     assert transpiler.convert(fn)(*args) == fn(*args)
     with pytest.raises(StagingError, match=message):
         jax.jit(transpiler.convert(fn))(*(jnp.float32(a) for a in args))
+
+
+def swarm_step_with_the_best_kept(x, y, z):
+    # `best` is never read after `bw`: conversion hands its value to the check after that
+    # read, and the particles move as in Python (helper 128's A3; refused before).
+    ps = [{"w": x}, {"w": y}, {"w": z}]
+    best = min(ps, key=_loss)
+    bw = best["w"]
+    for p in ps:
+        p["w"] = p["w"] + 0.5 * (bw - p["w"])
+    return [p["w"] for p in ps]
+
+
+class Swarm:
+    def __init__(self, xs):
+        self.ps = [{"w": v} for v in xs]
+        self.gbest = None
+
+    def step(self):
+        g = min(self.ps, key=_loss)
+        self.gbest = g["w"]
+        for p in self.ps:
+            p["w"] = 0.5 * (p["w"] + self.gbest)
+        return [p["w"] for p in self.ps]
+
+
+def swarm_object_step(x, y, z):
+    return Swarm([x, y, z]).step()
+
+
+def swarm_step_reading_the_best_after(x, y, z):
+    ps = [{"w": x}, {"w": y}, {"w": z}]
+    best = min(ps, key=_loss)
+    bw = best["w"]
+    for p in ps:
+        p["w"] = p["w"] + 0.5 * (bw - p["w"])
+    return best["w"]  # Python's best moved too
+
+
+def swarm_step_with_an_alias_of_the_best(x, y, z):
+    ps = [{"w": x}, {"w": y}, {"w": z}]
+    best = min(ps, key=_loss)
+    keep = best
+    bw = best["w"]
+    for p in ps:
+        p["w"] = p["w"] + 0.5 * (bw - p["w"])
+    return keep["w"]
+
+
+def test_a_pick_no_longer_read_does_not_hold_the_items_back():
+    args = tuple(jnp.float32(a) for a in (0.0, 0.9, 3.0))
+    for fn in (swarm_step_with_the_best_kept, swarm_object_step):
+        check_jit(fn, *args)
+        check_vmap(fn, *(jnp.array([a, a + 1.5]) for a in (0.0, 0.9, 3.0)))
+    for fn in (swarm_step_reading_the_best_after, swarm_step_with_an_alias_of_the_best):
+        with pytest.raises(StagingError, match=r"the value of min\(\) is the dict"):
+            jax.jit(transpiler.convert(fn))(*args)

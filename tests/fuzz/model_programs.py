@@ -1045,9 +1045,10 @@ class _Generator(ProgramWriter):
                 self.emit(indent, f"{inner(best)} = ({inner(best)} + {e}) % 97")
             elif r < 0.6:
                 self.emit(indent, f"a = (a + ({best} is {names[0]}) * 3) % 97")
-            elif r < 0.75:  # read, let go of, then the items changed
+            elif r < 0.75:  # read, let go of (or never read again), then the items changed
                 self.emit(indent, f"b = (b + {head(best)}) % 97")
-                self.emit(indent, f"del {best}")
+                if self.chance(0.5):
+                    self.emit(indent, f"del {best}")
             else:  # an item changed while the pick lives, the pick read after
                 self.emit(indent, f"{inner(names[0])} = ({inner(names[0])} + {e}) % 97")
                 self.emit(indent, f"b = (b + {inner(best)}) % 97")

@@ -98,3 +98,32 @@ def test_a_function_that_picks_nothing_gets_no_pick_checks():
 def _store_only(d, x):
     d["w"] = x
     return d
+
+
+def test_a_pick_read_for_the_last_time_is_handed_to_the_check_after_it():
+    generated, new, old = apply(
+        """
+        def f(ps):
+            best = min(ps, key=lambda p: p["w"])
+            bw = best["w"]
+            total = 0.0
+            for p in ps:
+                p["w"] = p["w"] - bw
+            return total
+        """,
+        pick_checks,
+    )
+    assert generated == expect(
+        """
+        def f(ps):
+            best = min(ps, key=lambda p: p['w'])
+            bw = best['w']
+            rt__.let_go(best)
+            total = 0.0
+            for p in ps:
+                rt__.let_go()
+                p['w'] = p['w'] - bw
+            rt__.let_go()
+            return total"""
+    )
+    assert new([{"w": 2.0}, {"w": 1.0}]) == old([{"w": 2.0}, {"w": 1.0}])
