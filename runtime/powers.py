@@ -38,6 +38,8 @@ def pow_(base, exponent, mod=None):
     if not traced:
         return base**exponent
     if not (_python_int(base) and _python_int(exponent)):
+        if is_staged(exponent) and _integer(exponent) and _inexact(base):
+            return _integer_power(base, exponent)
         if is_staged(exponent) and _integer(base) and _integer(exponent):
             # Eager JAX (and NumPy) raise for a negative one; XLA's power of ints gives 0.
             staging.check_when_run(
@@ -54,6 +56,34 @@ def pow_(base, exponent, mod=None):
     # a Python int, weakly typed (jnp.power's is an int32, which a staged loop would then carry
     # as an int32 array, no longer checked)
     return staging.python_number(base**exponent)
+
+
+@jax.custom_jvp
+def _integer_power(base, exponent):
+    """`base ** exponent` of a float by a traced int, with the derivative Python's power by an
+    int has (a loop's counter is a Python int where the loop runs as Python: `x ** k` is
+    JAX's `integer_pow` there): `k * x ** (k - 1)`, and 0 for `k == 0`. JAX's power by a traced
+    exponent computes its derivative as a select whose other side, `0 * x ** -1`, is NaN at
+    `x == 0` in the second derivative (`jax.hessian` of `sum(x ** k for k in range(3))`)."""
+    return base**exponent
+
+
+@_integer_power.defjvp
+def _integer_power_jvp(primals, tangents):
+    base, exponent = primals
+    d_base, _ = tangents
+    # (`k * x ** (k - 1)` is the same power again, by an exponent one less but never -1 for
+    # `k == 0`, where its factor `k` is 0: every higher derivative stays finite where Python's
+    # does.)
+    lower = jnp.where(exponent == 0, jnp.zeros_like(exponent), exponent - 1)
+    power = _integer_power(base, exponent)
+    slope = _integer_power(base, lower) * exponent.astype(jnp.result_type(power))
+    return power, slope * d_base
+
+
+def _inexact(value) -> bool:
+    """Whether `value` is a float or complex of any kind: Python's, NumPy's, an array."""
+    return jnp.issubdtype(jnp.result_type(value), jnp.inexact)
 
 
 def _integer(value) -> bool:

@@ -564,3 +564,38 @@ def test_a_while_loops_derivatives_keep_float64_for_python_floats():
             assert got.dtype == jnp.float64
             np.testing.assert_allclose(float(got), float(want), rtol=1e-12)
         assert float(expected[0]) == pytest.approx(8e-50)
+
+
+def power_series(x, c):
+    s = 0.0
+    for k in range(4):  # staged: `k` is a traced int in the scan
+        s = s + c[k] * x**k
+    return s
+
+
+def bounded_power_sum(x, n):
+    s = 0.0
+    k = 0
+    while k < n:
+        transpiler.loop_options(max_iterations=3)
+        s = s + pow(x, k)
+        k += 1
+    return s
+
+
+def test_second_derivatives_of_a_power_by_a_loop_counter_are_pythons_at_zero():
+    # JAX's power by a traced int exponent gives NaN second derivatives at x == 0 (its
+    # derivative's other side, 0 * x ** -1); Python's loop has an int counter: `integer_pow`
+    # (helper 129: NaN where eager gives 2.0 and 6.0).
+    c = jnp.array([1.0, 2.0, 3.0, 4.0])
+    for x in (0.0, 0.5, -1.5):
+        for fn, args in ((power_series, (x, c)), (bounded_power_sum, (x, 3))):
+            converted = transpiler.convert(fn)
+            expected = jax.hessian(fn)(*args)
+            np.testing.assert_allclose(jax.jit(jax.hessian(converted))(*args), expected)
+            np.testing.assert_allclose(jax.jit(jax.grad(converted))(*args), jax.grad(fn)(*args))
+    xs = jnp.array([0.0, 1.0, 2.0])
+    np.testing.assert_allclose(
+        jax.jit(jax.vmap(jax.hessian(transpiler.convert(power_series)), (0, None)))(xs, c),
+        jax.vmap(jax.hessian(power_series), (0, None))(xs, c),
+    )
