@@ -33,7 +33,17 @@ import jax
 import numpy as np
 
 from runtime import builtins as builtins_
-from runtime import checkpointed, debugging, effects, errors, identity, lists, staging, text
+from runtime import (
+    checkpointed,
+    debugging,
+    effects,
+    errors,
+    identity,
+    lists,
+    powers,
+    staging,
+    text,
+)
 from runtime.errors import Site, StagingError
 
 _DO_NOT_CONVERT = "__transpiler_do_not_convert__"  # set by transpiler.do_not_convert
@@ -344,6 +354,7 @@ _REVERSIBLE = types.MappingProxyType(
     {
         jax.lax.while_loop: checkpointed.lax_while_loop,
         jax.lax.fori_loop: checkpointed.lax_fori_loop,
+        jax.numpy.power: powers.jnp_power,
     }
 )
 

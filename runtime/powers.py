@@ -58,6 +58,15 @@ def pow_(base, exponent, mod=None):
     return staging.python_number(base**exponent)
 
 
+def jnp_power(base, exponent, /):
+    """What converted code calls for `jnp.power(base, exponent)`: with an int exponent Python
+    knows, `jnp.power` computes an `integer_pow`; with a staged counter (`jnp.power(x, k)` in a
+    staged loop over `k`), the same derivatives (see `_integer_power`)."""
+    if is_staged(exponent) and _integer(exponent) and _inexact(base):
+        return _integer_power(base, exponent)
+    return jnp.power(base, exponent)
+
+
 @jax.custom_jvp
 def _integer_power(base, exponent):
     """`base ** exponent` of a float by a traced int, with the derivative Python's power by an

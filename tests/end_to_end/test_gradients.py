@@ -583,13 +583,21 @@ def bounded_power_sum(x, n):
     return s
 
 
+def power_sum_of_jnp_powers(x, n):
+    s = 0.0
+    for k in range(3):
+        s = s + jnp.power(x, k) * n
+    return s
+
+
 def test_second_derivatives_of_a_power_by_a_loop_counter_are_pythons_at_zero():
     # JAX's power by a traced int exponent gives NaN second derivatives at x == 0 (its
     # derivative's other side, 0 * x ** -1); Python's loop has an int counter: `integer_pow`
     # (helper 129: NaN where eager gives 2.0 and 6.0).
     c = jnp.array([1.0, 2.0, 3.0, 4.0])
     for x in (0.0, 0.5, -1.5):
-        for fn, args in ((power_series, (x, c)), (bounded_power_sum, (x, 3))):
+        cases = ((power_series, (x, c)), (bounded_power_sum, (x, 3)))
+        for fn, args in (*cases, (power_sum_of_jnp_powers, (x, 3))):
             converted = transpiler.convert(fn)
             expected = jax.hessian(fn)(*args)
             np.testing.assert_allclose(jax.jit(jax.hessian(converted))(*args), expected)

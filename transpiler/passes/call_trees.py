@@ -62,6 +62,11 @@ STAGED_BUILTINS = frozenset(
 )
 """Builtins with a runtime version that also accepts traced values: `int` -> `rt__.int_`."""
 
+# Library functions the runtime computes its own way (`runtime.calls`), by (module, name): not
+# imported here (conversion does not import JAX). `jnp.power` by a staged loop counter has the
+# derivatives of the power by a Python int (`runtime.powers.jnp_power`).
+_RUNTIME_VERSIONS = frozenset({("jax.numpy", "power")})
+
 # Frame-sensitive builtins (and `super`, whose zero-argument form needs its own frame).
 _NEVER_WRAPPED = frozenset({"super", "locals", "globals", "vars", "eval", "exec", "print"})
 
@@ -153,6 +158,8 @@ class _CallTrees(Transformer):
             operator = "call"  # `logging.info(...)`: made when the program runs, if staged
         elif library is not _UNKNOWN and any(library is b for b in _STAGED_BUILTIN_OBJECTS):
             operator = "call"  # `builtins.print(x)`, `builtins.len(xs)`: their staged versions
+        elif library is not _UNKNOWN and _runtime_version(library):
+            operator = "call"  # `jnp.power(x, k)`: the runtime's version
         elif library is not _UNKNOWN and not self._given_functions(library, node):
             return node
         else:
@@ -243,3 +250,9 @@ def _lazy_generator(call: gast.Call) -> bool:
     if len(call.args) != 1 or not isinstance(call.args[0], gast.GeneratorExp):
         return False
     return logical_expressions.may_have_effects(call.args[0])
+
+
+def _runtime_version(library) -> bool:
+    """Whether `library` is one of the functions the runtime has its own version of."""
+    key = (getattr(library, "__module__", None), getattr(library, "__name__", None))
+    return key in _RUNTIME_VERSIONS
