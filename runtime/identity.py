@@ -249,7 +249,7 @@ def inner_held(container, known=()) -> bool:
     inner = list(_items(container))
     while inner:
         item = inner.pop()
-        if isinstance(item, (list, dict, tuple)):
+        if isinstance(item, (list, dict, tuple)) or _pytree_node(item):
             if sys.getrefcount(item) > _INNER_REFERENCES + any(o is item for o in known):
                 return True
             inner.extend(_items(item))
@@ -257,11 +257,24 @@ def inner_held(container, known=()) -> bool:
 
 
 def _items(container):
-    """The items of a list, tuple or dict (a namedtuple's, an OrderedDict's too); none of any
-    other object (a staged list of traced length, iterated, would raise)."""
+    """The items of a list, tuple or dict (a namedtuple's, an OrderedDict's too), the children
+    of an object of a registered pytree class (a dataclass's fields); none of any other object
+    (a staged list of traced length, iterated, would raise)."""
     if isinstance(container, dict):
         return container.values()
-    return container if isinstance(container, (list, tuple)) else ()
+    if isinstance(container, (list, tuple)):
+        return container
+    if _pytree_node(container):
+        return jax.tree_util.tree_flatten(container, is_leaf=lambda x: x is not container)[0]
+    return ()
+
+
+def _pytree_node(value) -> bool:
+    """Whether `value` is an object of a registered pytree class other than a list, tuple or
+    dict (`jax.tree_util.register_dataclass`): it holds its children as attributes."""
+    if value is None or isinstance(value, (list, tuple, dict, str, jax.Array, bool, int, float)):
+        return False
+    return not jax.tree_util.all_leaves([value])
 
 
 # Per converted call being traced, outermost first: what its staged statements detached. An

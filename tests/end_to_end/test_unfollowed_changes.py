@@ -1802,3 +1802,62 @@ def test_a_pick_no_longer_read_does_not_hold_the_items_back():
     for fn in (swarm_step_reading_the_best_after, swarm_step_with_an_alias_of_the_best):
         with pytest.raises(StagingError, match=r"the value of min\(\) is the dict"):
             jax.jit(transpiler.convert(fn))(*args)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Sub:
+    w: object
+
+
+def pick_holding_a_dataclass_held_then_changed(a, b):
+    ps = [{"w": a, "sub": Sub(a)}, {"w": b, "sub": Sub(b)}]
+    best = min(ps, key=_loss)
+    inner = best["sub"]  # holds what is inside the pick: it still counts
+    ps[0]["sub"].w = 9.0
+    return inner.w
+
+
+def sorted_items_reached_through_their_dataclasses(a, b):
+    pop = [{"w": a, "sub": Sub(a)}, {"w": b, "sub": Sub(b)}]
+    subs = [p["sub"] for p in pop]
+    pop.sort(key=_loss)
+    pop[0]["sub"].w = 9.0
+    return [s.w for s in subs]
+
+
+def item_changed_by_a_loop_target(a, b):
+    ps = [{"w": a}, {"w": b}]
+    best = min(ps, key=_loss)
+    out = []
+    for ps[0]["w"] in (9.0, a):
+        out.append(best["w"])
+    return out
+
+
+def item_changed_by_an_augmented_assignment_and_undone(a, b):
+    ps = [{"w": a}, {"w": b}]
+    best = min(ps, key=_loss)
+    p0 = ps[0]
+    p0 |= {"w": 9.0}
+    x = best["w"]
+    p0 |= {"w": a}
+    return x, best["w"]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pick_holding_a_dataclass_held_then_changed,
+        sorted_items_reached_through_their_dataclasses,
+        item_changed_by_a_loop_target,
+        item_changed_by_an_augmented_assignment_and_undone,
+    ],
+)
+def test_changes_the_first_checks_missed_are_refused(fn):
+    # Each gave Python's old values with no error (helper 130): a dataclass inside a pick or an
+    # item was not counted as a holder; a loop's target and `|=` were not checked as stores.
+    args = (1.0, 2.0)
+    assert transpiler.convert(fn)(*args) == fn(*args)
+    with pytest.raises(StagingError, match=r"picks by traced keys"):
+        jax.jit(transpiler.convert(fn))(*(jnp.float32(a) for a in args))

@@ -66,6 +66,8 @@ def _block(stmts: list[gast.stmt], picked: frozenset[str]) -> list[gast.stmt]:
             _function(stmt)
         for block in structure.blocks(stmt):
             block.stmts = _block(block.stmts, picked)
+        if isinstance(stmt, gast.For) and _a_store(stmt.target):
+            stmt.body.insert(0, _check(stmt, ()))  # `for ps[0]["w"] in ...`: each iteration
         unread = _unread_after(previous, stmt, picked)
         if unread or _stores(stmt) or isinstance(stmt, gast.Return):
             out.append(_check(stmt, unread))
@@ -121,11 +123,11 @@ def _picks(node: gast.AST) -> bool:
 
 def _stores(stmt: gast.stmt) -> bool:
     """Whether `stmt` changes an object in place by assigning to (or deleting) an item or an
-    attribute."""
+    attribute, or by an augmented assignment."""
     if isinstance(stmt, (gast.Assign, gast.Delete)):
         return any(_a_store(t) for t in stmt.targets)
     if isinstance(stmt, gast.AugAssign):
-        return _a_store(stmt.target)
+        return True  # `p0 |= {...}`, `xs += [v]`: a name's list or dict, changed in place
     if isinstance(stmt, gast.AnnAssign):
         return stmt.value is not None and _a_store(stmt.target)
     return False
