@@ -1450,6 +1450,14 @@ def test_a_change_before_a_detached_variable_goes_is_refused_at_the_next_call():
         jax.jit(transpiler.convert(fn))(jnp.int32(3), jnp.int32(7))
 
 
+def _exact_in_python_refused_staged(fn, args, message):
+    """`fn` converted gives Python's answer on Python values, and is refused by name under
+    `jax.jit` (float32 arguments)."""
+    assert transpiler.convert(fn)(*args) == fn(*args)
+    with pytest.raises(StagingError, match=message):
+        jax.jit(transpiler.convert(fn))(*(jnp.float32(a) for a in args))
+
+
 def _loss(p):
     return p["w"] * p["w"]
 
@@ -1551,9 +1559,7 @@ def picked_read_by_a_call_between_a_change_and_its_undoing(x, y, z):
 )
 def test_what_sorted_min_and_max_pick_is_watched_whatever_its_type(fn, args, message):
     # Each gave Python's old values with no error (helper 127).
-    assert transpiler.convert(fn)(*args) == fn(*args)
-    with pytest.raises(StagingError, match=message):
-        jax.jit(transpiler.convert(fn))(*(jnp.float32(a) for a in args))
+    _exact_in_python_refused_staged(fn, args, message)
 
 
 def picked_dict_holding_a_nan_found_among_the_items(x, y):
@@ -1612,9 +1618,7 @@ def smallest_of_pairs_holding_dicts(x, y, z):
 def test_what_python_finds_by_identity_or_compares_only_on_ties_is_refused_by_name(fn, message):
     # Each raised JAX's TracerBoolConversionError (helper 127).
     args = (1.0, -0.5, 0.2)
-    assert transpiler.convert(fn)(*args) == fn(*args)
-    with pytest.raises(StagingError, match=message):
-        jax.jit(transpiler.convert(fn))(*(jnp.float32(a) for a in args))
+    _exact_in_python_refused_staged(fn, args, message)
 
 
 def population_sorted_in_place_then_shrunk(x, y, z):
@@ -1742,9 +1746,7 @@ def items_at_two_places_sorted_then_changed(x, y):
 def test_a_change_undone_or_made_to_one_item_at_two_places_is_refused(fn, args, message):
     # -0.5 where Python gives -1.5; [0.5, 0.5, 1.5, 1.5] where Python gives [0.25, 0.25,
     # 0.75, 0.75] (helpers 127 and 128).
-    assert transpiler.convert(fn)(*args) == fn(*args)
-    with pytest.raises(StagingError, match=message):
-        jax.jit(transpiler.convert(fn))(*(jnp.float32(a) for a in args))
+    _exact_in_python_refused_staged(fn, args, message)
 
 
 def swarm_step_with_the_best_kept(x, y, z):
@@ -1857,7 +1859,4 @@ def item_changed_by_an_augmented_assignment_and_undone(a, b):
 def test_changes_the_first_checks_missed_are_refused(fn):
     # Each gave Python's old values with no error (helper 130): a dataclass inside a pick or an
     # item was not counted as a holder; a loop's target and `|=` were not checked as stores.
-    args = (1.0, 2.0)
-    assert transpiler.convert(fn)(*args) == fn(*args)
-    with pytest.raises(StagingError, match=r"picks by traced keys"):
-        jax.jit(transpiler.convert(fn))(*(jnp.float32(a) for a in args))
+    _exact_in_python_refused_staged(fn, (1.0, 2.0), r"picks by traced keys")
