@@ -309,7 +309,7 @@ def _check(entries) -> None:
     = itemgetter(0)(layers); first["w"] = 0`, an item of another container)."""
     for entry in entries:
         if entry.held and entry.changed():
-            raise StagingError(_changed_message(entry, None))
+            raise StagingError(_changed_message(entry, None, "as the function returned"))
 
 
 # The references `_Detached.entered_unseen` finds to an object nothing else holds.
@@ -543,13 +543,13 @@ def let_go(*unread) -> None:
                 kept.append(entry)
             elif not entry.alive(2 * sum(v is entry.value for v in unread)):
                 if entry.changed():
-                    raise StagingError(_changed_message(entry, None))
+                    raise StagingError(_changed_message(entry, None, _here()))
             else:
                 # A change while the new object lives is refused now, not only as the function
                 # returns: the change may be undone by then (`m["w"] = old`), after a read.
                 seen = not entry.entered_unseen()
                 if entry.changed(None, seen):
-                    raise StagingError(_changed_message(entry, None))
+                    raise StagingError(_changed_message(entry, None, _here()))
                 if not seen:  # the new object changed, which nothing else shows: the new base
                     entry.held[:] = [contents(o) for o in entry.objects]
                 kept.append(entry)
@@ -569,10 +569,21 @@ def check_unchanged(held_before: list, fn) -> None:
             entry.held[:] = [contents(o) for o in entry.objects]
 
 
-def _changed_message(entry: _Detached, fn) -> str:
+def _here() -> str | None:
+    """`before file:line`: the user's line the check being made runs at (a statement, a
+    call), where known."""
+    where = Site("check", depth=3).location()
+    return f"before {where}" if where else None
+
+
+def _changed_message(entry: _Detached, fn, found: str | None = None) -> str:
+    """The refusal of a change to what `entry` watches: made by a call of `fn`, or (None) by
+    the function's own code, found where `found` says (`before file:line`)."""
     kind = entry.kind
     if fn is None:
-        how = "the function changed it in place after the statement, through a name"
+        after = "the pick" if entry.how == "picked" else "the statement"
+        at = f" (found {found})" if found else ""
+        how = f"the function changed it in place after {after}, through a name{at}"
     else:
         where = Site("call", depth=3).location()
         how = f"the call of {_name(fn)}{f' ({where})' if where else ''} changed it in place"
