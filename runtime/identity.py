@@ -374,22 +374,15 @@ def _picked(value) -> bool:
 def standing_for(value) -> _Detached | None:
     """The entry of the staged statement that made `value` in place of one of several objects
     (see `detached`), or None."""
-    for record in _DETACHED.get():
-        for entry in record:
-            if entry.value is value:
-                return entry
-    return None
+    return next(_made(value), None)
 
 
 def one_of(value) -> frozenset | None:
     """The ids of the objects Python's `value` is one of, where a staged statement made
     `value` in place of one of them (the items a `min`/`max`/`sorted` picked it among, an
     `if`'s originals on its two paths), or None."""
-    for record in _DETACHED.get():
-        for entry in record:
-            if entry.value is value and entry.among is not None:
-                return frozenset(entry.among)
-    return None
+    among = next((entry.among for entry in _made(value) if entry.among is not None), None)
+    return None if among is None else frozenset(among)
 
 
 # Per staged loop being traced: whether it runs at least once (a scan of a known, non-zero
@@ -415,14 +408,16 @@ def runs_at_least_once() -> None:
         found.append(True)
 
 
+def _made(value):
+    """The entries whose new object is `value`, in the order they were made (a statement hands
+    those made inside it its variable's object: several may have one)."""
+    return (entry for record in _DETACHED.get() for entry in record if entry.value is value)
+
+
 def stands_for(value, original) -> bool:
     """Whether `value` is the new object a staged statement left a variable holding where
     Python's holds `original` on some path (see `detached`)."""
-    return any(
-        entry.value is value and any(o is original for o in entry.objects)
-        for record in _DETACHED.get()
-        for entry in record
-    )
+    return any(any(o is original for o in entry.objects) for entry in _made(value))
 
 
 def chosen_between(value, other):
@@ -495,13 +490,18 @@ def held() -> list:
     to check after a call made from converted code (`check_unchanged`). The
     entries whose new objects nothing holds any more (the variable was rebound) are dropped,
     but for those of a statement still being traced (`settle` may hand them its variable's)."""
-    let_go()
-    return [
-        (entry, [contents(o) for o in entry.objects], not entry.entered_unseen())
-        for record in _DETACHED.get()
-        for entry in record
-        if entry.alive()
-    ]
+    seen_by = _look(())
+    found = []
+    for record in _DETACHED.get():
+        for entry in record:
+            if id(entry) in seen_by:  # (what `_look` found of it stands: nothing ran since)
+                seen = seen_by[id(entry)]
+            elif not entry.held and entry.alive():
+                seen = not entry.entered_unseen()
+            else:
+                continue
+            found.append((entry, [contents(o) for o in entry.objects], seen))
+    return found
 
 
 def letting_go(statement):
@@ -536,6 +536,13 @@ def let_go(*unread) -> None:
     (what conversion found a pick's variable holds once its last read is done: `best =
     min(...); bw = best["w"]`), which hold a new object as if they did not (each counted twice:
     the variable, and this call's argument)."""
+    _look(unread)
+
+
+def _look(unread) -> dict[int, bool]:
+    """`let_go`'s work; returns, for each live entry it looked at, whether another name holds
+    what it entered with (`_Detached.entered_unseen`, by the entry's id)."""
+    seen_by = {}
     for record in _DETACHED.get():
         kept = []
         for entry in record:
@@ -552,8 +559,10 @@ def let_go(*unread) -> None:
                     raise StagingError(_changed_message(entry, None, _here()))
                 if not seen:  # the new object changed, which nothing else shows: the new base
                     entry.held[:] = [contents(o) for o in entry.objects]
+                seen_by[id(entry)] = seen
                 kept.append(entry)
         record[:] = kept
+    return seen_by
 
 
 def check_unchanged(held_before: list, fn) -> None:

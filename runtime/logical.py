@@ -228,8 +228,8 @@ def _equal_to_any(item, elements):
     among = identity.one_of(item) if identity.recorded() else None
     if among:
         elements = list(elements)
-    if among and among <= {id(e) for e in elements}:
-        return jnp.asarray(True)  # Python's is one of them: `in` asks identity first
+        if among <= {id(e) for e in elements}:
+            return jnp.asarray(True)  # Python's is one of them: `in` asks identity first
     for element in elements:
         if item is element:  # Python's `in` asks identity first
             return jnp.asarray(True)

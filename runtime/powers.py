@@ -38,7 +38,7 @@ def pow_(base, exponent, mod=None):
     if not traced:
         return base**exponent
     if not (_python_int(base) and _python_int(exponent)):
-        if is_staged(exponent) and _integer(exponent) and _inexact(base):
+        if _by_a_counter(base, exponent):
             return _integer_power(base, exponent)
         if is_staged(exponent) and _integer(base) and _integer(exponent):
             # Eager JAX (and NumPy) raise for a negative one; XLA's power of ints gives 0.
@@ -62,9 +62,15 @@ def jnp_power(base, exponent, /):
     """What converted code calls for `jnp.power(base, exponent)`: with an int exponent Python
     knows, `jnp.power` computes an `integer_pow`; with a staged counter (`jnp.power(x, k)` in a
     staged loop over `k`), the same derivatives (see `_integer_power`)."""
-    if is_staged(exponent) and _integer(exponent) and _inexact(base):
+    if _by_a_counter(base, exponent):
         return _integer_power(base, exponent)
     return jnp.power(base, exponent)
+
+
+def _by_a_counter(base, exponent) -> bool:
+    """Whether this is a power of a float by a traced int (a staged loop's counter), which
+    `_integer_power` computes."""
+    return is_staged(exponent) and _integer(exponent) and _inexact(base)
 
 
 @jax.custom_jvp
