@@ -37,6 +37,7 @@ def if_stmt(
     owned=(),
     unread=(),
     item_holders=(),
+    plain=False,
 ):
     """Functional form of an if statement.
 
@@ -62,13 +63,19 @@ def if_stmt(
     their containers (no other name can see which object they hold); `unread`, the variables
     it takes that no branch reads (it gives them back, or binds them first); `item_holders`,
     the dicts and lists it reads whose items its branches index, of which the items nothing
-    else holds are noted here, as it starts (see `_identities`).
+    else holds are noted here, as it starts (see `_identities`). `plain`: the branches only
+    bind names to names or number literals (see `_plain_if`).
     """
     if if_false is None:  # no `else`: the state as it is
         if_false = keeping_state(len(symbol_names))
     pred = staging.condition(pred)
     if is_staged(pred):
         site = Site("if statement")
+        if plain:
+            out = _plain_if(pred, if_true, if_false, state, site)
+            if out is not _NOT_PLAIN:
+                identity.let_go()  # (where the general path looks, see below)
+                return out
         unshared = _unshared_items(item_holders)  # before anything of the runtime's holds them
         effects = Effects((if_true, if_false), site, stores=stores, unread=unread)
         identity.let_go()  # what staged choices left: before and after (`letting_go`)
@@ -132,14 +139,20 @@ def _unshared_items(holders) -> frozenset[int]:
 _HELD_BY_ITS_HOLDER = 3
 
 
-def if_exp(pred, if_true, if_false, *, aliased=False, owned=False, construct=None):
+def if_exp(pred, if_true, if_false, *, aliased=False, owned=False, construct=None, plain=False):
     """Functional form of `if_true() if pred else if_false()`; a traced `pred` -> `lax.cond`.
     `aliased`: the value is assigned to a name whose containers the function changes in place;
     `owned`, to one that owns its containers. `construct`: what the user wrote, for errors (an
-    `a and b or c`), if not a conditional expression."""
+    `a and b or c`), if not a conditional expression. `plain`: both sides are names or number
+    literals (`1 if hit else 0`, `x if inside else 0.0`), which compute nothing and have no
+    effects (see `_plain_select`)."""
     pred = staging.condition(pred)
     if is_staged(pred):
         site = Site(construct or "conditional expression")
+        if plain:
+            chosen = _plain_select(pred, if_true, if_false, site)
+            if chosen is not _NOT_PLAIN:
+                return chosen
         effects = Effects((if_true, if_false), site)
 
         def stage(state, names, wrap):
@@ -158,6 +171,72 @@ def if_exp(pred, if_true, if_false, *, aliased=False, owned=False, construct=Non
         (value,) = effects.run((), ("<value>",), stage)
         return value
     return if_true() if pred else if_false()
+
+
+def _plain_select(pred, if_true, if_false, site: Site):
+    """`if_true() if pred else if_false()` as a select of the two values, where both are arrays
+    or Python numbers of one shape and dtype (`if_true` and `if_false` read names or give number
+    literals: evaluating them computes nothing and has no effect): what tracing them as the
+    branches of a cond would lower to, without the two traces. `_NOT_PLAIN` otherwise (a list,
+    an unbound name, a join of two types), for the general path."""
+    try:
+        pairs = [(if_true(), if_false())]
+    except Exception:  # noqa: BLE001 - an unbound name: the general path raises it where it runs
+        return _NOT_PLAIN
+    chosen = _selected(pred, pairs, site)
+    return chosen if chosen is _NOT_PLAIN else chosen[0]
+
+
+def _plain_if(pred, if_true, if_false, state, site: Site):
+    """An `if` statement whose branches only bind names to names or number literals (`hi =
+    mid`, `converged = True`), as a select of each variable, where every one is an array or a
+    Python number of one shape and dtype on both paths (see `_plain_select`)."""
+    if not all(_plain_number(v) or isinstance(v, Undefined) for v in state):
+        return _NOT_PLAIN  # (a list a staged loop's probe stands in for: the general path)
+    try:
+        pairs = list(zip(if_true(*state), if_false(*state), strict=True))
+    except Exception:  # noqa: BLE001 - (as `_plain_select`)
+        return _NOT_PLAIN
+    chosen = _selected(pred, pairs, site)
+    return chosen if chosen is _NOT_PLAIN else tuple(chosen)
+
+
+def _selected(pred, pairs, site: Site):
+    """A select of each pair (on true, on false), or `_NOT_PLAIN` where one is not two arrays or
+    Python numbers of one shape and dtype (the general path joins them, or refuses)."""
+    typed = []
+    for on_true, on_false in pairs:
+        if not (_plain_number(on_true) and _plain_number(on_false)):
+            return _NOT_PLAIN
+        try:
+            true_type, false_type = jax.typeof(on_true), jax.typeof(on_false)
+            for value in (on_true, on_false):  # a Python number the dtype holds (not 1e39)
+                staging.check_fits(value, true_type.dtype)
+        except Exception:  # noqa: BLE001 - an int out of range: the general path raises it
+            return _NOT_PLAIN
+        if (true_type.shape, true_type.dtype) != (false_type.shape, false_type.dtype):
+            return _NOT_PLAIN
+        if not selects.selects(true_type.dtype):  # a PRNG key: a cond
+            return _NOT_PLAIN
+        if true_type.weak_type != false_type.weak_type:  # a Python number and an array: the
+            on_true, on_false = _strongly_typed(on_true), _strongly_typed(on_false)  # array's
+        typed.append((on_true, on_false))
+    pred = staging.scalar_predicate(pred, site, "condition")
+    log.staged(site, "lax.select (cheap branches)")
+    return [_select(pred, on_true, on_false) for on_true, on_false in typed]
+
+
+_NOT_PLAIN = object()  # `_plain_select`, `_plain_if`: the general path decides
+
+
+def _plain_number(value) -> bool:
+    return type(value) in (int, float, bool) or isinstance(value, jax.Array)
+
+
+def _strongly_typed(value):
+    if isinstance(value, jax.core.Tracer):
+        return lax.convert_element_type(value, jnp.result_type(value))
+    return np.asarray(value, jnp.result_type(value))
 
 
 class _Retrace(staging.Retrace):

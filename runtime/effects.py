@@ -612,13 +612,15 @@ def _compare(container, kind, before, label) -> list[Change]:
     return changes
 
 
+_STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
 @functools.lru_cache(maxsize=1024)
 def _is_user_module_named(name: str, file: str | None) -> bool:
     if name.split(".")[0] in _LIBRARIES or file is None:
         return False
     path = os.path.realpath(file)
-    stdlib = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
-    if path.startswith(stdlib) or "site-packages" in path or "dist-packages" in path:
+    if path.startswith(_STDLIB) or "site-packages" in path or "dist-packages" in path:
         return False
     return True
 

@@ -355,3 +355,104 @@ def test_constant_factors_xla_folds_give_no_nan_gradient(fn):
     grad = jax.jit(jax.grad(transpiler.convert(fn)))
     assert float(grad(jnp.float32(1.0))) == 1.0
     assert float(jax.grad(transpiler.convert(fn))(jnp.float32(1.0))) == 1.0
+
+
+# --- plain choices: names and number literals, selected without tracing either side ----------
+
+_KEYS = jax.random.split(jax.random.key(0))
+_PLAIN_PAIRS = {  # name: (on true, on false, whether the plain path takes it)
+    "python ints": (1, 0, True),
+    "array and python float": (jnp.float32(2.0), 0.0, True),
+    "python float and array": (0.0, jnp.float32(2.0), True),
+    "python bool and bool array": (True, jnp.bool_(False), True),
+    "float16 and python float": (jnp.float16(1.5), 0.25, False),
+    "weak and strong arrays": (jnp.asarray(0.25), jnp.float32(3.0), True),
+    "vectors": (jnp.arange(3.0), jnp.ones(3), True),
+    "int and float, joined": (1, 0.5, False),
+    "int32 and int16": (jnp.int32(1), jnp.int16(2), False),
+    "an int out of range": (2**40, 0, False),
+    "a float out of range": (1e39, 2.5, False),
+    "a float out of range and an array": (1e39, jnp.float32(2.0), False),
+    "shapes broadcast": (jnp.arange(3.0), 0.0, False),
+    "keys": (_KEYS[0], _KEYS[1], False),
+    "lists": ([1.0], [2.0], False),
+}
+
+
+@pytest.mark.parametrize("name", list(_PLAIN_PAIRS))
+def test_a_plain_choice_gives_what_tracing_both_sides_gives(name, monkeypatch):
+    # `if_exp(..., plain=True)` (names and number literals each side) selects the two values
+    # where they are of one shape and dtype, without tracing either side; elsewhere the general
+    # path joins them, casts them or refuses, exactly as without the flag.
+    from runtime import control_flow
+
+    on_true, on_false, selected = _PLAIN_PAIRS[name]
+
+    def outcome(plain):
+        def choose(p, a, b):
+            value = control_flow.if_exp(p > 0, lambda: a, lambda: b, plain=plain)
+            return jax.random.key_data(value) if name == "keys" else value
+
+        try:
+            got = [jax.jit(choose, static_argnums=())(p, on_true, on_false) for p in (1.0, -1.0)]
+            got.append(
+                jax.vmap(choose, in_axes=(0, None, None))(jnp.array([1.0, -1.0]), on_true, on_false)
+            )
+        except Exception as error:  # noqa: BLE001 - both paths must raise alike
+            return type(error).__name__
+        return jax.tree.map(lambda v: (jax.typeof(v), np.asarray(v).tolist()), got)
+
+    general = outcome(False)
+    if selected:  # the plain path never reaches the general one's tracing of the branches
+
+        def traced(*args, **kwargs):
+            raise AssertionError("the branches were traced")
+
+        monkeypatch.setattr(control_flow, "_cond_or_select", traced)
+    assert outcome(True) == general
+
+
+def plain_bindings(p, x, n):
+    k = 1 if p > 0 else 0
+    y = x if p > 1 else 0.0
+    if p > 2:
+        lo, hi = y, 1.0
+        found = True
+    else:
+        lo, hi = -1.0, x
+        found = False
+    if p > 3:
+        n = k
+    return k, y, lo, hi, found, n
+
+
+def test_plain_bindings_are_selects_with_the_eager_values_and_derivatives():
+    for p in (0.0, 1.5, 2.5, 3.5):
+        check_jit(plain_bindings, p, jnp.float32(0.5), 7)
+    check_vmap(plain_bindings, jnp.array([0.0, 1.5, 2.5, 3.5]), jnp.arange(4.0), jnp.arange(4))
+    check_grad(lambda x, p: sum(plain_bindings(p, x, 7)[1:4]), 0.5, 2.5)
+    assert "cond[" not in primitives(plain_bindings, 2.5, jnp.float32(0.5), 7)
+
+
+def test_plain_if_leaves_the_rest_to_the_general_path():
+    # A name bound on one path only, a global, a list: what the general path does with them.
+    def one_path(p):
+        if p > 0:
+            y = 1.0
+        return y
+
+    f = jax.jit(transpiler.convert(one_path))
+    assert f(1.0) == 1.0
+    with pytest.raises(Exception, match="UnboundLocalError"):
+        f(-1.0)
+
+    def lists(p, a, b):
+        if p > 0:
+            chosen = a
+        else:
+            chosen = b
+        return chosen[0]
+
+    f = jax.jit(transpiler.convert(lists))
+    assert f(1.0, [jnp.float32(1)], [jnp.float32(2)]) == 1.0
+    assert f(-1.0, [jnp.float32(1)], [jnp.float32(2)]) == 2.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import templates
-from transpiler.analysis import ownership
+from transpiler.analysis import ownership, plain
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
@@ -52,12 +52,15 @@ class _ConditionalExpressions(Transformer):
 
     def visit_IfExp(self, node):
         node = self.generic_visit(node)
-        return templates.replace_as_expression(
+        call = templates.replace_as_expression(
             f"{RUNTIME}.if_exp(test, lambda: if_true, lambda: if_false)",
             test=node.test,
             if_true=node.body,
             if_false=node.orelse,
         )
+        if plain.expression(node.body) and plain.expression(node.orelse):  # a select, untraced
+            call.keywords.append(gast.keyword(arg="plain", value=gast.Constant(True, None)))
+        return call
 
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:

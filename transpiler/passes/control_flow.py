@@ -24,7 +24,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import analysis, anno, loading, structure, templates
-from transpiler.analysis import activity, item_uses, ownership
+from transpiler.analysis import activity, item_uses, ownership, plain
 from transpiler.analysis import callees as callees_
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
@@ -329,6 +329,11 @@ class _ControlFlow(Transformer):
             keyword = gast.keyword(arg="item_holders", value=templates.constant(holders))
             converted[-1].value.keywords.append(keyword)
         converted[-1].value.keywords.extend(stores)
+        if not cells[1] and plain.bindings(node.body) and plain.bindings(node.orelse):
+            # (Its branches only bind names to names or numbers: a select, with no trace.)
+            converted[-1].value.keywords.append(
+                gast.keyword(arg="plain", value=gast.Constant(True, None))
+            )
         return converted
 
     def _owned(self) -> frozenset[str]:

@@ -57,13 +57,35 @@ def test_undefined_placeholders_and_guarded_reads():
             def if_true(y):
                 y = 1
                 return (y,)
-            y, = rt__.if_stmt(x, if_true, None, (y,), symbol_names=('y',))
+            y, = rt__.if_stmt(x, if_true, None, (y,), symbol_names=('y',), plain=True)
             return rt__.ld(y)
         """
     )
     assert new(True) == old(True) == 1
     with pytest.raises(UnboundLocalError):
         new(False)
+
+
+def test_ifs_that_only_bind_names_to_names_or_numbers_are_marked_plain():
+    # The runtime may select such an `if`'s variables without tracing its branches.
+    def marked(body):
+        source = f"def f(x, y, z):\n    global g\n    if x > 0:\n{body}\n    return y, z\n"
+        generated, _, _ = convert(source)
+        return "plain=True" in generated
+
+    assert marked("        y = x\n        z = 1.5")
+    assert marked("        y, z = z, -2")
+    assert marked("        y = z = True")
+    assert marked("        pass")
+    for body in (
+        "        y = x * 2",
+        "        y = f(x)",
+        "        y, z = z",
+        "        y += 1",
+        "        y = x\n        print(y)",
+        "        g = 1",
+    ):
+        assert not marked(body), body
 
 
 def test_while_with_else():

@@ -127,3 +127,17 @@ def test_a_pick_read_for_the_last_time_is_handed_to_the_check_after_it():
             return total"""
     )
     assert new([{"w": 2.0}, {"w": 1.0}]) == old([{"w": 2.0}, {"w": 1.0}])
+
+
+def test_plain_choices_are_marked_for_the_runtime():
+    # Names and number literals on both sides compute nothing and have no effect: the runtime
+    # may select them without tracing either side. Anything that runs an object's code is not.
+    def flags(source):
+        generated, _, _ = apply(source, conditional_expressions)
+        return generated.count("plain=True")
+
+    assert flags("def f(x, y):\n    return x if x > 0 else y") == 1
+    assert flags("def f(x):\n    return 1 if x > 0 else -1.5") == 1
+    assert flags("def f(x):\n    return True if x > 0 else False") == 1
+    for side in ("-x", "x.w", "x[0]", "f(x)", "'a'", "None", "(x, x)"):
+        assert flags(f"def f(x):\n    return {side} if x > 0 else 0") == 0, side
