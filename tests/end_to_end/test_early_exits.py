@@ -705,3 +705,43 @@ def test_an_except_around_a_staged_raise_is_refused_where_it_would_catch_it():
     with pytest.raises(StagingError, match="no `except` around staged code can handle it"):
         batched(jnp.array([-2.0, 0.5]))
     np.testing.assert_array_equal(batched(jnp.array([-2.0, -0.5])), [-2.0, -0.5])
+
+
+def continue_under_an_elif(x):
+    out = []
+    for i in range(4):
+        if x[i] > 0:
+            pass
+        elif i % 2 == 0:
+            out.append(x[i])
+            continue
+        out.append(-x[i])
+    return jnp.stack(out)
+
+
+def metropolis_thinned(key, x, n):
+    chain = []
+    accepted = 0
+    for i in range(n):
+        key, k1, k2 = jax.random.split(key, 3)
+        proposal = x + 0.5 * jax.random.normal(k1)
+        if jnp.log(jax.random.uniform(k2)) < 0.5 * (x * x - proposal * proposal):
+            x = proposal
+            accepted += 1
+        elif i % 3 == 0:
+            chain.append(x)
+            continue
+        chain.append(2.0 * x)
+    return jnp.stack(chain), accepted
+
+
+def test_a_continue_under_a_python_elif_of_a_staged_if_appends_on_every_path():
+    # Each iteration appends once on every path: the rest of the body after the `elif`'s
+    # `continue` goes into the paths that do not take it, so the list's length stays known
+    # (with a flag guarding it, the append would sit under two staged `if`s).
+    for x in ([1.0, -2.0, 3.0, -4.0], [-1.0, -2.0, -3.0, -4.0]):
+        check_jit(continue_under_an_elif, jnp.array(x))
+    check_vmap(continue_under_an_elif, jnp.array([[1.0, -2.0, 3.0, -4.0], [-1.0, 2.0, -3.0, 4.0]]))
+    check_grad(lambda x: jnp.sum(continue_under_an_elif(x) ** 2), jnp.array([1.0, -2.0, 3.0, -4.0]))
+    key = jax.random.key(3)
+    check_jit(metropolis_thinned, key, jnp.float32(0.3), 7, static_argnums=(2,))

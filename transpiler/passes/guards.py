@@ -34,18 +34,50 @@ def guard_block(stmts: list[gast.stmt], flag: str, *, into_loops: bool) -> list[
     for i, stmt in enumerate(stmts):
         if sets_flag(stmt, flag) and i + 1 < len(stmts):
             rest = guard_block(stmts[i + 1 :], flag, into_loops=into_loops)
-            if isinstance(stmt, gast.If):
-                # `if p: ...; flag = True` followed by more: the rest belongs in the other
-                # branch, which never sets the flag. One `if` instead of two.
-                if _always_sets(stmt.body, flag) and not sets_flag_in(stmt.orelse, flag):
-                    stmt.orelse = stmt.orelse + rest
-                    return stmts[: i + 1]
-                if _always_sets(stmt.orelse, flag) and not sets_flag_in(stmt.body, flag):
-                    stmt.body = stmt.body + rest
-                    return stmts[: i + 1]
+            if isinstance(stmt, gast.If) and _sink(stmt, rest, flag):
+                return stmts[: i + 1]
             guarded = templates.replace("if not flag:\n    rest", flag=flag, rest=rest)
             return stmts[: i + 1] + guarded
     return stmts
+
+
+# At most this many nodes copied where the rest of a block goes into more than one path of an
+# `if` (`_sink`): each copy is traced, and compiled, again.
+MAX_COPIED_NODES = 300
+
+
+def _sink(stmt: gast.If, rest: list[gast.stmt], flag: str) -> bool:
+    """Puts `rest` (what follows `stmt` in its block) at the end of each path through `stmt` that
+    never sets `flag`, where every path either never sets it or ends by setting it: one `if`
+    instead of two, and each path's state as Python leaves it. `if p: ...; flag = True` puts it
+    in the else; `if a: pass / elif b: out.append(v); flag = True` in the `pass` branch and the
+    inner else, where the flag guard would append to `out` under two staged `if`s, a list of
+    traced length, where on every path it grows by one. False (nothing changed) otherwise, or
+    where the copies would exceed `MAX_COPIED_NODES`."""
+    ends = _open_ends(stmt.body, flag), _open_ends(stmt.orelse, flag)
+    if ends[0] is None or ends[1] is None or not (ends[0] or ends[1]):
+        return False
+    ends = ends[0] + ends[1]
+    size = sum(1 for s in rest for _ in structure.walk_nodes(s))
+    if (len(ends) - 1) * size > MAX_COPIED_NODES:
+        return False
+    for k, block in enumerate(ends):
+        block.extend(rest if k == 0 else templates.clone(rest))
+    return True
+
+
+def _open_ends(stmts: list[gast.stmt], flag: str) -> list[list[gast.stmt]] | None:
+    """The blocks (lists of statements, at the ends of the paths through `stmts`) where a path
+    ends without setting `flag`; None where some path sets it and goes on."""
+    if not sets_flag_in(stmts, flag):
+        return [stmts]
+    if _always_sets(stmts, flag):
+        return []
+    last = stmts[-1]
+    if isinstance(last, gast.If) and not sets_flag_in(stmts[:-1], flag):
+        body, orelse = _open_ends(last.body, flag), _open_ends(last.orelse, flag)
+        return None if body is None or orelse is None else body + orelse
+    return None
 
 
 def sets_flag_in(stmts: list[gast.stmt], flag: str) -> bool:

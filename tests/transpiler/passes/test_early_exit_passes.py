@@ -58,6 +58,66 @@ def test_continue():
         assert new(xs) == old(xs)
 
 
+def test_the_rest_of_a_block_goes_into_each_path_that_does_not_jump():
+    # A `continue` under an `elif`: the rest of the body runs on two paths, the first branch's
+    # and the inner else, and is copied into both (no flag guard: one staged `if`).
+    generated, new, old = apply(
+        """
+        def f(xs, k):
+            out = []
+            for i, x in enumerate(xs):
+                if x > 0:
+                    pass
+                elif i % k == 0:
+                    out.append(x)
+                    continue
+                out.append(-x)
+            return out
+        """,
+        continue_statements,
+    )
+    assert generated == expect(
+        """
+        def f(xs, k):
+            out = []
+            for i, x in enumerate(xs):
+                did_continue = False
+                if x > 0:
+                    pass
+                    out.append(-x)
+                elif i % k == 0:
+                    out.append(x)
+                    did_continue = True
+                else:
+                    out.append(-x)
+            return out
+        """
+    )
+    for xs, k in (([1, -2, 3, -4, -5], 2), ([], 1), ([-1, -1], 3)):
+        assert new(xs, k) == old(xs, k)
+
+
+def test_a_long_rest_on_many_paths_is_guarded_by_the_flag_instead():
+    # Copying it into every path would grow the code (and the graph) past MAX_COPIED_NODES.
+    rest = "\n".join(f"        total = total * 2 + x + {k}" for k in range(40))
+    source = (
+        "def f(xs):\n"
+        "    total = 0\n"
+        "    for x in xs:\n"
+        "        if x > 0:\n"
+        "            pass\n"
+        "        elif x < -5:\n"
+        "            continue\n"
+        f"{rest}\n"
+        "    return total\n"
+    )
+    generated, new, old = apply(source, continue_statements)
+    assert "if not did_continue:" in generated
+    assert generated.count("total = total * 2 + x + 39") == 1
+    for xs in ([1, -6, -2], [], [-7]):
+        assert new(xs) == old(xs)
+
+
 def test_break_in_while_with_else():
     generated, new, old = apply(
         """
