@@ -218,8 +218,10 @@ def _selected(pred, pairs, site: Site):
             return _NOT_PLAIN
         if not selects.selects(true_type.dtype):  # a PRNG key: a cond
             return _NOT_PLAIN
-        if true_type.weak_type != false_type.weak_type:  # a Python number and an array: the
-            on_true, on_false = _strongly_typed(on_true), _strongly_typed(on_false)  # array's
+        if true_type.weak_type:  # a Python number against an array: the array's type
+            on_true = on_true if false_type.weak_type else _strongly_typed(on_true)
+        elif false_type.weak_type:
+            on_false = _strongly_typed(on_false)
         typed.append((on_true, on_false))
     pred = staging.scalar_predicate(pred, site, "condition")
     log.staged(site, "lax.select (cheap branches)")
@@ -234,9 +236,11 @@ def _plain_number(value) -> bool:
 
 
 def _strongly_typed(value):
+    """A weakly typed `value` (a Python number, or an array JAX made of one) strongly typed:
+    a JAX array, which no `+=` changes in place (not a NumPy one)."""
     if isinstance(value, jax.core.Tracer):
         return lax.convert_element_type(value, jnp.result_type(value))
-    return np.asarray(value, jnp.result_type(value))
+    return jnp.asarray(value, jnp.result_type(value))
 
 
 class _Retrace(staging.Retrace):
@@ -584,7 +588,8 @@ def _same_constant(a, b) -> bool:
     if isinstance(a, jax.core.Tracer) or isinstance(b, jax.core.Tracer):
         return False
     a, b = np.asarray(a), np.asarray(b)
-    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    # Bit for bit: 0.0 and -0.0 are equal numbers, which a select keeps apart (`copysign`).
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 def _trace_branch(fn, state, which) -> tuple[list, dict, set]:

@@ -456,3 +456,48 @@ def test_plain_if_leaves_the_rest_to_the_general_path():
     f = jax.jit(transpiler.convert(lists))
     assert f(1.0, [jnp.float32(1)], [jnp.float32(2)]) == 1.0
     assert f(-1.0, [jnp.float32(1)], [jnp.float32(2)]) == 2.0
+
+
+ONE_AND_A_HALF = jnp.float32(1.5)  # a concrete, strongly typed array the functions below read
+
+
+def plain_alias(c):
+    y = 1.5 if c > 0 else ONE_AND_A_HALF
+    z = y
+    y += 1  # a new array: `z` keeps 1.5
+    return z, y
+
+
+def plain_alias_if(c):
+    y = ONE_AND_A_HALF
+    if c > 0:
+        y = 1.5
+    z = y
+    y += 1
+    return z, y
+
+
+def plain_set(c):
+    y = ONE_AND_A_HALF if c > 0 else 1.5
+    return y.at[()].set(3.0)  # where Python takes the array's path
+
+
+def signed_zero(c):
+    y = 0.0 if c > 0 else -0.0
+    return jnp.copysign(1.0, y)
+
+
+def test_a_plain_choice_of_equal_constants_gives_an_array_no_change_reaches():
+    # Both sides equal (1.5 and a float32 1.5): the value is that constant, a JAX array, not a
+    # NumPy one that `y += 1` would change in place under `z` too (helper 133).
+    for c in (1.0, -1.0):
+        check_jit(plain_alias, jnp.float32(c))
+        check_jit(plain_alias_if, jnp.float32(c))
+    check_vmap(plain_alias, jnp.array([1.0, -1.0]))
+    check_jit(plain_set, jnp.float32(1.0))
+
+
+def test_signed_zeros_are_different_constants():
+    # 0.0 == -0.0, but a select keeps them apart: `copysign` tells them apart after it.
+    for c in (1.0, -1.0):
+        check_jit(signed_zero, jnp.float32(c))
