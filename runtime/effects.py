@@ -1146,9 +1146,23 @@ class Effects:
 
     def _add(self, changes: list[Change]) -> None:
         known = {c.key for c in self.carried}
+        places = {(c.label, c.kind, c.key[1:]) for c in self.carried}
         for change in changes:
             if change.key in known:
                 continue
+            if (change.label, change.kind, change.key[1:]) in places:
+                # The same place of another object each trace: an object the statement's own
+                # variables hold, which each trace gets a copy of, changed in place and not
+                # given back. Carried, the next trace would change its own copy: never settles.
+                raise StagingError(
+                    f"{change.describe()} in place on a copy the staged {self.site.construct} "
+                    f"({self.site}) makes of an object its variables hold, which the "
+                    "statement does not give back in a variable: where Python changes the "
+                    "object itself, the staged code "
+                    "would lose the change. (An `equinox.nn.State`'s `.set` marks the state it "
+                    "is called on as used so: call it outside the staged statement.) Give the "
+                    "changed object back, or build a new one instead of changing it."
+                )
             # A place an `if`'s branch creates (`stats["lr"] = lr`) is carried as created: every
             # branch must create it (see `wrap`); a loop's would not exist after no iteration.
             created = change.creation and self.site.construct in _BRANCHING

@@ -307,3 +307,28 @@ def test_a_model_with_a_function_leaf_is_branch_state_and_keeps_its_objects():
         r" but <.*tanh.*> in the false branch|very same Python object",
     ):
         eqx.filter_jit(transpiler.convert(relu_or_tanh))(mlp, jnp.array([1.0, 2.0]))
+
+
+def set_in_a_staged_if(index, state, x):
+    if x > 0:
+        state = state.set(index, x)
+    return state.get(index)
+
+
+def set_in_a_loop_with_a_traced_break(index, state, x):
+    for _ in range(2):
+        x = x + 1.0
+        state = state.set(index, x)
+        if x > 0:
+            break
+    return x, state
+
+
+@pytest.mark.parametrize("fn", [set_in_a_staged_if, set_in_a_loop_with_a_traced_break])
+def test_a_state_set_in_staged_code_is_refused_not_traced_forever(fn):
+    # `State.set` marks the state it is called on as used, in place: each trace does it to its
+    # own copy of the state, which used to be carried as a new place every time (tracing never
+    # ended, helper 134). Python marks the object itself; the staged code cannot: refused.
+    layers, state = eqx.nn.make_with_state(lambda: [eqx.nn.StateIndex(jnp.zeros(()))])()
+    with pytest.raises(StagingError, match=r"_state .* in place on a copy the staged"):
+        jax.jit(transpiler.convert(fn), static_argnums=0)(layers[0], state, jnp.float32(-5.0))
