@@ -671,6 +671,7 @@ def _raised_again(fn, state, error: Exception) -> Exception:
 
 def _raise_when_run(error: Exception, other: list) -> list:
     """A branch that raises `error` when the program runs it; its outputs mirror `other`'s."""
+    staging.explain_nnx(error)
     note = errors.user_frames_note(error.__traceback__)
     # Text made from traced values (`ValueError(f"bad {x}")`): made again with their values.
     texts, values = text.traced_parts(error.args)

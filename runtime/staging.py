@@ -202,11 +202,35 @@ def raise_cannot_stage(error: BaseException) -> None:
             "function returned (under jax.jit): no `except` around staged code can handle it "
             "for them alone. Test the condition instead of catching the error."
         ) from error
+    explain_nnx(error)
     if not isinstance(error, TypeError):
         return  # the program's own (a ValueError whose text shows a tracer is still its own)
     found = errors_.as_cannot_stage(error)
     if found is not None:
         raise found from error
+
+
+def explain_nnx(error: BaseException) -> None:
+    """Adds to Flax NNX's error for a module, Variable or optimizer used under a trace other
+    than its state's (which staging a statement makes: run as Python, there is one) what it
+    means. It is raised where the branch runs, as the program's own errors are."""
+    if "different trace level" in str(error) and not hasattr(error, "_transpiler_nnx"):
+        error._transpiler_nnx = True
+        explained = _NNX_NOTE.format(site=Site("staged statement"))
+        if error.args and isinstance(error.args[0], str):  # in the text: what JAX shows of an
+            error.args = (f"{error.args[0]}\n{explained}", *error.args[1:])  # error raised
+        else:  # where the program runs (a callback's) carries no notes
+            error.add_note(explained)
+
+
+_NNX_NOTE = (
+    "Flax NNX raised this while a staged statement was traced ({site}): it runs under a JAX "
+    "trace of its own (a traced `if` around it, or, in a loop, a traced `break`, `continue` or "
+    "`return` before it, which makes the rest of each iteration a staged branch), where NNX "
+    "objects cannot be changed or split; the program raises it where that branch runs. Keep "
+    "the NNX calls out of staged branches (run every iteration and mask the update with "
+    "jnp.where), or use nnx.cond / nnx.while_loop."
+)
 
 
 def raised_when_run(error: BaseException) -> BaseException:

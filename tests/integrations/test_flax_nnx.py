@@ -168,3 +168,26 @@ def test_a_variable_written_in_a_staged_branch_is_refused_by_flax_never_wrong():
     # Taken, Flax refuses the write from inside `lax.cond` when the program runs.
     with pytest.raises(Exception, match="Cannot mutate BatchStat from a different trace level"):
         jax.block_until_ready(call(counter, jnp.ones(2)))
+
+
+class NormalizedStack(nnx.Module):
+    def __init__(self, rngs):
+        self.linears = nnx.List([nnx.Linear(4, 4, rngs=rngs) for _ in range(3)])
+        self.norms = nnx.List([nnx.BatchNorm(4, rngs=rngs) for _ in range(3)])
+
+    def __call__(self, x, tol):
+        for linear, norm in zip(self.linears, self.norms):
+            x = norm(jnp.tanh(linear(x)))
+            if jnp.mean(jnp.abs(x)) > tol:
+                break
+        return x
+
+
+def test_an_nnx_update_in_a_staged_branch_says_what_made_it_one():
+    # After a traced `break`, the rest of each iteration is a staged branch, where Flax cannot
+    # update a BatchNorm's statistics: raised where that branch runs (helper 134), with what it
+    # means, where Flax's text alone said "from a different trace level".
+    x = jax.random.normal(jax.random.PRNGKey(0), (8, 4))
+    model = NormalizedStack(nnx.Rngs(0))
+    with pytest.raises(Exception, match="Flax NNX raised this while a staged statement"):
+        nnx.jit(transpiler.convert(lambda m, x, tol: m(x, tol)))(model, x, 100.0)
