@@ -12,7 +12,7 @@ import pytest
 
 import transpiler
 from runtime import StagingError
-from tests.end_to_end.checks import assert_tree_close
+from tests.end_to_end.checks import assert_tree_close, check_jit, check_vmap
 
 ZERO = 0
 
@@ -267,3 +267,23 @@ def test_a_float_made_from_the_index_prints_python_digits(fn, staged, capfd):
     jax.effects_barrier()
     assert capfd.readouterr().out == expected
     assert ("items_as_python=True" not in transpiler.to_source(fn)) == staged
+
+
+def raise_by_index_caught(x):
+    s = 0
+    for i in range(3):
+        try:
+            if i == 1:
+                raise KeyError
+            s = s + x * i
+        except KeyError:
+            s = s - 100
+    return s
+
+
+def test_a_raise_the_index_decides_inside_a_try_runs_as_python():
+    # Staged, `if i == 1: raise` would be a check made as the program runs, which the `except`
+    # cannot catch (a JaxRuntimeError); with the loop's index a Python int the raise is Python's
+    # and caught (AutoGraph's nested_control_flow tests, translated: helper 135).
+    check_jit(raise_by_index_caught, jnp.int32(2))
+    check_vmap(raise_by_index_caught, jnp.arange(3))

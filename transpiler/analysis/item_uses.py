@@ -386,6 +386,11 @@ def _array_use(
                 return not floated  # an int prints as Python's, a float32 with its digits
             if naming.runtime_operator(parent.func) not in _PASSING_RUNTIME:
                 return _array_function(parent.func)
+        elif isinstance(parent, gast.If) and parent.test is node and catches:
+            # `if i == 1: raise KeyError` under a `try`: staged, the raise would be a check
+            # the program makes as it runs, which no handler catches; Python's, it is caught.
+            raises = structure.walk(parent.body + parent.orelse)
+            return not any(isinstance(s, gast.Raise) for s in raises)
         elif isinstance(parent, gast.stmt):
             return not isinstance(parent, gast.Expr)
         elif not isinstance(parent, _VALUE_PASSING):
