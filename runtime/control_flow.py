@@ -494,9 +494,7 @@ def _strong(run, which: list[bool]):
 
     def strong():
         outs = run()
-        return [
-            lax.convert_element_type(v, jnp.result_type(v)) if s else v for v, s in zip(outs, which)
-        ]
+        return [_strongly_typed(v) if s else v for v, s in zip(outs, which)]
 
     return strong
 

@@ -1158,10 +1158,10 @@ class Effects:
                     f"{change.describe()} in place on a copy the staged {self.site.construct} "
                     f"({self.site}) makes of an object its variables hold, which the "
                     "statement does not give back in a variable: where Python changes the "
-                    "object itself, the staged code "
-                    "would lose the change. (An `equinox.nn.State`'s `.set` marks the state it "
-                    "is called on as used so: call it outside the staged statement.) Give the "
-                    "changed object back, or build a new one instead of changing it."
+                    "object itself, the staged code would lose the change. (An "
+                    "`equinox.nn.State`'s `.set` marks the state it is called on as used so: "
+                    "call it outside the staged statement.) Give the changed object back, or "
+                    "build a new one instead of changing it."
                 )
             # A place an `if`'s branch creates (`stats["lr"] = lr`) is carried as created: every
             # branch must create it (see `wrap`); a loop's would not exist after no iteration.

@@ -54,10 +54,9 @@ def _sink(stmt: gast.If, rest: list[gast.stmt], flag: str) -> bool:
     inner else, where the flag guard would append to `out` under two staged `if`s, a list of
     traced length, where on every path it grows by one. False (nothing changed) otherwise, or
     where the copies would exceed `MAX_COPIED_NODES`."""
-    ends = _open_ends(stmt.body, flag), _open_ends(stmt.orelse, flag)
-    if ends[0] is None or ends[1] is None or not (ends[0] or ends[1]):
+    ends = _open_ends([stmt], flag)
+    if not ends:  # a path sets the flag and goes on, or every path sets it
         return False
-    ends = ends[0] + ends[1]
     size = sum(1 for s in rest for _ in structure.walk_nodes(s))
     if (len(ends) - 1) * size > MAX_COPIED_NODES:
         return False
