@@ -45,7 +45,7 @@ class Carry:
         self.never_bound: set[int] = set()
         # The lists and dicts the variables hold before the loop: where every iteration leaves
         # a variable holding the one it was given, it is that object after the loop.
-        self.originals = {i: v for i, v in enumerate(state) if type(v) in (list, dict)}
+        self.originals = {i: v for i, v in enumerate(state) if identity.is_container(v)}
         self.replaced: set[int] = set()
         # Likewise the lists and dicts inside tuple variables (`st = NT(w, 0.0)`): {index:
         # {path: the object}}, and the (index, path) of those an iteration left another object
@@ -391,12 +391,23 @@ class Carry:
                     if other is not None
                     else f"another {kind} after changing the one it held in place"
                 )
+                if identity.attribute_node(self.originals[i]):
+                    how = (
+                        "objects in place: the staged loop changes copies of them, which "
+                        "nothing takes back to the objects other names see. Change the objects "
+                        "through the names that hold them, or build new ones "
+                        "(dataclasses.replace) instead of setting their attributes."
+                    )
+                else:
+                    how = (
+                        "lists or dicts in place: the staged loop changes copies of them, which "
+                        "nothing takes back to the objects other names see. Change the lists "
+                        "through the names that hold them, or build new ones (a = [...]) "
+                        "instead of changing them."
+                    )
                 raise StagingError(
                     f"'{self.names[i]}' is given {what} in an iteration of the staged "
-                    f"{self.site.construct} ({self.site}), and the loop changes lists or dicts "
-                    "in place: the staged loop changes copies of them, which nothing takes "
-                    "back to the objects other names see. Change the lists through the names "
-                    "that hold them, or build new ones (a = [...]) instead of changing them."
+                    f"{self.site.construct} ({self.site}), and the loop changes {how}"
                 )
 
     def _check_tuple_identities(self, outs, given) -> None:
@@ -406,7 +417,7 @@ class Carry:
         self._tuples_checked = True
         for (i, path), before in self._given_tuples.items():
             item = identity.item_at(given[i], path)
-            changed = type(item) in (list, dict) and identity.changed_since(item, before)
+            changed = identity.is_container(item) and identity.changed_since(item, before)
             if changed:
                 self.tuple_changed.add((i, path))
             out = identity.item_at(outs[i], path)
@@ -625,6 +636,8 @@ def _check_no_shared_items(state, names, site) -> None:
             items = enumerate(value)
         elif type(value) is dict:
             items = value.items()
+        elif identity.attribute_node(value):
+            items = vars(value).items()
         else:
             return
         if depth and type(value) is not tuple:

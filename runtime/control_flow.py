@@ -628,7 +628,7 @@ def _check_changes_kept(raw, copies, put_back, given_to, site) -> None:
         original = state[index]
         if inputs[index] in names and not identity.plain_tuple(original):
             continue  # a list or dict given back: see `_identities`
-        if type(original) not in (list, dict) and not identity.plain_tuple(original):
+        if not identity.is_container(original) and not identity.plain_tuple(original):
             continue
         for a, copy_ in _copies_of(original, copies):
             if id(copy_) in reached or id(copy_) in put_back or not identity.changed(copy_, a):
@@ -636,13 +636,18 @@ def _check_changes_kept(raw, copies, put_back, given_to, site) -> None:
             if a is original and inputs[index] in (owned or ()):
                 continue  # its own: nothing else sees the object Python changed
             name = inputs[index]
+            example = (
+                f"`{name}.n += 1` then `{name} = None`"
+                if identity.attribute_node(a)
+                else f"`{name}[0][0] = x` then `{name} = (w, x)`"
+            )
             raise StagingError(
                 f"{_label(name, site)} holds a {type(a).__name__} (or holds one) that a path of "
                 f"the staged {site.construct} ({site}) changes in place through '{name}' and then "
-                f"lets go of, rebinding '{name}' (as `{name}[0][0] = x` then `{name} = (w, x)` "
-                "would): Python changes the object itself, which other names may hold, where "
-                "the staged branch changed a copy that nothing gives back. Change it through "
-                f"one name, or copy it first ({name} = copy.deepcopy({name}))."
+                f"lets go of, rebinding '{name}' (as {example} would): Python changes the object "
+                "itself, which other names may hold, where the staged branch changed a copy "
+                f"that nothing gives back. Change it through one name, or copy it first ({name} "
+                f"= copy.deepcopy({name}))."
             )
 
 
@@ -719,7 +724,7 @@ def _origins(raw: list, copies: dict, state, names, aliased, site) -> list:
     result = []
     for index in range(len(raw)):  # not enumerate: its cached pair holds the item too
         value = raw[index]
-        if type(value) not in (list, dict):
+        if not identity.is_container(value):
             result.append(None)
             continue
         pair = copies.get(id(value))
@@ -729,11 +734,15 @@ def _origins(raw: list, copies: dict, state, names, aliased, site) -> list:
             result.append(_NEW)
         else:
             result.append(value)
-        if index < len(state) and names[index] in aliased:
+        # (Conversion does not follow the attributes set in place: an attribute node is
+        # checked wherever it is.)
+        if index < len(state) and (
+            names[index] in aliased or identity.attribute_node(state[index])
+        ):
             _check_not_changed_then_replaced(value, state[index], copies, names[index], site)
     for index, name in enumerate(names):
         value = raw[index]
-        holds = type(value) in (list, dict) or identity.plain_tuple(value)
+        holds = identity.is_container(value) or identity.plain_tuple(value)
         if name + _ITEMS in aliased and holds:
             result[index] = (result[index], _item_origins(raw[index], copies))
     return result
@@ -771,7 +780,7 @@ def _changed_inside(original, copies: dict) -> set[int]:
     (whatever it did to the copy of `original` after: `p[0][0] += x; p.pop()`): from the pairs
     made as the branch was given its copies, not the copy's structure now."""
     inside = set()
-    stack = list(identity.containers_held(original)) if type(original) in (list, dict) else []
+    stack = list(identity.containers_held(original)) if identity.is_container(original) else []
     while stack:
         item = stack.pop()
         if id(item) not in inside:
@@ -790,14 +799,17 @@ _ITEMS = "[*]"  # the analysis's path of what a container holds (`ownership.ITEM
 
 def _item_origins(container, copies: dict) -> dict:
     """{key or index: origin} of the lists and dicts `container` holds (see `_origins`)."""
-    pairs = list(container.items() if type(container) is dict else enumerate(container))
+    if identity.attribute_node(container):
+        pairs = list(vars(container).items())
+    else:
+        pairs = list(container.items() if type(container) is dict else enumerate(container))
     found = {}
     while pairs:
         key, item = pairs.pop(0)
         if identity.plain_tuple(item):  # `((a,),)`: the lists and dicts inside it
             pairs += [((key, index), inner) for index, inner in enumerate(item)]
             continue
-        if type(item) not in (list, dict):
+        if not identity.is_container(item):
             continue
         pair = copies.get(id(item))
         if pair is not None and pair[0] is item:
@@ -820,15 +832,16 @@ def _check_not_changed_then_replaced(value, before, copies, name, site) -> None:
     """Raises where a branch changed the list or dict a variable held (Python changes the
     object others may see too) and then bound the variable to another: the staged branch
     changed a copy, which nothing takes back to the object."""
-    if type(before) not in (list, dict):
+    if not identity.is_container(before):
         return
+    kind = type(before).__name__
     for copy_, original in copies.values():
         if original is before and copy_ is not value and identity.changed(copy_, original):
             raise StagingError(
-                f"'{name}' is changed in place and then bound to another {type(before).__name__} "
-                f"in a branch of a staged {site.construct} ({site}): the object it held may be "
-                f"seen through other names too. Copy it first ({name} = "
-                f"{type(before).__name__}({name})), or change the new one only."
+                f"'{name}' is changed in place and then bound to another {kind} in a branch of "
+                f"a staged {site.construct} ({site}): the object it held may be seen through "
+                f"other names too. Copy it first ({name} = {identity.copied(kind, name)}), or "
+                "change the new one only."
             )
 
 
@@ -914,10 +927,12 @@ def _refuse_different(value, name: str, site) -> None:
             "on every path."
         )
     fix = (
-        f"Choose between copies ({kind}(a) if c else {kind}(b))"
+        f"Choose between copies ({identity.copied(kind, 'a')} if c else "
+        f"{identity.copied(kind, 'b')})"
         if name == "<value>"
-        else f"Copy the {kind} into a local name of its own first (mine = {kind}(theirs)) and "
-        "change that one, or leave the same object on both paths"
+        else f"Copy the {kind} into a local name of its own first (mine = "
+        f"{identity.copied(kind, 'theirs')}) and change that one, or leave the same object on "
+        "both paths"
     )
     raise StagingError(
         f"{_label(name, site)} is a different {kind} depending on the condition of a staged "
@@ -940,8 +955,8 @@ def _refuse_changed_on_a_path(which: str, value, name: str, site) -> None:
         f"{_label(name, site)} holds a {kind} that is changed in place on the {which} path of a "
         f"staged {site.construct} ({site}) and a different one on the other: Python changes "
         f"the {kind} it held on one path only, which other names may hold, and a staged "
-        f"program cannot follow which. Copy it first ({kind}(...)) and change the copy, or "
-        "bind the same object on both paths."
+        f"program cannot follow which. Copy it first ({identity.copied(kind, '...')}) and "
+        "change the copy, or bind the same object on both paths."
     )
 
 
@@ -954,7 +969,7 @@ def _record_detached(out: list, origins: dict, raws: dict, names, skipped, owned
     it holds: `list(layers)` holds `layers`' dicts), and the new object, where other names may
     see the one it stands for (not `owned`, and not made by the branches)."""
     for index, name in enumerate(names):
-        if name in skipped or type(out[index]) not in (list, dict):
+        if name in skipped or not identity.is_container(out[index]):
             continue
         paths = [origins[which][index] for which in ("true", "false")]
         a, b = (origin[0] if isinstance(origin, tuple) else origin for origin in paths)

@@ -48,10 +48,48 @@ def changed_since(value, before: tuple) -> bool:
     return tree != before[1] or any(a is not b for a, b in zip(leaves, before[0]))
 
 
+def is_container(value) -> bool:
+    """Whether `value` is an object staged state copies that the program may change in place:
+    a list, a dict, or an object of the user's registered pytree class that holds its children
+    as attributes it can set (`attribute_node`)."""
+    return type(value) in (list, dict) or attribute_node(value)
+
+
+# Libraries whose registered pytree classes keep their own state (Flax NNX's graph, the
+# runtime's own lists and markers): staged state does not give those their identity back.
+_LIBRARY_NODES = frozenset({"runtime", "jax", "jaxlib", "flax", "equinox", "optax"})
+
+
+def copied(kind: str, name: str) -> str:
+    """How a message writes a shallow copy of `name`, which holds a `kind` (`list(best)`, or
+    `copy.copy(state)` of an attribute node)."""
+    return f"{kind}({name})" if kind in ("list", "dict") else f"copy.copy({name})"
+
+
+def attribute_node(value) -> bool:
+    """Whether `value` is an object of a registered pytree class of the user's whose
+    attributes the program may set (`s.n += 1`): a dataclass `jax.tree_util.register_dataclass`
+    registers, not frozen, or a class `register_pytree_node_class` registers. A staged
+    statement copies it as it copies lists and dicts (rebuilt from its children), and gives it
+    back its identity as it gives theirs (`update_in_place` sets its attributes)."""
+    if value is None or isinstance(value, (jax.Array, tuple, dict, list, str, int, float)):
+        return False
+    kind = type(value)
+    if not hasattr(value, "__dict__"):
+        return False
+    params = getattr(kind, "__dataclass_params__", None)
+    if params is not None and params.frozen:
+        return False
+    if kind.__module__.partition(".")[0] in _LIBRARY_NODES:
+        return False
+    return not jax.tree_util.all_leaves([value])
+
+
 def container_pairs(original, copy_):
-    """(original, copy) of each list and dict of `copy_` (a copy of `original`: the same
-    structure, through lists, dicts and tuples) and the one of `original` at its place, outer
-    ones first; none below a place where the two differ in type, length or keys."""
+    """(original, copy) of each list, dict and attribute node of `copy_` (a copy of `original`:
+    the same structure, through lists, dicts, tuples and attribute nodes) and the one of
+    `original` at its place, outer ones first; none below a place where the two differ in
+    type, length, keys or attributes."""
     stack = [(original, copy_)]
     while stack:
         original, copy_ = stack.pop()
@@ -65,6 +103,10 @@ def container_pairs(original, copy_):
             stack.extend((original[key], copy_[key]) for key in original)
         elif isinstance(original, tuple) and len(original) == len(copy_):  # namedtuples too
             stack.extend(zip(original, copy_))
+        elif attribute_node(original) and vars(original).keys() == vars(copy_).keys():
+            yield original, copy_
+            held = vars(copy_)
+            stack.extend((a, held[key]) for key, a in vars(original).items() if a is not held[key])
 
 
 def plain_tuple(value) -> bool:
@@ -81,14 +123,14 @@ def tuple_containers(value) -> dict[tuple, object]:
         path, item = stack.pop()
         if plain_tuple(item):
             stack += [((*path, i), inner) for i, inner in enumerate(item)]
-        elif type(item) in (list, dict):
+        elif is_container(item):
             found[path] = item
     return found
 
 
 def containers_within(value) -> set[int]:
-    """The ids of the lists and dicts `value` is or holds (through lists, dicts, tuples and
-    namedtuples)."""
+    """The ids of the lists, dicts and attribute nodes `value` is or holds (through lists,
+    dicts, tuples, namedtuples and attribute nodes)."""
     found: set[int] = set()
     stack = [value]
     while stack:
@@ -96,6 +138,9 @@ def containers_within(value) -> set[int]:
         if type(item) in (list, dict) and id(item) not in found:
             found.add(id(item))
             stack.extend(item.values() if type(item) is dict else item)
+        elif attribute_node(item) and id(item) not in found:
+            found.add(id(item))
+            stack.extend(vars(item).values())
         elif plain_tuple(item):
             stack.extend(item)
     return found
@@ -127,34 +172,50 @@ def replaced(value: tuple, path: tuple, item) -> tuple:
 
 
 def containers_held(container) -> list:
-    """The lists and dicts `container` holds (through tuples, namedtuples included, and the
-    values of dicts of other types: an `OrderedDict`)."""
-    items = list(container.values() if isinstance(container, dict) else container)
+    """The lists, dicts and attribute nodes `container` (one of those) holds (through tuples,
+    namedtuples included, and the values of dicts of other types: an `OrderedDict`)."""
+    items = list(_held(container))
     found = []
     while items:
         item = items.pop()
         if isinstance(item, tuple) or isinstance(item, dict) and type(item) is not dict:
             items.extend(item.values() if isinstance(item, dict) else item)
-        elif type(item) in (list, dict):
+        elif is_container(item):
             found.append(item)
     return found
 
 
+def _held(container):
+    """What a list, dict or attribute node holds: its items, values or attributes."""
+    if isinstance(container, dict):
+        return container.values()
+    return vars(container).values() if attribute_node(container) else container
+
+
 def update_in_place(target, value) -> None:
-    """`target` (a list or dict) given the contents of `value` (alike), nested lists and dicts
-    updated in place too."""
+    """`target` (a list, dict or attribute node) given the contents of `value` (alike), nested
+    lists, dicts and attribute nodes updated in place too."""
     if type(target) is list and type(value) is list and len(target) == len(value):
         for i, item in enumerate(value):
-            if type(target[i]) in (list, dict) and type(item) is type(target[i]):
+            if is_container(target[i]) and type(item) is type(target[i]):
                 update_in_place(target[i], item)
             else:
                 target[i] = item
     elif type(target) is dict and type(value) is dict and target.keys() == value.keys():
         for key, item in value.items():
-            if type(target[key]) in (list, dict) and type(item) is type(target[key]):
+            if is_container(target[key]) and type(item) is type(target[key]):
                 update_in_place(target[key], item)
             else:
                 target[key] = item
+    elif attribute_node(target):
+        # (Through `vars`: a frozen attribute of the class's own, set as the staged one is.)
+        attributes = vars(target)
+        for key, item in vars(value).items():
+            now = attributes.get(key)
+            if now is not item and is_container(now) and type(item) is type(now):
+                update_in_place(now, item)
+            else:
+                attributes[key] = item
     elif type(target) is list:
         target[:] = value
     else:
@@ -342,7 +403,7 @@ def detached(
     no statement settles them, see `settle`). `among`: the objects Python's variable is one
     of on every path, where it is (see `one_of`)."""
     stack = _DETACHED.get()
-    watched = _picked if how == "picked" else _plain_container
+    watched = _picked if how == "picked" else is_container
     kept = tuple({id(o): o for o in objects if watched(o)}.values())
     if not stack or not kept:
         return
@@ -357,10 +418,6 @@ def detached(
         if not set(among) <= ids:
             among = None  # (an item not watched: a number)
     stack[-1].append(_Detached(label, kind, site, kept, how, held, value, entered, among))
-
-
-def _plain_container(value) -> bool:
-    return type(value) in (list, dict)
 
 
 def _picked(value) -> bool:
@@ -635,9 +692,10 @@ def _changed_message(entry: _Detached, fn, found: str | None = None) -> str:
         )
     else:
         fix = (
-            f"Copy the {kind} into a local name of its own first (mine = {kind}(theirs), "
-            "copy.deepcopy where it nests) and change that one, or leave the same object on "
-            "every path (where a path binds a new one, set the items of the one it holds instead)"
+            f"Copy the {kind} into a local name of its own first (mine = "
+            f"{copied(kind, 'theirs')}, copy.deepcopy where it nests) and change that one, or "
+            "leave the same object on every path (where a path binds a new one, set the items "
+            "of the one it holds instead)"
         )
     return (
         f"{entry.label} {what}, and {how}, which conversion could not follow: {python}, "
