@@ -637,7 +637,7 @@ def _check_no_shared_items(state, names, site) -> None:
         elif type(value) is dict:
             items = value.items()
         elif identity.attribute_node(value):
-            items = vars(value).items()
+            items = identity.attributes(value).items()
         else:
             return
         if depth and type(value) is not tuple:

@@ -800,7 +800,7 @@ _ITEMS = "[*]"  # the analysis's path of what a container holds (`ownership.ITEM
 def _item_origins(container, copies: dict) -> dict:
     """{key or index: origin} of the lists and dicts `container` holds (see `_origins`)."""
     if identity.attribute_node(container):
-        pairs = list(vars(container).items())
+        pairs = list(identity.attributes(container).items())
     else:
         pairs = list(container.items() if type(container) is dict else enumerate(container))
     found = {}

@@ -460,7 +460,7 @@ class Snapshot:
         if isinstance(own, dict):
             self._records.append((own, "attributes", dict(own), label))
             children += [(f"{label}.{k}", v) for k, v in list(own.items())]
-        for slot in _slots(type(obj)):
+        for slot in identity.slots(type(obj)):
             value = _plain_attribute(obj, slot, _ABSENT)
             self._records.append((obj, "slot", (slot, value), label))
             if value is not _ABSENT:
@@ -824,22 +824,6 @@ def _same_state(a, b) -> bool:
             isinstance(b, dict) and a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
         )
     return a == b
-
-
-def _slots(cls) -> list[str]:
-    try:
-        return _cached_slots(cls)
-    except TypeError:  # a class a metaclass made unhashable (its own `__eq__`)
-        return _cached_slots.__wrapped__(cls)
-
-
-@functools.lru_cache(maxsize=1024)
-def _cached_slots(cls) -> list[str]:
-    names = []
-    for klass in cls.__mro__:
-        slots = vars(klass).get("__slots__", ())
-        names += [slots] if isinstance(slots, str) else [s for s in slots if s != "__dict__"]
-    return [n for n in names if n != "__weakref__"]
 
 
 def _is_user(value) -> bool:

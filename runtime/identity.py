@@ -66,6 +66,38 @@ def copied(kind: str, name: str) -> str:
     return f"{kind}({name})" if kind in ("list", "dict") else f"copy.copy({name})"
 
 
+def slots(cls) -> list[str]:
+    """The names of the slots `cls` and its bases declare (not `__dict__`, `__weakref__`)."""
+    try:
+        return _cached_slots(cls)
+    except TypeError:  # a class a metaclass made unhashable (its own `__eq__`)
+        return _cached_slots.__wrapped__(cls)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_slots(cls) -> list[str]:
+    names = []
+    for klass in cls.__mro__:
+        declared = vars(klass).get("__slots__", ())
+        declared = [declared] if isinstance(declared, str) else declared
+        names += [s for s in declared if s != "__dict__"]
+    return [n for n in names if n != "__weakref__"]
+
+
+_UNSET = object()
+
+
+def attributes(node) -> dict:
+    """{name: value} of the attributes an attribute node holds now (its `__dict__`'s, and its
+    slots that are set)."""
+    found = dict(getattr(node, "__dict__", {}))
+    for name in slots(type(node)):
+        value = getattr(node, name, _UNSET)
+        if value is not _UNSET:
+            found[name] = value
+    return found
+
+
 def attribute_node(value) -> bool:
     """Whether `value` is an object of a registered pytree class of the user's whose
     attributes the program may set (`s.n += 1`): a dataclass `jax.tree_util.register_dataclass`
@@ -75,7 +107,7 @@ def attribute_node(value) -> bool:
     if value is None or isinstance(value, (jax.Array, tuple, dict, list, str, int, float)):
         return False
     kind = type(value)
-    if not hasattr(value, "__dict__"):
+    if not hasattr(value, "__dict__") and not slots(kind):
         return False
     params = getattr(kind, "__dataclass_params__", None)
     if params is not None and params.frozen:
@@ -103,10 +135,11 @@ def container_pairs(original, copy_):
             stack.extend((original[key], copy_[key]) for key in original)
         elif isinstance(original, tuple) and len(original) == len(copy_):  # namedtuples too
             stack.extend(zip(original, copy_))
-        elif attribute_node(original) and vars(original).keys() == vars(copy_).keys():
-            yield original, copy_
-            held = vars(copy_)
-            stack.extend((a, held[key]) for key, a in vars(original).items() if a is not held[key])
+        elif attribute_node(original):
+            mine, held = attributes(original), attributes(copy_)
+            if mine.keys() == held.keys():
+                yield original, copy_
+                stack.extend((a, held[key]) for key, a in mine.items() if a is not held[key])
 
 
 def plain_tuple(value) -> bool:
@@ -140,7 +173,7 @@ def containers_within(value) -> set[int]:
             stack.extend(item.values() if type(item) is dict else item)
         elif attribute_node(item) and id(item) not in found:
             found.add(id(item))
-            stack.extend(vars(item).values())
+            stack.extend(attributes(item).values())
         elif plain_tuple(item):
             stack.extend(item)
     return found
@@ -189,7 +222,7 @@ def _held(container):
     """What a list, dict or attribute node holds: its items, values or attributes."""
     if isinstance(container, dict):
         return container.values()
-    return vars(container).values() if attribute_node(container) else container
+    return attributes(container).values() if attribute_node(container) else container
 
 
 def update_in_place(target, value) -> None:
@@ -208,14 +241,15 @@ def update_in_place(target, value) -> None:
             else:
                 target[key] = item
     elif attribute_node(target):
-        # (Through `vars`: a frozen attribute of the class's own, set as the staged one is.)
-        attributes = vars(target)
-        for key, item in vars(value).items():
-            now = attributes.get(key)
+        held = attributes(target)
+        for key, item in attributes(value).items():
+            now = held.get(key)
             if now is not item and is_container(now) and type(item) is type(now):
                 update_in_place(now, item)
-            else:
-                attributes[key] = item
+            elif now is not item:
+                # (Past a `__setattr__` of the class's own: the object is set to what the
+                # staged one holds, as a copy made from its children is.)
+                object.__setattr__(target, key, item)
     elif type(target) is list:
         target[:] = value
     else:

@@ -39,6 +39,24 @@ class Params:
         return cls(*children, tag=tag)
 
 
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(slots=True)
+class Slotted:
+    n: jax.Array
+    k: int = dataclasses.field(default=0, metadata=dict(static=True))
+
+
+def slotted_in_a_while(x):
+    s = Slotted(jnp.zeros(()), k=3)
+    old = s
+    i = 0
+    while i < x:
+        s.n = s.n + s.k
+        s = s
+        i += 1
+    return old.n, s.n, old is s
+
+
 def set_and_rebound_in_a_branch(x):
     s = State(jnp.zeros(()))
     old = s
@@ -142,6 +160,7 @@ KEPT = [
     hand_registered_class_in_a_range_loop,
     every_iteration_of_a_scan,
     items_of_a_list_chosen_by_the_index,
+    slotted_in_a_while,
 ]
 
 
