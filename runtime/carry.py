@@ -47,6 +47,11 @@ class Carry:
         # a variable holding the one it was given, it is that object after the loop.
         self.originals = {i: v for i, v in enumerate(state) if identity.is_container(v)}
         self.replaced: set[int] = set()
+        # Of those, per variable: the ids of the ones inside that every iteration traced left
+        # at their places (`identity.kept_at_their_places`), and the pairing of an iteration's
+        # copies with them.
+        self.kept: dict[int, set[int]] = {}
+        self._paired: dict[int, dict] = {}
         # Likewise the lists and dicts inside tuple variables (`st = NT(w, 0.0)`): {index:
         # {path: the object}}, and the (index, path) of those an iteration left another object
         # at, or changed in place.
@@ -324,7 +329,10 @@ class Carry:
                 and index not in self.static
             ):
                 if self.changed is None or index in self.changed:  # else: what it held
-                    identity.update_in_place(original, state[index])
+                    replaced = []
+                    kept = self.kept.get(index)
+                    identity.update_in_place(original, state[index], kept, replaced)
+                    identity.record_replaced(replaced, f"'{self.names[index]}'", self.site)
                 state[index] = original
         if self._tuples_checked:
             self._restore_tuples(state)
@@ -359,6 +367,10 @@ class Carry:
         """The state an iteration is given (fresh containers: see `check_identities`)."""
         self._given = self.merge(staging.fresh(dynamic))
         self._given_contents = {i: identity.contents(self._given[i]) for i in self.originals}
+        self._paired = {
+            i: {id(c): o for o, c in identity.container_pairs(original, self._given[i])}
+            for i, original in self.originals.items()
+        }
         self._given_tuples = {
             (i, path): identity.contents(identity.item_at(self._given[i], path))
             for i, items in self.tuple_originals.items()
@@ -381,6 +393,8 @@ class Carry:
         self._check_tuple_identities(outs, given)
         for i in self.originals:
             if outs[i] is given[i]:
+                kept = identity.kept_at_their_places(self.originals[i], outs[i], self._paired[i])
+                self.kept[i] = self.kept[i] & kept if i in self.kept else kept
                 continue
             self.replaced.add(i)
             other = next((j for j in self.originals if j != i and outs[i] is given[j]), None)

@@ -351,6 +351,7 @@ def _cond_once(
     appended: dict[str, dict[int, int]] = {}
     origins: dict[str, list] = {}  # per branch: each output's `_origin`
     given: dict[str, dict] = {}  # per branch: the outputs that are copies it was given (`_given`)
+    places: dict[str, dict] = {}  # per branch: what those keep at their places (`_places`)
     raws: dict[str, list] = {}  # per branch: its outputs as the function gave them
     tuples: dict[str, dict] = {}  # per branch: the containers in its tuples (`_tuple_items`)
     held_in_tuples: dict[str, dict] = {}  # per branch: `_tuple_origins`
@@ -371,6 +372,7 @@ def _cond_once(
                     if checked is not None:
                         origins[which] = _origins(raw, copies, state, names, checked, site)
                         given[which] = _given(raw, copies, put_back)
+                        places[which] = _places(raw, copies)
                     if owned is not None:  # for `_record_detached`, `_record_tuples`
                         raws[which] = list(raw)
                         tuples[which] = _tuple_items(raw, copies)
@@ -416,7 +418,9 @@ def _cond_once(
             _restore_tuples(out, held_in_tuples, names, site) if aliased is not None else set()
         )
         held_in_tuples.clear()  # (the objects' holders are counted below)
-        _identities(out, origins, names, checked, site, aliased is not None, given, owned, unshared)
+        _identities(
+            out, origins, names, checked, site, aliased is not None, given, owned, unshared, places
+        )
         if owned is not None and len(origins) == 2:
             _record_detached(out, origins, raws, names, checked, owned, site)
             kept = checked | {names[index] for index in restored}
@@ -636,9 +640,12 @@ def _check_changes_kept(raw, copies, put_back, given_to, site) -> None:
             if a is original and inputs[index] in (owned or ()):
                 continue  # its own: nothing else sees the object Python changed
             name = inputs[index]
+            field = (
+                next(iter(identity.attributes(a)), "field") if identity.attribute_node(a) else ""
+            )
             example = (
-                f"`{name}.n += 1` then `{name} = None`"
-                if identity.attribute_node(a)
+                f"`{name}.{field} += 1` then `{name} = None`"
+                if field
                 else f"`{name}[0][0] = x` then `{name} = (w, x)`"
             )
             raise StagingError(
@@ -775,6 +782,26 @@ def _given(raw: list, copies: dict, put_back: set) -> dict[int, int]:
     return found
 
 
+def _places(raw: list, copies: dict) -> dict[int, set[int]]:
+    """{index: the ids of the lists, dicts and attribute nodes inside the original at their
+    places still (`identity.kept_at_their_places`)} of the outputs of a branch that are the
+    copy of one it was given."""
+    paired = {key: original for key, (_, original) in copies.items()}
+    found = {}
+    for index in range(len(raw)):
+        pair = copies.get(id(raw[index]))
+        if pair is not None and pair[0] is raw[index]:
+            found[index] = identity.kept_at_their_places(pair[1], raw[index], paired)
+    return found
+
+
+def _kept_on_every_path(places: dict, index: int) -> set[int] | None:
+    """What every path of a statement left at its place inside output `index` (see `_places`;
+    a path that gave back no copy there gave back the object itself: all of it); None: all."""
+    found = [on_path[index] for on_path in places.values() if index in on_path]
+    return set.intersection(*found) if found else None
+
+
 def _changed_inside(original, copies: dict) -> set[int]:
     """The ids of the lists and dicts inside `original` whose copies the branch changed
     (whatever it did to the copy of `original` after: `p[0][0] += x; p.pop()`): from the pairs
@@ -855,6 +882,7 @@ def _identities(
     given=None,
     owned=None,
     unshared=frozenset(),
+    places=None,
 ) -> None:
     """Each list or dict variable as Python has it after the statement: where both branches
     leave it holding one object (the one it held before, say), that object, its contents
@@ -885,7 +913,10 @@ def _identities(
             if given and any(given[which].get(index) == _DROPPED for which in given):
                 _refuse_dropped(out[index], names[index], site)
             if not (given and all(given[which].get(index) == _UNCHANGED for which in given)):
-                identity.update_in_place(a, out[index])
+                replaced = []
+                kept = _kept_on_every_path(places or {}, index)
+                identity.update_in_place(a, out[index], kept, replaced)
+                identity.record_replaced(replaced, _label(names[index], site), site)
             out[index] = a
         elif not (a is _NEW and b is _NEW) and names[index] in aliased:
             _refuse_different(out[index], names[index], site)
@@ -951,12 +982,23 @@ def _refuse_changed_on_a_path(which: str, value, name: str, site) -> None:
     variables it sees changed so, `aliased`; this is the change it did not see: a call's, a dict
     item's.)"""
     kind = type(value).__name__
+    if identity.attribute_node(value):
+        field = next(iter(identity.attributes(value)), "field")
+        fix = (
+            "Set its attributes on the other path too instead of binding a new one "
+            f"(`{name}.{field} = ...`), or build a new {kind} on both paths "
+            "(dataclasses.replace)"
+        )
+    else:
+        fix = (
+            f"Copy it first ({identity.copied(kind, '...')}) and change the copy, or bind the "
+            "same object on both paths"
+        )
     raise StagingError(
         f"{_label(name, site)} holds a {kind} that is changed in place on the {which} path of a "
         f"staged {site.construct} ({site}) and a different one on the other: Python changes "
         f"the {kind} it held on one path only, which other names may hold, and a staged "
-        f"program cannot follow which. Copy it first ({identity.copied(kind, '...')}) and "
-        "change the copy, or bind the same object on both paths."
+        f"program cannot follow which. {fix}."
     )
 
 

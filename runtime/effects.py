@@ -931,7 +931,7 @@ class Effects:
                 bound = index in self._bound_outside
                 watched = [*self._bound_outside[index], value] if bound else []
                 entered = None
-                if may_skip and type(before) in (list, dict) and value is not before:
+                if may_skip and identity.is_container(before) and value is not before:
                     watched.append(before)  # Python's, where the loop runs no iteration
                     if not bound and (
                         index >= n
@@ -962,7 +962,7 @@ class Effects:
                     identity.detached(label, self.site, value, watched, how=how, entered=entered)
             for i, path_i, j, path_j in self._shared:
                 a, b = _at(out[i], path_i), _at(out[j], path_j)
-                if a is not b and type(a) in (list, dict) and type(b) is type(a):
+                if a is not b and identity.is_container(a) and type(b) is type(a):
                     label = f"'{names[i]}'" if i < n else labels[i]
                     identity.detached(label, self.site, a, [a, b], how="bound")
             for change, value in zip(self.carried, out[n:]):
@@ -981,7 +981,7 @@ class Effects:
             if copies:
                 copies = [c for c in copies if not self._unread(holders[c[2]])]
             if copies:  # `b = a`, then `a[0] = x` where `b` is the block's and `a` is not
-                kind = type(holder.container).__name__
+                kind = type(copies[0][0]).__name__  # (an object's, not its `__dict__`'s)
                 variable = _holder(holders[copies[0][2]])
                 raise StagingError(
                     f"{variable} holds the {kind} that {holder.label} is "
@@ -1047,7 +1047,7 @@ class Effects:
         through one would not show through the other, as in Python it does."""
         places = {id(change.container): change for change in self.carried}
         for change, value in zip(self.carried, values):
-            inside = identity.containers_within(value) if type(value) in (list, dict) else ()
+            inside = identity.containers_within(value) if identity.is_container(value) else ()
             other = next((places[i] for i in inside if places.get(i, change) is not change), None)
             if other is None:
                 continue
@@ -1071,7 +1071,7 @@ class Effects:
         if not self.carried:
             return
         for index, (name, value, before) in enumerate(zip(self.names, out, state)):
-            if type(before) not in (list, dict) or value is before:
+            if not identity.is_container(before) or value is before:
                 continue
             inside = identity.containers_within(before)
             shown = {
@@ -1426,7 +1426,7 @@ class Effects:
             stack = [(outputs[index], ())]
             while stack:
                 value, path = stack.pop()
-                if type(value) in (list, dict):
+                if identity.is_container(value):
                     first = seen.setdefault(id(value), (index, path))
                     if first != (index, path) and (not path or not first[1]):
                         self._shared.add((*first, index, path))
@@ -1452,12 +1452,12 @@ class Effects:
             pair = originals.get(id(value))
             if pair is not None and pair[0] is value:
                 value = pair[1]
-            if type(value) not in (list, dict) or value is before:
+            if not identity.is_container(value) or value is before:
                 continue
             kind = type(value).__name__
             made = pair is None and not snapshot.reaches(value)  # by the body
-            items = (value.values() if kind == "dict" else value) if made else ()
-            shared = [i for i in items if type(i) in (list, dict) and snapshot.reaches(i)]
+            items = identity.containers_held(value) if made else ()
+            shared = [i for i in items if snapshot.reaches(i)]
             if name not in self.aliased:
                 # Exact while nothing changes them in place: calls conversion cannot follow may
                 # (recorded once the loop is staged, with what the variable holds after it).
@@ -1609,7 +1609,7 @@ def _detached(out, changes: list[Change]):
     detached.originals = {
         id(new): (new, old)
         for new, old in zip(copies, out)
-        if new is not old and type(old) in (list, dict)
+        if new is not old and identity.is_container(old)
     }
     return detached
 
@@ -1624,7 +1624,7 @@ def _kept(out, given) -> set[int]:
         pair = originals.get(id(value))
         if pair is not None and pair[0] is value:
             value = pair[1]
-        if type(arg) in (list, dict) and (value is arg or identity.stands_for(value, arg)):
+        if identity.is_container(arg) and (value is arg or identity.stands_for(value, arg)):
             kept.add(index)
     return kept
 
@@ -1647,7 +1647,11 @@ def _given_copies(originals, copies) -> dict[int, list]:
     for index, (original, copy_) in enumerate(zip(originals, copies)):
         for a, b in identity.container_pairs(original, copy_):
             if a is not b:  # (not a copy: nor is anything in it)
-                found.setdefault(id(a), []).append((b, identity.contents(b), index))
+                entry = (b, identity.contents(b), index)
+                found.setdefault(id(a), []).append(entry)
+                if identity.attribute_node(a) and hasattr(a, "__dict__"):
+                    # (An attribute set on it is followed as an item of its `__dict__`.)
+                    found.setdefault(id(vars(a)), []).append(entry)
     return found
 
 
@@ -1656,7 +1660,7 @@ def _place_copies(carried: list[Change], originals, copies) -> list[tuple]:
     place held as the statement began (`Effects._check_place_changes_kept`)."""
     found = []
     for change, original, copy_ in zip(carried, originals, copies):
-        if type(original) not in (list, dict, tuple):
+        if not identity.is_container(original) and not isinstance(original, tuple):
             continue
         for a, b in identity.container_pairs(original, copy_):
             if a is not b:

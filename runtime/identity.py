@@ -112,8 +112,8 @@ def attribute_node(value) -> bool:
     params = getattr(kind, "__dataclass_params__", None)
     if params is not None and params.frozen:
         return False
-    if kind.__module__.partition(".")[0] in _LIBRARY_NODES:
-        return False
+    if any(klass.__module__.partition(".")[0] in _LIBRARY_NODES for klass in kind.__mro__):
+        return False  # (a user's subclass of `equinox.Module`, `nnx.Module` too)
     return not jax.tree_util.all_leaves([value])
 
 
@@ -225,36 +225,59 @@ def _held(container):
     return attributes(container).values() if attribute_node(container) else container
 
 
-def update_in_place(target, value) -> None:
+def update_in_place(target, value, kept=None, replaced=None) -> None:
     """`target` (a list, dict or attribute node) given the contents of `value` (alike), nested
-    lists, dicts and attribute nodes updated in place too."""
+    lists, dicts and attribute nodes updated in place too: those `kept` (ids: the ones the
+    staged statement left at their places, see `kept_at_their_places`; None, every one of
+    the same type). At another place the staged statement put a new object (`b.inner =
+    S(...)`): Python's old one is not changed, and `value`'s is put there; `replaced`, where
+    given, gets (the old one, the new one) of each such list, dict and attribute node."""
+
+    def put(now, item, store) -> None:
+        if now is item:
+            return
+        if is_container(now) and type(item) is type(now) and (kept is None or id(now) in kept):
+            update_in_place(now, item, kept, replaced)
+            return
+        if replaced is not None and is_container(now):
+            replaced.append((now, item))
+        store(item)
+
     if type(target) is list and type(value) is list and len(target) == len(value):
         for i, item in enumerate(value):
-            if is_container(target[i]) and type(item) is type(target[i]):
-                update_in_place(target[i], item)
-            else:
-                target[i] = item
+            put(target[i], item, functools.partial(target.__setitem__, i))
     elif type(target) is dict and type(value) is dict and target.keys() == value.keys():
         for key, item in value.items():
-            if is_container(target[key]) and type(item) is type(target[key]):
-                update_in_place(target[key], item)
-            else:
-                target[key] = item
+            put(target[key], item, functools.partial(target.__setitem__, key))
     elif attribute_node(target):
         held = attributes(target)
         for key, item in attributes(value).items():
-            now = held.get(key)
-            if now is not item and is_container(now) and type(item) is type(now):
-                update_in_place(now, item)
-            elif now is not item:
-                # (Past a `__setattr__` of the class's own: the object is set to what the
-                # staged one holds, as a copy made from its children is.)
-                object.__setattr__(target, key, item)
+            # (Past a `__setattr__` of the class's own: the object is set to what the staged
+            # one holds, as a copy made from its children is.)
+            put(held.get(key), item, functools.partial(object.__setattr__, target, key))
     elif type(target) is list:
         target[:] = value
     else:
         target.clear()
         target.update(value)
+
+
+def kept_at_their_places(original, now, paired) -> set[int]:
+    """The ids of the lists, dicts and attribute nodes inside `original` (itself included)
+    whose copies a staged trace was given (`paired`: {id(copy): original}) are at the same
+    places in `now` (what the trace gave back for it) after it: those `update_in_place` may
+    update; the others the trace replaced, or moved."""
+    return {id(o) for o, c in container_pairs(original, now) if paired.get(id(c)) is o}
+
+
+def record_replaced(replaced: list, label: str, site: Site) -> None:
+    """Watches each list, dict or attribute node a staged statement replaced inside the object
+    of a variable (`label`) on some path (`b.inner = S(...)` under a traced `if`; see
+    `update_in_place`), with the new one the object holds now: Python's holds the new one or
+    the old one, as the path went, so a change in place to either is not exact while both may
+    be seen."""
+    for old, new in replaced:
+        detached(f"an item of {label}", site, new, [old, new])
 
 
 @dataclasses.dataclass(eq=False)
@@ -557,6 +580,14 @@ def settle(since: int, names, out) -> None:
     for entry in stack[-1][since:]:
         name = entry.label.strip("'")
         if name in outs and not entry.alive():
+            # (The object the statement's trace made stands for what its variable holds after
+            # it: a change through that is watched too.)
+            swapped = [o is entry.value for o in entry.objects]
+            entry.objects = tuple(outs[name] if s else o for o, s in zip(entry.objects, swapped))
+            if entry.held:  # (what it holds as the statement ends, as of the others)
+                entry.held[:] = [
+                    contents(outs[name]) if s else c for c, s in zip(entry.held, swapped)
+                ]
             entry.value = outs[name]
         elif entry.held and not entry.alive() and entry.changed():
             # Its variable lived in this statement (a branch's, an iteration's) and is gone

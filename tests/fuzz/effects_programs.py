@@ -23,7 +23,12 @@ What the programs stress (what recent bugs were about):
 - local lists extended by `+= [...]` and `.extend((...))`, built in loops and popped from
   either end (`pop()`, `pop(0)`), `while True:` loops with `loop_options(max_iterations=N)`
   and code after them, early `return`s;
-- values that mix Python ints and bools (`flag = a > 40 and b`), returned.
+- values that mix Python ints and bools (`flag = a > 40 and b`), returned;
+- an object of a registered dataclass (`rec`, held as `rec0` and in `recs` too) whose
+  attributes are set in staged blocks, rebound to itself (`rec = rec`: carried as state) or
+  to a new one after a change, chosen by a condition (`rec = recs[1] if ... else rec`),
+  changed by a helper (`bump`); `rec0.n` and `rec is rec0` show whether every name sees the
+  change (or the converted function refuses).
 
 `f` returns a flat tuple of ints (the state it changed included: `COUNT`, `STATE.hits`,
 `CFG["n"]`, `len(LOG)`, ...), so results compare under `jax.jit` and `jax.vmap` too. Values stay
@@ -71,6 +76,11 @@ RET = (
     'CFG["n"]',
     'CFG.get("k", -1)',
     "len(LOG)",
+    "rec.n",
+    "rec.m",
+    "rec0.n",
+    "recs[1].m",
+    "(1 if rec is rec0 else 0)",
 )
 
 
@@ -173,6 +183,7 @@ class _Generator(ProgramWriter):
             (self.s_flag, 1),
             (self.s_helper, 2),
             (self.s_exit, 1),
+            (self.s_record, 3),
         ]
         fns, weights = zip(*kinds)
         self.rng.choices(fns, weights)[0](indent, ctx)
@@ -385,6 +396,27 @@ class _Generator(ProgramWriter):
         else:
             self.emit(indent + 1, kind)
 
+    def s_record(self, indent: int, ctx: _Ctx) -> None:
+        """An object of a registered dataclass (`rec`, also held as `rec0` and `recs[0]`)
+        changed in place, rebound to itself or to another, chosen by a condition."""
+        e = self.expr(ctx)
+        index = ctx.names[-1] if ctx.loop and ctx.names else None
+        options = [
+            f"rec.n = (rec.n + {e}) % 97",
+            "rec.m = (rec.m + 1) % 97",
+            f"rec.n = (rec.n + {e}) % 97\nrec = rec",
+            f"rec = Rec({e}, a)",
+            f"rec.m = (rec.m + {e}) % 97\nrec = Rec(rec.m, b)",
+            f"rec = recs[1] if {self.cond(ctx)} else rec",
+            f"recs[0].m = (recs[0].m + {e}) % 97\nrecs = recs",
+            f"a = (a + bump(rec, {e})) % 97",
+            f"rec.m = rec.n if {self.cond(ctx)} else rec.m",
+        ]
+        if index is not None:
+            options.append(f"recs[{index} % 2].n = (recs[{index} % 2].n + {e}) % 97")
+        for line in self.rng.choice(options).split("\n"):
+            self.emit(indent, line)
+
     # -- the module -------------------------------------------------------------------------
 
     def program(self) -> str:
@@ -412,6 +444,9 @@ class _Generator(ProgramWriter):
         L("    flag = 0")
         L("    acc = []")
         L("    obj = Box(b)")
+        L("    rec = Rec(a, b)")
+        L("    rec0 = rec")
+        L("    recs = [rec, Rec(b, a)]")
         self.lines += body
         L(f"    return {self.ret}")
         return "\n".join(self.lines) + "\n"
@@ -420,6 +455,7 @@ class _Generator(ProgramWriter):
 HEADER = """\
 # effects program
 import contextlib
+import dataclasses
 
 import jax
 
@@ -520,6 +556,19 @@ def counting(v):
     global COUNT
     COUNT = (COUNT + v) % 97
     yield COUNT
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Rec:
+    n: int
+    m: int
+
+
+def bump(r, v):
+    if v > 40:
+        r.n = (r.n + v) % 97
+    return r.n
 
 
 def check(v, tag):
