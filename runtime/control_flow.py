@@ -92,7 +92,7 @@ def if_stmt(
                 logged=True,
                 aliased=frozenset(aliased or ()),
                 refused=frozenset(refused),
-                owned=frozenset(owned),
+                owned=identity.owning(owned, _parameters(if_true), state),
                 unshared=unshared,
                 inputs=_parameters(if_true),
             ),

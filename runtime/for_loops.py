@@ -552,7 +552,8 @@ def for_stmt(
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
     checkpoints = check_count(checkpoints, "checkpoints", 2, site)
     functions = (body, extra_test, exit_test, on_exit)
-    effects = Effects(functions, site, aliased, stores, (*reads, *sums), owned)
+    owning = identity.owning(owned, symbol_names, state)
+    effects = Effects(functions, site, aliased, stores, (*reads, *sums), owning)
     plain = (body, extra_test, symbol_names)
     exit_ = None
     if exit_test is not None:

@@ -60,6 +60,22 @@ def is_container(value) -> bool:
 _LIBRARY_NODES = frozenset({"runtime", "jax", "jaxlib", "flax", "equinox", "optax"})
 
 
+def owning(owned, names, values) -> frozenset:
+    """`owned` (the names conversion found own their objects: bound only to new ones, never
+    handed on) less those whose value (of `values`, named by `names`) is an attribute node
+    holding lists, dicts or attribute nodes: conversion follows what a list or dict a name
+    owns holds (`best[*]`), not the attributes of an object (`h = Holder(p)`: `h.items` is
+    `p`'s list)."""
+    if not owned:
+        return frozenset()
+    held = {
+        name
+        for name, value in zip(names, values)
+        if name in owned and attribute_node(value) and containers_held(value)
+    }
+    return frozenset(owned) - held
+
+
 def copied(kind: str, name: str) -> str:
     """How a message writes a shallow copy of `name`, which holds a `kind` (`list(best)`, or
     `copy.copy(state)` of an attribute node)."""

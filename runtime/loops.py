@@ -86,7 +86,8 @@ def while_stmt(
     def staged(state, iterations, first):
         left = None if max_iterations is None else max_iterations - iterations
         reads_ = (*reads, *sums, *test_reads)
-        effects = Effects(functions, site, aliased, stores, reads_, owned)
+        owning = identity.owning(owned, symbol_names, state)
+        effects = Effects(functions, site, aliased, stores, reads_, owning)
         out = effects.run(
             state,
             symbol_names,

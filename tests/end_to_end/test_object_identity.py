@@ -392,23 +392,76 @@ def held_by_a_list_and_changed_by_name(x):
 
 def reset_on_one_path_changed_on_the_other(xs):
     s = State(jnp.zeros(()))
+    first = s
     for x in xs:
         if x < 0:
             s = State(jnp.zeros(()))
         else:
             s.n = s.n + x
+    return s.n, first.n
+
+
+def episode_reset(xs):
+    # No other name holds `s`: bound only to new objects (conversion resolves `State` to a
+    # class), it owns them, as `s = {...}` owns its dicts.
+    s = State(jnp.zeros(()))
+    total = jnp.zeros(())
+    for x in xs:
+        if x < 0:
+            total = total + s.n
+            s = State(jnp.zeros(()))
+        else:
+            s.n = s.n + x
+    return s.n, total
+
+
+def episode_reset_in_a_while(x):
+    s = State(jnp.zeros(()))
+    t = 0
+    while t < x:
+        if s.n >= 2:
+            s = State(jnp.zeros(()))
+        s.n = s.n + t
+        t += 1
     return s.n
+
+
+def test_an_object_only_one_name_holds_may_be_replaced_on_one_path():
+    xs = jnp.array([2.0, -1.0, 3.0, 0.5, -2.0, 1.0])
+    check_jit(episode_reset, xs)
+    check_vmap(episode_reset, jnp.stack([xs, -xs]))
+    check_grad(lambda xs: sum(episode_reset(xs)), xs)
+    check_jit(episode_reset_in_a_while, 5.0)
+    check_jit(episode_reset_in_a_while, -1.0)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Holder:
+    items: list
+
+
+def holder_of_a_shared_list_replaced_or_changed(x):
+    # `h` is bound only to new objects, but the first holds `p`'s list: it owns no list.
+    p = [jnp.zeros(())]
+    h = Holder(p)
+    if x > 0:
+        h = Holder([jnp.ones(())])
+    else:
+        h.items[0] = h.items[0] + 5
+    return p[0], h.items[0]
 
 
 @pytest.mark.parametrize(
     "fn, message",
     [
+        (holder_of_a_shared_list_replaced_or_changed, r"'h' holds a Holder that is changed"),
         (bound_in_a_loop_then_changed, r"'cur' is a different State depending on the condition"),
         (rebound_in_a_loop_that_may_not_run_then_changed, r"'s' holds a new State after the"),
         (held_by_a_list_and_changed_by_name, r"'recs' holds the State that rec.n is in"),
         # (A list's item changed through one name while another carries it: refused alike.)
         (both_names_carried, r"'t' holds the State that s.n is in"),
-        # (Conversion cannot tell that nothing else holds `s`: the fix names attributes.)
+        # (`first` holds the object changed on one path: the fix names its attributes.)
         (reset_on_one_path_changed_on_the_other, r"Set its attributes on the other path too"),
     ],
 )

@@ -172,6 +172,24 @@ class Callees:
             self._scopes[id(fn_node)] = Callees(fn_node, self.globals, self.closure, self)
         return self._scopes[id(fn_node)]
 
+    def makes_new(self, func: gast.expr) -> bool:
+        """Whether calling `func` gives a new object each time: a class of the user's (or a
+        module's), made by `type` and `object.__new__` (not a `__new__` of its own, which may
+        give back one it keeps)."""
+        if isinstance(func, gast.Name):
+            found, scope = self._local(func.id)
+            if scope is not None:
+                return (
+                    isinstance(found, gast.ClassDef)
+                    and not found.bases
+                    and not found.keywords
+                    and not any(
+                        isinstance(n, gast.FunctionDef) and n.name == "__new__" for n in found.body
+                    )
+                )
+        value = self._value(func)
+        return isinstance(value, type) and type(value) is type and value.__new__ is object.__new__
+
     def changed_by(self, call: gast.Call) -> list[str]:
         """The caller's variables, attributes and items (`"p"`, `"p[*]"`) whose containers
         `call` may change in place."""

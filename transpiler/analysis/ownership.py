@@ -97,8 +97,12 @@ _RUNTIME_CHANGERS = frozenset(
 _MAKERS = (gast.List, gast.Dict, gast.Set, gast.ListComp, gast.DictComp, gast.SetComp)
 
 
-def owned_names(fn_node: gast.FunctionDef) -> frozenset[str]:
-    """The names of `fn_node` (not of functions nested in it) that own their containers."""
+def owned_names(fn_node: gast.FunctionDef, resolve=None) -> frozenset[str]:
+    """The names of `fn_node` (not of functions nested in it) that own their containers; with
+    `resolve` (a `callees.Callees`), those bound to new objects of classes too (`s =
+    Episode(0.0, 0)`), whose methods they do not call (a method may hand on `self`): for the
+    runtime's `owned=` only, which looks at what such an object holds (`runtime.identity.
+    owning`); the aliasing analyses here follow the attributes of those objects as before."""
     visitor = _Uses()
     for stmt in fn_node.body:
         visitor.visit(stmt)
@@ -114,6 +118,12 @@ def owned_names(fn_node: gast.FunctionDef) -> frozenset[str]:
             continue
         if all(_makes_or_keeps(value, name) for value in values):
             owned.add(name)
+        elif (
+            resolve is not None
+            and name not in visitor.methods_called
+            and all(_makes_or_keeps(v, name) or _constructs(v, resolve) for v in values)
+        ):
+            owned.add(name)
     # `retval = best` is the function's return; other assignments from a name hand it on.
     for target, source in visitor.copies:
         if target not in returns:
@@ -128,6 +138,7 @@ class _Uses(Visitor):
         self.assigned: dict[str, list] = {}  # name -> assigned values (None: not a plain one)
         self.escaped: set[str] = set()
         self.copies: list[tuple[str, str]] = []  # (target, source) of `target = source`
+        self.methods_called: set[str] = set()  # `s` of `s.step()`
 
     def _assign(self, target, value) -> None:
         if isinstance(target, gast.Name):
@@ -223,6 +234,9 @@ class _Uses(Visitor):
         self.generic_visit(node)
 
     def visit_Call(self, node):
+        func, _ = called(node)
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+            self.methods_called.add(func.value.id)
         args = [a.value if isinstance(a, gast.Starred) else a for a in node.args]
         args += [k.value for k in node.keywords]
         if _reads_only(node.func):
@@ -297,6 +311,15 @@ def _makes_or_keeps(value, name: str) -> bool:
 
 
 _NEW_CONTAINERS = frozenset({"list", "dict", "set", "sorted"})  # builtins that make a new one
+
+
+def _constructs(value, resolve) -> bool:
+    """Whether `value` is a call of a class that gives a new object (`Episode(0.0, 0)`, as the
+    call pass writes it: `rt__.call(Episode, 0.0, 0)`; see `callees.Callees.makes_new`)."""
+    if not isinstance(value, gast.Call):
+        return False
+    func, _ = called(value)
+    return isinstance(func, (gast.Name, gast.Attribute)) and resolve.makes_new(func)
 
 
 def is_runtime(func) -> bool:

@@ -65,5 +65,6 @@ class _ConditionalExpressions(Transformer):
 
 def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
     # Its branches are functions of their own by now (the control-flow pass ran): all count.
-    changed = ownership.aliased_names(fn_node, nested=True, resolve=ctx.callees(fn_node))
-    return _ConditionalExpressions(changed, ownership.owned_names(fn_node)).visit(fn_node)
+    resolve = ctx.callees(fn_node)
+    changed = ownership.aliased_names(fn_node, nested=True, resolve=resolve)
+    return _ConditionalExpressions(changed, ownership.owned_names(fn_node, resolve)).visit(fn_node)

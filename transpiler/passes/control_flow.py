@@ -338,7 +338,7 @@ class _ControlFlow(Transformer):
 
     def _owned(self) -> frozenset[str]:
         if self.owned[-1] is None:
-            self.owned[-1] = ownership.owned_names(self.scopes[-1])
+            self.owned[-1] = ownership.owned_names(self.scopes[-1], self.resolvers[-1])
         return self.owned[-1]
 
     def visit_While(self, node):
