@@ -7,6 +7,7 @@ only it can size: a return value or a variable it binds first, and the lists it 
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 
 import jax
@@ -377,6 +378,19 @@ class Carry:
             for path in items
         }
         return self._given
+
+    @contextlib.contextmanager
+    def giving(self, dynamic):
+        """`given(dynamic)`, while the iteration is traced: its copies are known as copies
+        (`identity.original_of`)."""
+        given = self.given(dynamic)
+        pairs = {
+            id(c): (c, o)
+            for i, original in self.originals.items()
+            for o, c in identity.container_pairs(original, given[i])
+        }
+        with identity.given_copies(pairs, in_loop=True):
+            yield given
 
     def check_identities(self, outs) -> None:
         """Where the body leaves a variable holding another variable's list (`a, b = b, a`)

@@ -126,9 +126,16 @@ class Traced:
     explicit arguments, so that derivatives by them, say parameters, are taken)."""
 
     def __init__(self, fn, init):
-        closed, shapes = jax.make_jaxpr(fn, return_shape=True)(init)
+        trees = []
+
+        def flat(x):  # (leaves out: `return_shape` would build the state's objects of shapes)
+            leaves, tree = jax.tree_util.tree_flatten(fn(x))
+            trees.append(tree)
+            return leaves
+
+        closed = jax.make_jaxpr(flat)(init)
         self.jaxpr, self.consts, self.effects = closed.jaxpr, tuple(closed.consts), closed.effects
-        self.out_tree = jax.tree_util.tree_structure(shapes)
+        self.out_tree = trees[0]
 
     def __call__(self, x, consts):
         out = jax.core.eval_jaxpr(self.jaxpr, list(consts), *jax.tree_util.tree_leaves(x))

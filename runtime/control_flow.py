@@ -446,15 +446,27 @@ def _cond_or_select(pred, true_fn, false_fn, log_site=None, false_keeps=False) -
     `log_site`: where to log which it became. `false_keeps`: `false_fn` gives back values it
     was given (see `keeping_state`): it runs here, computing nothing, with no trace of its own
     (a `jax.make_jaxpr` costs as much as a few operations)."""
-    true_jaxpr, shapes = jax.make_jaxpr(true_fn, return_shape=True)()
+    trees = []
+
+    def flat(fn):
+        # Leaves out: `return_shape` would build the branch's objects of leaves that are no
+        # arrays (a dataclass whose `__post_init__` makes its field an array).
+        def run():
+            leaves, tree = jax.tree_util.tree_flatten(fn())
+            trees.append(tree)
+            return leaves
+
+        return run
+
+    true_jaxpr, leaves = jax.make_jaxpr(flat(true_fn), return_shape=True)()
+    treedef = trees[0]
     run_true = jax_core.jaxpr_as_fun(true_jaxpr)
     if false_keeps:
         kept = jax.tree_util.tree_leaves(false_fn())
         false_jaxpr, run_false = None, lambda: kept
     else:
-        false_jaxpr = jax.make_jaxpr(false_fn)()
+        false_jaxpr = jax.make_jaxpr(flat(false_fn))()
         run_false = jax_core.jaxpr_as_fun(false_jaxpr)
-    leaves, treedef = jax.tree_util.tree_flatten(shapes)
     kinds = None
     if all(selects.selects(leaf.dtype) for leaf in leaves):
         if false_keeps:
@@ -604,7 +616,8 @@ def _trace_branch(fn, state, which) -> tuple[list, dict, set]:
     for original, copy_ in zip(state, copied):
         _pair_containers(original, copy_, copies)
     try:
-        raw = fn(*copied)
+        with identity.given_copies(copies, in_loop=False):
+            raw = fn(*copied)
         # Copies Effects made of lists the branch changed and put back (`effects.Detached`):
         # the variable holds the object itself.
         put_back = getattr(raw, "originals", {})

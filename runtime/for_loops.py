@@ -941,8 +941,8 @@ def _scan_once(xs, to_item, count, body, state, names, site, extra_test):
 
     def scan_body(scan_carry, x):
         j, dynamic = scan_carry
-        with staging.tracing_loop(count):
-            outs = step(to_item(x, j), carry.given(dynamic))
+        with staging.tracing_loop(count), carry.giving(dynamic) as given:
+            outs = step(to_item(x, j), given)
         return (j + 1, carry.check(outs, dynamic)), None
 
     final, _ = lax.scan(scan_body, (jnp.asarray(0), carry.init), xs, length=count)

@@ -286,6 +286,36 @@ def kept_at_their_places(original, now, paired) -> set[int]:
     return {id(o) for o, c in container_pairs(original, now) if paired.get(id(c)) is o}
 
 
+# Per staged trace in progress (a branch, a loop's iteration), innermost last: the copies its
+# state was given of lists, dicts and attribute nodes, {id(copy): (copy, original)}, and
+# whether they are a loop's (see `original_of`).
+_GIVEN: contextvars.ContextVar[tuple] = contextvars.ContextVar("given", default=())
+
+
+@contextlib.contextmanager
+def given_copies(pairs: dict, in_loop: bool):
+    """While a staged trace runs: the copies its state was given (`pairs`: {id(copy): (copy,
+    original)}), for `original_of`."""
+    token = _GIVEN.set((*_GIVEN.get(), (pairs, in_loop)))
+    try:
+        yield
+    finally:
+        _GIVEN.reset(token)
+
+
+def original_of(value) -> tuple[object, bool]:
+    """The object `value` stands for, through the copies staged traces in progress were given
+    (a branch's copy is the object itself, as Python has it), and whether a loop's iteration
+    copy stands between: that stands for what the variable held as the iteration began,
+    which an earlier iteration may have rebound."""
+    in_loop = False
+    for pairs, loop in reversed(_GIVEN.get()):
+        pair = pairs.get(id(value))
+        if pair is not None and pair[0] is value:
+            value, in_loop = pair[1], in_loop or loop
+    return value, in_loop
+
+
 def record_replaced(replaced: list, label: str, site: Site) -> None:
     """Watches each list, dict or attribute node a staged statement replaced inside the object
     of a variable (`label`) on some path (`b.inner = S(...)` under a traced `if`; see
@@ -569,7 +599,8 @@ def chosen_between(value, other):
                 continue
             seen.add(id(entry))
             for o in entry.objects:
-                if o is other or id(other) in containers_within(o):
+                # (A branch's copy of `other` is `other`: see `original_of`.)
+                if o is other or original_of(o)[0] is other or id(other) in containers_within(o):
                     return entry if found is None else found
                 if o is not entry.value:
                     holders.append(o)

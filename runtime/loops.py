@@ -289,7 +289,9 @@ def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, fi
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
 
     def iteration(dynamic):
-        return carry.check(body(*carry.given(dynamic)), dynamic)
+        with carry.giving(dynamic) as given:
+            outs = body(*given)
+        return carry.check(outs, dynamic)
 
     k = checkpoints or checkpointed.DEFAULT_CHECKPOINTS
     if first is None:
@@ -337,7 +339,9 @@ def _bounded_while_once(test, body, state, names, site, max_iterations, first):
     def iteration(dynamic):
         # Under vmap an element's effects (prints, checks) happen only while it loops.
         with staging.tracing_loop_body(lambda: evaluate(dynamic), max_iterations):
-            return carry.check(body(*carry.given(dynamic)), dynamic)
+            with carry.giving(dynamic) as given:
+                outs = body(*given)
+            return carry.check(outs, dynamic)
 
     going = None if first is None else staging.scalar_predicate(first, site, "loop condition")
     final = bounded.while_loop(evaluate, iteration, carry.init, max_iterations, going)

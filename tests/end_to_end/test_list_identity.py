@@ -420,6 +420,24 @@ def test_an_item_of_another_shape_is_refused_by_name():
     )
 
 
+def rebound_to_itself_then_indexed_by_a_traced_count(x):
+    rows = [[x, 2.0], [3.0, 4.0]]
+    rows = rows  # the same list: no other name holds it
+    k = 0
+    total = 0.0
+    while k < x:
+        k += 1
+        total = total + rows[k % 2][0]
+    return total
+
+
+def test_a_list_rebound_to_itself_is_indexed_as_the_list_it_was():
+    # It raised JAX's TracerIntegerConversionError: `rows = rows` made `rows` look shared, and
+    # `rows[k % 2]` was left to Python's list indexing.
+    with pytest.raises(StagingError, match=r"an item of a list with a traced index"):
+        transpiler.jit(rebound_to_itself_then_indexed_by_a_traced_count)(3.0)
+
+
 def slices_of_a_staged_list(xs):
     out = []
     for v in xs:

@@ -483,3 +483,97 @@ def test_a_library_class_subclassed_is_not_given_back_its_identity():
     assert identity.attribute_node(State(jnp.ones(2)))
     assert identity.attribute_node(Params(jnp.ones(2)))
     assert not identity.attribute_node({"w": 1})
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Converted:
+    n: jax.Array
+
+    def __post_init__(self):
+        self.n = jnp.asarray(self.n, jnp.float32)
+
+
+def made_arrays_by_post_init(x):
+    s = Converted(0)
+    old = s
+    for i in range(3):
+        if x > i:
+            s.n = s.n + x
+            s = s
+    return old.n, s.n
+
+
+def test_a_class_whose_post_init_makes_arrays_is_rebuilt_of_arrays_only():
+    # A staged `if` asked JAX for the shapes of its branches' outputs as objects: the class
+    # was built of `ShapeDtypeStruct`s, which `__post_init__` could not make arrays (TypeError).
+    check_jit(made_arrays_by_post_init, 2.0)
+    check_jit(made_arrays_by_post_init, -1.0)
+
+
+def compared_by_identity_inside_a_branch(x):
+    s = State(x)
+    s0 = s
+    items = [s, State(2 * x)]
+    if x > 0:
+        s.n = s.n + 1
+        s = s
+        same = 1 if s is s0 else 0
+    else:
+        same = (2 if s is s0 else 3) + (4 if items[1] is s else 5)
+    return same, s.n, s0.n
+
+
+def list_compared_by_identity_inside_a_branch(x):
+    rec = [x]
+    rec0 = rec
+    if x > 0:
+        rec[0] = rec[0] + 1
+        rec = rec
+        same = 1 if rec is rec0 else 0
+    else:
+        same = 4
+    return same, rec[0]
+
+
+def list_chosen_then_compared_after_an_early_return(x, y):
+    rec = [x]
+    rec0 = rec
+    recs = [rec, [y]]
+    if y < 0:
+        return 5
+    if x > 9:
+        rec = recs[1]
+    return 1 if rec is rec0 else 0
+
+
+def carried_by_a_loop_and_compared(x):
+    s = State(jnp.zeros(()))
+    s0 = s
+    hits = 0
+    i = 0
+    while i < x:
+        if s is s0:
+            hits += 1
+        s = State(s.n + 1)
+        i += 1
+    return hits
+
+
+@pytest.mark.parametrize("x", [1.0, -1.0])
+def test_is_inside_a_branch_sees_the_object_not_the_branchs_copy(x):
+    # The branch was given a copy of `s` (of `rec`): `s is s0` was False where Python's is True.
+    check_jit(compared_by_identity_inside_a_branch, x)
+    check_jit(list_compared_by_identity_inside_a_branch, x)
+
+
+def test_is_after_a_choice_inside_a_branch_is_refused():
+    # Inside the branch the return pass made of the rest, `rec0`'s copy was what the `if`
+    # chose between: `rec is rec0` was 0 where Python's is 1 (x <= 9).
+    with pytest.raises(StagingError, match=r"`is` compares 'rec'"):
+        jax.jit(transpiler.convert(list_chosen_then_compared_after_an_early_return))(3, 4)
+
+
+def test_is_of_an_object_a_loop_carries_is_refused():
+    with pytest.raises(StagingError, match=r"`is` compares a State that a staged loop carries"):
+        jax.jit(transpiler.convert(carried_by_a_loop_and_compared))(3.0)

@@ -83,6 +83,16 @@ _VIEWS = frozenset({"iter", "enumerate", "zip", "reversed"})
 _ARRAY_MODULES = ("numpy", "jax.numpy", "jax.lax", "jax.nn", "transpiler")
 
 
+def _rebinds_itself(targets, value) -> bool:
+    """Whether an assignment binds a name to what it holds already (`recs = recs`)."""
+    return (
+        len(targets) == 1
+        and isinstance(targets[0], gast.Name)
+        and isinstance(value, gast.Name)
+        and value.id == targets[0].id
+    )
+
+
 def private_lists(
     scope: gast.FunctionDef, names: frozenset[str], globals_: dict, return_values=()
 ) -> frozenset[str]:
@@ -149,7 +159,9 @@ def private_lists(
             allowed.update(map(id, _returned(node.value)))  # the return pass's `retval_ = out`
         elif isinstance(node, (gast.Assign, gast.AnnAssign)):
             targets = node.targets if isinstance(node, gast.Assign) else [node.target]
-            if len(targets) == 1 and _new_list(node.value, globals_):
+            if _rebinds_itself(targets, node.value):  # `recs = recs`: the same list, no alias
+                allowed.update((id(targets[0]), id(node.value)))
+            elif len(targets) == 1 and _new_list(node.value, globals_):
                 allowed.add(id(targets[0]))
             elif len(targets) == 1 and (  # a new value, which no list's reference is
                 _plain_operation(node.value, names, globals_)  # `rows = rows + 1`
