@@ -323,6 +323,7 @@ class Carry:
         if ran:
             identity.runs_at_least_once()
         state = list(self.merge(dynamic))
+        self._paired = {}  # (what it holds of the objects inside would count as a holder)
         for index, original in self.originals.items():
             if (
                 index not in self.replaced

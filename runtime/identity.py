@@ -321,9 +321,16 @@ def record_replaced(replaced: list, label: str, site: Site) -> None:
     of a variable (`label`) on some path (`b.inner = S(...)` under a traced `if`; see
     `update_in_place`), with the new one the object holds now: Python's holds the new one or
     the old one, as the path went, so a change in place to either is not exact while both may
-    be seen."""
+    be seen: where something else holds the old one (nothing else reaching it, no change
+    through the new one can show)."""
     for old, new in replaced:
-        detached(f"an item of {label}", site, new, [old, new])
+        if sys.getrefcount(old) > _REPLACED_REFERENCES:
+            detached(f"an item of {label}", site, new, [old, new])
+
+
+# The references `record_replaced` finds to an old object nothing else holds: its pair's in
+# the list, the loop's name, `sys.getrefcount`'s argument.
+_REPLACED_REFERENCES = 3
 
 
 @dataclasses.dataclass(eq=False)

@@ -172,23 +172,23 @@ class Callees:
             self._scopes[id(fn_node)] = Callees(fn_node, self.globals, self.closure, self)
         return self._scopes[id(fn_node)]
 
-    def makes_new(self, func: gast.expr) -> bool:
-        """Whether calling `func` gives a new object each time: a class of the user's (or a
-        module's), made by `type` and `object.__new__` (not a `__new__` of its own, which may
-        give back one it keeps)."""
-        if isinstance(func, gast.Name):
-            found, scope = self._local(func.id)
-            if scope is not None:
-                return (
-                    isinstance(found, gast.ClassDef)
-                    and not found.bases
-                    and not found.keywords
-                    and not any(
-                        isinstance(n, gast.FunctionDef) and n.name == "__new__" for n in found.body
-                    )
-                )
+    def new_object_fields(self, func: gast.expr) -> frozenset[str] | None:
+        """The fields of the new object calling `func` gives, where it is a dataclass of a
+        module's whose `__init__` only stores its arguments (the generated one, no
+        `__post_init__`) and whose objects are new (`type`'s, `object.__new__`): nothing but
+        the name it is bound to holds it, as long as only those fields of it are read or set
+        (a method, a property, `__dict__` may hand on `self`); else None."""
         value = self._value(func)
-        return isinstance(value, type) and type(value) is type and value.__new__ is object.__new__
+        if not (isinstance(value, type) and type(value) is type):
+            return None
+        if value.__new__ is not object.__new__ or not _generated_init(value):
+            return None
+        if hasattr(value, "__post_init__"):
+            return None
+        names = frozenset(field.name for field in dataclasses.fields(value))
+        if any(not isinstance(getattr(value, n, None), _PLAIN_DEFAULTS) for n in names):
+            return None  # a field a descriptor of the class's own stands for
+        return names
 
     def changed_by(self, call: gast.Call) -> list[str]:
         """The caller's variables, attributes and items (`"p"`, `"p[*]"`) whose containers
@@ -356,6 +356,8 @@ class Callees:
 
 
 _NEW = Summary(parameters=(), vararg="args", kwarg="kwargs")  # a class with no `__init__`
+# What a dataclass's class holds at a field's name: nothing, or the field's default value.
+_PLAIN_DEFAULTS = (type(None), bool, int, float, complex, str, tuple, frozenset)
 
 
 class _Mapped(Summary):

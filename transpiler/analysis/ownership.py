@@ -118,11 +118,7 @@ def owned_names(fn_node: gast.FunctionDef, resolve=None) -> frozenset[str]:
             continue
         if all(_makes_or_keeps(value, name) for value in values):
             owned.add(name)
-        elif (
-            resolve is not None
-            and name not in visitor.methods_called
-            and all(_makes_or_keeps(v, name) or _constructs(v, resolve) for v in values)
-        ):
+        elif resolve is not None and _owns_new_objects(name, values, visitor, resolve):
             owned.add(name)
     # `retval = best` is the function's return; other assignments from a name hand it on.
     for target, source in visitor.copies:
@@ -138,7 +134,7 @@ class _Uses(Visitor):
         self.assigned: dict[str, list] = {}  # name -> assigned values (None: not a plain one)
         self.escaped: set[str] = set()
         self.copies: list[tuple[str, str]] = []  # (target, source) of `target = source`
-        self.methods_called: set[str] = set()  # `s` of `s.step()`
+        self.attributes: dict[str, set[str]] = {}  # name -> the attributes read or set on it
 
     def _assign(self, target, value) -> None:
         if isinstance(target, gast.Name):
@@ -152,7 +148,8 @@ class _Uses(Visitor):
 
     def visit_Assign(self, node):
         for target in node.targets:
-            self._assign(target, node.value)
+            # (`s = t = []`: one list under two names, which neither owns.)
+            self._assign(target, node.value if len(node.targets) == 1 else None)
             if not isinstance(target, gast.Name):
                 self.visit(target)
                 if isinstance(node.value, gast.Name):  # `self.h = best`, `d[k] = best`
@@ -230,16 +227,15 @@ class _Uses(Visitor):
 
     def visit_Attribute(self, node):
         if isinstance(node.value, gast.Name):
-            return  # `best.append`, `best.shape`: a method or attribute of the container
+            # `best.append`, `best.shape`: a method or attribute of the container
+            self.attributes.setdefault(node.value.id, set()).add(node.attr)
+            return
         self.generic_visit(node)
 
     def visit_Call(self, node):
-        func, _ = called(node)
-        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
-            self.methods_called.add(func.value.id)
         args = [a.value if isinstance(a, gast.Starred) else a for a in node.args]
         args += [k.value for k in node.keywords]
-        if _reads_only(node.func):
+        if _reads_only(node.func) and not _gives_back_an_argument(node):
             self._looked_inside(args)
         elif is_runtime(node.func) and node.func.attr in _RUNTIME_CHANGERS and args:
             self._looked_inside(args[:1])
@@ -263,19 +259,45 @@ class _Uses(Visitor):
         self._looked_inside([node.operand])
 
     def visit_BoolOp(self, node):
-        self._looked_inside(node.values)
+        for value in node.values:  # `view = s or default`: the value is one of them
+            self.visit(value)
+
+    def _tested(self, test) -> None:
+        """Visits a test: the operands of its `and`, `or` and `not` are looked inside (its
+        truth is taken, the object is not kept)."""
+        stack = [test]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, gast.BoolOp):
+                stack += node.values
+            elif isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+                stack.append(node.operand)
+            else:
+                self._looked_inside([node])
 
     def visit_If(self, node):
-        self._looked_inside([node.test])
+        self._tested(node.test)
         for stmt in [*node.body, *node.orelse]:
             self.visit(stmt)
 
     def visit_While(self, node):
         self.visit_If(node)
 
+    def visit_IfExp(self, node):
+        self._tested(node.test)
+        self.visit(node.body)
+        self.visit(node.orelse)
+
+    def visit_Assert(self, node):
+        self._tested(node.test)
+        if node.msg is not None:
+            self.visit(node.msg)
+
     def visit_comprehension(self, node):
         self._assign(node.target, None)
-        self._looked_inside([node.iter, *node.ifs])
+        self._looked_inside([node.iter])
+        for test in node.ifs:
+            self._tested(test)
 
 
 def _reads_only(func) -> bool:
@@ -313,13 +335,33 @@ def _makes_or_keeps(value, name: str) -> bool:
 _NEW_CONTAINERS = frozenset({"list", "dict", "set", "sorted"})  # builtins that make a new one
 
 
-def _constructs(value, resolve) -> bool:
-    """Whether `value` is a call of a class that gives a new object (`Episode(0.0, 0)`, as the
-    call pass writes it: `rt__.call(Episode, 0.0, 0)`; see `callees.Callees.makes_new`)."""
-    if not isinstance(value, gast.Call):
-        return False
-    func, _ = called(value)
-    return isinstance(func, (gast.Name, gast.Attribute)) and resolve.makes_new(func)
+def _owns_new_objects(name: str, values, visitor, resolve) -> bool:
+    """Whether `name` is bound only to new containers and new objects of dataclasses
+    (`Episode(0.0, 0)`, as the call pass writes it: `rt__.call(Episode, 0.0, 0)`; see
+    `callees.Callees.new_object_fields`), and only those objects' fields are read or set
+    through it (`s.ret`: not a method, a property or `__dict__`, which may hand on `self`)."""
+    fields = None
+    for value in values:
+        if _makes_or_keeps(value, name):
+            continue
+        if not isinstance(value, gast.Call):
+            return False
+        func, _ = called(value)
+        if not isinstance(func, (gast.Name, gast.Attribute)):
+            return False
+        made = resolve.new_object_fields(func)
+        if made is None:
+            return False
+        fields = made if fields is None else fields & made
+    return fields is not None and visitor.attributes.get(name, set()) <= fields
+
+
+def _gives_back_an_argument(call: gast.Call) -> bool:
+    """Whether `call` (of a reader) may give back one of its arguments itself: `max(a, b,
+    key=len)`, `min(a, b)`."""
+    func = call.func
+    name = func.attr if is_runtime(func) else getattr(func, "id", None)
+    return name in ("max", "min", "max_", "min_") and len(call.args) > 1
 
 
 def is_runtime(func) -> bool:
