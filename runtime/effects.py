@@ -1600,6 +1600,9 @@ def _detached(out, changes: list[Change]):
             return any(reaches(v) for v in value)
         if isinstance(value, dict):
             return any(reaches(v) for v in value.values())
+        if identity.attribute_node(value):  # (its attributes are changed as its `__dict__`'s)
+            held = identity.attributes(value).values()
+            return id(getattr(value, "__dict__", None)) in changed or any(map(reaches, held))
         return False
 
     if not any(reaches(v) for v in out):

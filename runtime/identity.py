@@ -514,6 +514,9 @@ def detached(
     of on every path, where it is (see `one_of`)."""
     stack = _DETACHED.get()
     watched = _picked if how == "picked" else is_container
+    # With the objects the copies among them stand for (a loop iteration's copy of what the
+    # variable held: the object it entered the loop with, on the first iteration).
+    objects = [*objects, *(original_of(o)[0] for o in objects)]
     kept = tuple({id(o): o for o in objects if watched(o)}.values())
     if not stack or not kept:
         return

@@ -681,3 +681,48 @@ def test_a_second_name_for_the_object_is_seen_by_ownership(fn):
     arg = jnp.array([1.0, 2.0, 3.0]) if "xs" in fn.__code__.co_varnames else -2.0
     with pytest.raises(StagingError):
         jax.jit(transpiler.convert(fn))(arg)
+
+
+def returned_early_from_a_loop(xs):
+    ep = State(jnp.zeros(()))
+    for x in xs:
+        if x > 10:
+            return ep
+        ep.n = ep.n + x
+    return ep
+
+
+def test_an_object_returned_early_from_a_loop_holds_its_values_then():
+    # It held the values from before the loop (0 where Python's has 1): the exit read the
+    # object after its traced attributes were put back.
+    check_jit(returned_early_from_a_loop, jnp.array([1.0, 20.0, 3.0]))
+    check_jit(returned_early_from_a_loop, jnp.array([1.0, 2.0, 3.0]))
+    check_vmap(returned_early_from_a_loop, jnp.array([[1.0, 20.0, 3.0], [1.0, 2.0, 3.0]]))
+
+
+def replaced_under_a_condition_in_a_range_loop(x):
+    s = State(jnp.zeros(()))
+    old = s
+    for i in range(3):
+        if x > i:
+            s = dataclasses.replace(s, n=s.n + 1)
+    return old.n, s.n, old is s
+
+
+def list_replaced_under_a_condition_in_a_range_loop(x):
+    s = [jnp.zeros(())]
+    old = s
+    for i in range(3):
+        if x > i:
+            s = [s[0] + 1]
+    return old[0], s[0], old is s
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [replaced_under_a_condition_in_a_range_loop, list_replaced_under_a_condition_in_a_range_loop],
+)
+def test_is_after_a_loop_that_may_replace_the_object_is_refused(fn):
+    # It gave False where Python's is True (no iteration replaced it).
+    with pytest.raises(StagingError, match=r"`is` compares 's'"):
+        jax.jit(transpiler.convert(fn))(-1.0)
