@@ -49,10 +49,10 @@ class Carry:
         self.originals = {i: v for i, v in enumerate(state) if identity.is_container(v)}
         self.replaced: set[int] = set()
         # Of those, per variable: the ids of the ones inside that every iteration traced left
-        # at their places (`identity.kept_at_their_places`), and the pairing of an iteration's
-        # copies with them.
+        # at their places (`identity.kept_at_their_places`); and the copies an iteration was
+        # given of them and of those inside, {id(copy): (copy, original)}.
         self.kept: dict[int, set[int]] = {}
-        self._paired: dict[int, dict] = {}
+        self._copies: dict[int, tuple] = {}
         # Likewise the lists and dicts inside tuple variables (`st = NT(w, 0.0)`): {index:
         # {path: the object}}, and the (index, path) of those an iteration left another object
         # at, or changed in place.
@@ -323,7 +323,7 @@ class Carry:
         if ran:
             identity.runs_at_least_once()
         state = list(self.merge(dynamic))
-        self._paired = {}  # (what it holds of the objects inside would count as a holder)
+        self._copies = {}  # (what it holds of the objects inside would count as a holder)
         for index, original in self.originals.items():
             if (
                 index not in self.replaced
@@ -369,9 +369,10 @@ class Carry:
         """The state an iteration is given (fresh containers: see `check_identities`)."""
         self._given = self.merge(staging.fresh(dynamic))
         self._given_contents = {i: identity.contents(self._given[i]) for i in self.originals}
-        self._paired = {
-            i: {id(c): o for o, c in identity.container_pairs(original, self._given[i])}
+        self._copies = {
+            id(c): (c, o)
             for i, original in self.originals.items()
+            for o, c in identity.container_pairs(original, self._given[i])
         }
         self._given_tuples = {
             (i, path): identity.contents(identity.item_at(self._given[i], path))
@@ -385,12 +386,7 @@ class Carry:
         """`given(dynamic)`, while the iteration is traced: its copies are known as copies
         (`identity.original_of`)."""
         given = self.given(dynamic)
-        pairs = {
-            id(c): (c, o)
-            for i, original in self.originals.items()
-            for o, c in identity.container_pairs(original, given[i])
-        }
-        with identity.given_copies(pairs, in_loop=True):
+        with identity.given_copies(self._copies, in_loop=True):
             yield given
 
     def check_identities(self, outs) -> None:
@@ -408,7 +404,7 @@ class Carry:
         self._check_tuple_identities(outs, given)
         for i in self.originals:
             if outs[i] is given[i]:
-                kept = identity.kept_at_their_places(self.originals[i], outs[i], self._paired[i])
+                kept = identity.kept_at_their_places(self.originals[i], outs[i], self._copies)
                 self.kept[i] = self.kept[i] & kept if i in self.kept else kept
                 continue
             self.replaced.add(i)

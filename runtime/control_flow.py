@@ -799,12 +799,11 @@ def _places(raw: list, copies: dict) -> dict[int, set[int]]:
     """{index: the ids of the lists, dicts and attribute nodes inside the original at their
     places still (`identity.kept_at_their_places`)} of the outputs of a branch that are the
     copy of one it was given."""
-    paired = {key: original for key, (_, original) in copies.items()}
     found = {}
     for index in range(len(raw)):
         pair = copies.get(id(raw[index]))
         if pair is not None and pair[0] is raw[index]:
-            found[index] = identity.kept_at_their_places(pair[1], raw[index], paired)
+            found[index] = identity.kept_at_their_places(pair[1], raw[index], copies)
     return found
 
 

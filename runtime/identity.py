@@ -278,12 +278,14 @@ def update_in_place(target, value, kept=None, replaced=None) -> None:
         target.update(value)
 
 
-def kept_at_their_places(original, now, paired) -> set[int]:
+def kept_at_their_places(original, now, copies) -> set[int]:
     """The ids of the lists, dicts and attribute nodes inside `original` (itself included)
-    whose copies a staged trace was given (`paired`: {id(copy): original}) are at the same
-    places in `now` (what the trace gave back for it) after it: those `update_in_place` may
-    update; the others the trace replaced, or moved."""
-    return {id(o) for o, c in container_pairs(original, now) if paired.get(id(c)) is o}
+    whose copies a staged trace was given (`copies`: {id(copy): (copy, original)}) are at the
+    same places in `now` (what the trace gave back for it) after it: those `update_in_place`
+    may update; the others the trace replaced, or moved."""
+    return {
+        id(o) for o, c in container_pairs(original, now) if copies.get(id(c), (None, None))[1] is o
+    }
 
 
 # Per staged trace in progress (a branch, a loop's iteration), innermost last: the copies its
