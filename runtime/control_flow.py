@@ -139,13 +139,16 @@ def _unshared_items(holders) -> frozenset[int]:
 _HELD_BY_ITS_HOLDER = 3
 
 
-def if_exp(pred, if_true, if_false, *, aliased=False, owned=False, construct=None, plain=False):
+def if_exp(
+    pred, if_true, if_false, *, aliased=False, owned=False, construct=None, plain=False, target=None
+):
     """Functional form of `if_true() if pred else if_false()`; a traced `pred` -> `lax.cond`.
     `aliased`: the value is assigned to a name whose containers the function changes in place;
     `owned`, to one that owns its containers. `construct`: what the user wrote, for errors (an
     `a and b or c`), if not a conditional expression. `plain`: both sides are names or number
     literals (`1 if hit else 0`, `x if inside else 0.0`), which compute nothing and have no
-    effects (see `_plain_select`)."""
+    effects (see `_plain_select`). `target`: the name the value is assigned to, which the
+    messages of later refusals name (`'cur'`, not "the value")."""
     pred = staging.condition(pred)
     if is_staged(pred):
         site = Site(construct or "conditional expression")
@@ -168,7 +171,10 @@ def if_exp(pred, if_true, if_false, *, aliased=False, owned=False, construct=Non
                 owned=frozenset({"<value>"} if owned else ()),
             )
 
+        since = identity.mark()
         (value,) = effects.run((), ("<value>",), stage)
+        if target is not None:
+            identity.relabel(since, _label("<value>", site), f"'{target}'")
         return value
     return if_true() if pred else if_false()
 

@@ -620,6 +620,16 @@ def chosen_between(value, other):
     return None
 
 
+def relabel(since: int, label: str, name: str) -> None:
+    """Calls the variable of the entries the statement being traced recorded (from `since`,
+    see `mark`) under `label` by `name` (a conditional expression's value, by the name it is
+    assigned to)."""
+    stack = _DETACHED.get()
+    for entry in stack[-1][since:] if stack else ():
+        if entry.label == label:
+            entry.label = name
+
+
 def mark() -> int:
     """Where the record of the converted call being traced stands (for `settle`)."""
     stack = _DETACHED.get()

@@ -254,7 +254,10 @@ def swapped_then_changed(x):
         (changed_then_let_go_of, r"'s' holds a State .* changes in place through 's' and then"),
         (changed_on_one_path_replaced_on_the_other, r"'s' holds a State that is changed in place"),
         (chosen_then_changed, r"'best' is a different State depending on the condition"),
-        (chosen_by_an_expression_then_changed, r"is a different State depending on the condition"),
+        (
+            chosen_by_an_expression_then_changed,
+            r"'best' is a different State depending on the condition of a staged conditional",
+        ),
         (swapped_then_changed, r"'s' is a different State depending on the condition"),
     ],
 )

@@ -48,6 +48,10 @@ class _ConditionalExpressions(Transformer):
             node.value.keywords.append(
                 gast.keyword(arg="owned", value=gast.Constant(value=True, kind=None))
             )
+        if isinstance(value, gast.IfExp) and [type(t) for t in node.targets] == [gast.Name]:
+            # (What messages call the value: `'cur'` of `cur = a if c else b`.)
+            target = gast.Constant(value=node.targets[0].id, kind=None)
+            node.value.keywords.append(gast.keyword(arg="target", value=target))
         return node
 
     def visit_IfExp(self, node):
