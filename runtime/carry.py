@@ -417,22 +417,17 @@ class Carry:
                     else f"another {kind} after changing the one it held in place"
                 )
                 if identity.attribute_node(self.originals[i]):
-                    how = (
-                        "objects in place: the staged loop changes copies of them, which "
-                        "nothing takes back to the objects other names see. Change the objects "
-                        "through the names that hold them, or build new ones "
-                        "(dataclasses.replace) instead of setting their attributes."
-                    )
+                    changed_ones, named = "objects", "objects"
+                    new = "(dataclasses.replace) instead of setting their attributes"
                 else:
-                    how = (
-                        "lists or dicts in place: the staged loop changes copies of them, which "
-                        "nothing takes back to the objects other names see. Change the lists "
-                        "through the names that hold them, or build new ones (a = [...]) "
-                        "instead of changing them."
-                    )
+                    changed_ones, named = "lists or dicts", "lists"
+                    new = "(a = [...]) instead of changing them"
                 raise StagingError(
                     f"'{self.names[i]}' is given {what} in an iteration of the staged "
-                    f"{self.site.construct} ({self.site}), and the loop changes {how}"
+                    f"{self.site.construct} ({self.site}), and the loop changes {changed_ones} "
+                    "in place: the staged loop changes copies of them, which nothing takes back "
+                    f"to the objects other names see. Change the {named} through the names "
+                    f"that hold them, or build new ones {new}."
                 )
 
     def _check_tuple_identities(self, outs, given) -> None:

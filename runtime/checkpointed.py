@@ -127,13 +127,7 @@ class Traced:
 
     def __init__(self, fn, init):
         trees = []
-
-        def flat(x):  # (leaves out: `return_shape` would build the state's objects of shapes)
-            leaves, tree = jax.tree_util.tree_flatten(fn(x))
-            trees.append(tree)
-            return leaves
-
-        closed = jax.make_jaxpr(flat)(init)
+        closed = jax.make_jaxpr(staging.flattened(fn, trees))(init)
         self.jaxpr, self.consts, self.effects = closed.jaxpr, tuple(closed.consts), closed.effects
         self.out_tree = trees[0]
 

@@ -453,25 +453,14 @@ def _cond_or_select(pred, true_fn, false_fn, log_site=None, false_keeps=False) -
     was given (see `keeping_state`): it runs here, computing nothing, with no trace of its own
     (a `jax.make_jaxpr` costs as much as a few operations)."""
     trees = []
-
-    def flat(fn):
-        # Leaves out: `return_shape` would build the branch's objects of leaves that are no
-        # arrays (a dataclass whose `__post_init__` makes its field an array).
-        def run():
-            leaves, tree = jax.tree_util.tree_flatten(fn())
-            trees.append(tree)
-            return leaves
-
-        return run
-
-    true_jaxpr, leaves = jax.make_jaxpr(flat(true_fn), return_shape=True)()
+    true_jaxpr, leaves = jax.make_jaxpr(staging.flattened(true_fn, trees), return_shape=True)()
     treedef = trees[0]
     run_true = jax_core.jaxpr_as_fun(true_jaxpr)
     if false_keeps:
         kept = jax.tree_util.tree_leaves(false_fn())
         false_jaxpr, run_false = None, lambda: kept
     else:
-        false_jaxpr = jax.make_jaxpr(flat(false_fn))()
+        false_jaxpr = jax.make_jaxpr(staging.flattened(false_fn, trees))()
         run_false = jax_core.jaxpr_as_fun(false_jaxpr)
     kinds = None
     if all(selects.selects(leaf.dtype) for leaf in leaves):
@@ -659,9 +648,7 @@ def _check_changes_kept(raw, copies, put_back, given_to, site) -> None:
             if a is original and inputs[index] in (owned or ()):
                 continue  # its own: nothing else sees the object Python changed
             name = inputs[index]
-            field = (
-                next(iter(identity.attributes(a)), "field") if identity.attribute_node(a) else ""
-            )
+            field = _an_attribute(a)
             example = (
                 f"`{name}.{field} += 1` then `{name} = None`"
                 if field
@@ -873,6 +860,14 @@ _ONLY_THE_CONTAINER = 3
 _NEW = object()
 
 
+def _an_attribute(value) -> str:
+    """An attribute of `value` for a message's example (`s.n += 1`), where it is an attribute
+    node ("field" where it holds none); "" for a list or dict."""
+    if not identity.attribute_node(value):
+        return ""
+    return next(iter(identity.attributes(value)), "field")
+
+
 def _check_not_changed_then_replaced(value, before, copies, name, site) -> None:
     """Raises where a branch changed the list or dict a variable held (Python changes the
     object others may see too) and then bound the variable to another: the staged branch
@@ -1000,8 +995,7 @@ def _refuse_changed_on_a_path(which: str, value, name: str, site) -> None:
     variables it sees changed so, `aliased`; this is the change it did not see: a call's, a dict
     item's.)"""
     kind = type(value).__name__
-    if identity.attribute_node(value):
-        field = next(iter(identity.attributes(value)), "field")
+    if field := _an_attribute(value):
         fix = (
             "Set its attributes on the other path too instead of binding a new one "
             f"(`{name}.{field} = ...`), or build a new {kind} on both paths "

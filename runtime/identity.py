@@ -184,12 +184,9 @@ def containers_within(value) -> set[int]:
     stack = [value]
     while stack:
         item = stack.pop()
-        if type(item) in (list, dict) and id(item) not in found:
+        if is_container(item) and id(item) not in found:
             found.add(id(item))
-            stack.extend(item.values() if type(item) is dict else item)
-        elif attribute_node(item) and id(item) not in found:
-            found.add(id(item))
-            stack.extend(attributes(item).values())
+            stack.extend(_held(item))
         elif plain_tuple(item):
             stack.extend(item)
     return found

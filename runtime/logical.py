@@ -288,8 +288,8 @@ def is_(a, b):
     # A staged branch's copy of a list, dict or object is the object itself, as Python has it;
     # a loop iteration's stands for what the variable held as the iteration began.
     (first, in_loop), (second, other_in_loop) = identity.original_of(a), identity.original_of(b)
-    both = identity.is_container(a) and identity.is_container(b)
-    if (in_loop or other_in_loop) and a is not b and both:
+    carried = (in_loop or other_in_loop) and a is not b
+    if carried and identity.is_container(a) and identity.is_container(b):
         raise StagingError(
             f"`is` compares a {type(a).__name__} that a staged loop carries with another "
             f"({Site('is comparison')}): in Python the variable holds, in each iteration, the "

@@ -886,6 +886,20 @@ def _nodes(tree):
     return jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, Held))
 
 
+def flattened(fn, trees: list):
+    """`fn` giving the leaves of its output, each call's tree structure appended to `trees`:
+    traced so (`jax.make_jaxpr`), the shapes JAX gives back are leaves, not the output's
+    objects built of `ShapeDtypeStruct`s (a dataclass whose `__post_init__` makes its field an
+    array cannot be)."""
+
+    def run(*args):
+        leaves, tree = jax.tree_util.tree_flatten(fn(*args))
+        trees.append(tree)
+        return leaves
+
+    return run
+
+
 def fresh(tree):
     """A copy of the containers of `tree` (same leaves): staged code never mutates the caller's."""
     leaves, treedef = jax.tree_util.tree_flatten(tree, is_leaf=lambda x: x is None)

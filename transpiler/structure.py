@@ -195,6 +195,18 @@ def docstring_length(body: list[gast.stmt]) -> int:
     )
 
 
+def truth_tested(test: gast.expr) -> list[gast.expr]:
+    """The expressions `test` only tests for truth: itself, and the operands of its `and`/`or`
+    (`y = out or []` keeps the list; `if out or x:` does not)."""
+    found, todo = [], [test]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        if isinstance(node, gast.BoolOp):
+            todo.extend(node.values)
+    return found
+
+
 def root_name(expr: gast.expr) -> str | None:
     """The name an attribute chain starts from (`jnp` of `jnp.linalg.norm`), or None."""
     while isinstance(expr, gast.Attribute):

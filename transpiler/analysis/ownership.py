@@ -99,8 +99,8 @@ _MAKERS = (gast.List, gast.Dict, gast.Set, gast.ListComp, gast.DictComp, gast.Se
 
 def owned_names(fn_node: gast.FunctionDef, resolve=None) -> frozenset[str]:
     """The names of `fn_node` (not of functions nested in it) that own their containers; with
-    `resolve` (a `callees.Callees`), those bound to new objects of classes too (`s =
-    Episode(0.0, 0)`), whose methods they do not call (a method may hand on `self`): for the
+    `resolve` (a `callees.Callees`), those bound to new objects of dataclasses too (`s =
+    Episode(0.0, 0)`) through which only fields are read or set (`_owns_new_objects`): for the
     runtime's `owned=` only, which looks at what such an object holds (`runtime.identity.
     owning`); the aliasing analyses here follow the attributes of those objects as before."""
     visitor = _Uses()
@@ -265,14 +265,10 @@ class _Uses(Visitor):
     def _tested(self, test) -> None:
         """Visits a test: the operands of its `and`, `or` and `not` are looked inside (its
         truth is taken, the object is not kept)."""
-        stack = [test]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, gast.BoolOp):
-                stack += node.values
-            elif isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
-                stack.append(node.operand)
-            else:
+        for node in structure.truth_tested(test):
+            if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+                self._tested(node.operand)
+            elif not isinstance(node, gast.BoolOp):
                 self._looked_inside([node])
 
     def visit_If(self, node):

@@ -203,9 +203,9 @@ def private_lists(
         elif _plain_operation(node, names, globals_):  # `out + [v]`, `2 * out`: a new list
             allowed.update((id(node.left), id(node.right)))
         elif isinstance(node, (gast.If, gast.While, gast.IfExp, gast.Assert)):
-            allowed.update(map(id, _tested(node.test)))
+            allowed.update(map(id, structure.truth_tested(node.test)))
         elif isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
-            allowed.update(map(id, _tested(node.operand)))
+            allowed.update(map(id, structure.truth_tested(node.operand)))
         elif isinstance(node, gast.Return):
             allowed.update(map(id, _returned(node.value)))
         elif isinstance(node, gast.Expr):
@@ -282,18 +282,6 @@ def _handed_items(node: gast.AST) -> list[gast.expr]:
 def _position(node: gast.AST) -> tuple[int, int] | None:
     lineno = getattr(node, "lineno", None)
     return None if lineno is None else (lineno, getattr(node, "col_offset", 0))
-
-
-def _tested(test: gast.expr) -> list[gast.expr]:
-    """The expressions `test` only tests for truth: itself, and the operands of its `and`/`or`
-    (`y = out or []` keeps the list; `if out or x:` does not)."""
-    found, todo = [], [test]
-    while todo:
-        node = todo.pop()
-        found.append(node)
-        if isinstance(node, gast.BoolOp):
-            todo.extend(node.values)
-    return found
 
 
 def _returned(value: gast.expr | None) -> list[gast.expr]:
