@@ -4,8 +4,9 @@
 nested `for i in range(1, len_a + 1):` / `for j in range(1, len_b + 1):` loops. The lengths are
 arguments, traced under `jit`, so both loops become `lax.while_loop`s over a counter (the inner
 one inside the outer one); the `0 if a[i - 1] == b[j - 1] else 1` a select. `edit_distance_rows`
-keeps one row as a Python list built by `append` in an inner loop over the padded width (a Python
-range: unrolled), inside the staged outer loop. `edit_distances` batches pairs of sequences
+keeps one row as a Python list built by `append` in an inner loop over the padded width, inside
+the staged outer loop: the inner loop reads the row at `j - 1`, in range in every iteration, so it
+is one `lax.scan` too (see docs/semantics.md on loops over ranges). `edit_distances` batches pairs of sequences
 with `jax.vmap`, which batches the loops: each pair runs its own trip counts.
 """
 

@@ -15,6 +15,8 @@ is fine where its value goes into an array computation.
 from __future__ import annotations
 
 import builtins
+import types
+from collections.abc import Mapping
 
 import gast
 
@@ -52,11 +54,14 @@ def uses_items_as_python(
     live_after: frozenset[str] = frozenset(),
     enclosing: frozenset[str] = frozenset(),
     catches: bool = False,
+    sizes: Mapping[str, int] = types.MappingProxyType({}),
 ) -> bool:
     """Whether the body of `loop` (or its extra test) uses an item as a Python value; or the
     code after it (`live_after`: names read after the loop) reads the last item. `enclosing`:
     the indices of the `for` loops over ranges around it. `catches`: the function has a `try`,
-    whose handlers may read the text of an exception the loop raises (as Python text)."""
+    whose handlers may read the text of an exception the loop raises (as Python text).
+    `sizes`: the lists the loop may find built just before it, and their lengths then (see
+    `counted_reads`)."""
     tainted = _names(loop.target)
     if tainted & live_after:
         return True  # read after the loop, where no analysis of ours follows it
@@ -72,7 +77,137 @@ def uses_items_as_python(
     for stmt in statements:
         if isinstance(stmt, gast.For) and range_loop(stmt):
             indices |= index_names(stmt)
-    return _used_as_python(statements, tainted, counter, indices, catches)
+    proven = counted_reads(loop, sizes) if sizes else frozenset()
+    return _Statements(statements, counter, indices, catches, proven).used_as_python(tainted)
+
+
+def counted_reads(loop: gast.For, sizes: Mapping[str, int]) -> frozenset[int]:
+    """The reads `rt__.list_item(row, j + c)` in the body of `loop` that are in range in every
+    iteration, as the ids of their index nodes. `j` is the loop's index, over `range(stop)` or
+    `range(start, stop)` (`start` an int literal); `c` an int literal; `row` a list of
+    `sizes[row]` items before the loop, which the body appends one item to in every iteration
+    (`row.append(...)`, a statement at the top of the body), and uses in no other way. At
+    iteration `j` it holds `sizes[row] + j - start` items (one more after the append), so one
+    check of the bounds holds for every iteration: the dynamic-programming row `row = [i]`,
+    then `row.append(min(prev[j] + 1, row[j - 1] + 1, ...))` over `range(1, n)`. Staged, the
+    loop reads such a list at the traced index exactly where Python does (a traced index is
+    never out of range there, so never clamped)."""
+    start = _range_start(loop)
+    if start is None or not isinstance(loop.target, gast.Name):
+        return frozenset()
+    index = loop.target.id
+    statements = list(structure.walk(loop.body))
+    stores = (n for s in statements for n in _own_nodes(s) if isinstance(n, gast.Name))
+    if any(not isinstance(n.ctx, gast.Load) and n.id == index for n in stores):
+        return frozenset()  # the body rebinds the index: `j` is not the iteration's
+    proven: set[int] = set()
+    for name, size in sizes.items():
+        appends = [i for i, stmt in enumerate(loop.body) if _appends_to(stmt, name)]
+        if len(appends) != 1 or sum(_appends_to(s, name) for s in statements) != 1:
+            continue
+        reads = _counted_reads_of(loop.body, name, index, appends[0])
+        if reads is None:
+            continue
+        if all(
+            offset < size - start + after and start + offset + size + after >= 0
+            for _, offset, after in reads
+        ):
+            proven.update(id(node) for node, _, _ in reads)
+    return frozenset(proven)
+
+
+def _range_start(loop: gast.For) -> int | None:
+    """Where `loop`'s range starts, if it is `range(stop)` or `range(start, stop[, 1])` with an
+    int literal `start`; else None."""
+    if not _range_call(loop.iter) or loop.iter.keywords:
+        return None
+    args = loop.iter.args
+    if len(args) == 1:
+        return 0
+    if len(args) == 3 and not (_int_literal(args[2]) and args[2].value == 1):
+        return None
+    if len(args) in (2, 3) and _int_literal(args[0]):
+        return args[0].value
+    return None
+
+
+def _int_literal(node: gast.AST) -> bool:
+    return isinstance(node, gast.Constant) and type(node.value) is int
+
+
+def _appends_to(stmt: gast.stmt, name: str) -> bool:
+    """Whether `stmt` is `name = rt__.list_append(name, item)` (the lists pass's append)."""
+    return (
+        isinstance(stmt, gast.Assign)
+        and len(stmt.targets) == 1
+        and _is_name(stmt.targets[0], name)
+        and isinstance(stmt.value, gast.Call)
+        and naming.runtime_operator(stmt.value.func) == "list_append"
+        and len(stmt.value.args) == 2
+        and _is_name(stmt.value.args[0], name)
+    )
+
+
+def _is_name(node: gast.AST, name: str) -> bool:
+    return isinstance(node, gast.Name) and node.id == name
+
+
+def _counted_reads_of(body: list[gast.stmt], name: str, index: str, appended_at: int):
+    """The reads of list `name` at `index + c` in `body`, as (index node, c, 1 if after the
+    append else 0); None if `body` uses `name` in any other way than those reads and the append
+    (statement `appended_at` of `body`)."""
+    reads = []
+    for position, top in enumerate(body):
+        after = int(position > appended_at)
+        allowed: set[int] = set()
+        if position == appended_at:
+            allowed = {id(top.targets[0]), id(top.value.args[0])}
+        for node in structure.walk_nodes(top):
+            if isinstance(node, gast.Call) and naming.runtime_operator(node.func) == "list_item":
+                if len(node.args) == 2 and _is_name(node.args[0], name):
+                    offset = _offset(node.args[1], index)
+                    if offset is None:
+                        return None
+                    reads.append((node.args[1], offset, after))
+                    allowed.add(id(node.args[0]))
+            elif _is_name(node, name) and id(node) not in allowed:
+                return None
+    return reads
+
+
+def _offset(node: gast.AST, index: str) -> int | None:
+    """`c` where `node` is `index`, `index + c`, `c + index` or `index - c` (`c` an int
+    literal); else None."""
+    if _is_name(node, index):
+        return 0
+    if not isinstance(node, gast.BinOp) or not isinstance(node.op, (gast.Add, gast.Sub)):
+        return None
+    if _is_name(node.left, index) and _int_literal(node.right):
+        return node.right.value if isinstance(node.op, gast.Add) else -node.right.value
+    if isinstance(node.op, gast.Add) and _int_literal(node.left) and _is_name(node.right, index):
+        return node.left.value
+    return None
+
+
+def list_sizes(before: list[gast.stmt], hidden: frozenset[str]) -> dict[str, int]:
+    """The lists the statements `before` a loop (in its block, in order) leave as they built
+    them: `{name: length}` for each `name = [a, b, ...]` (no starred item) that no statement
+    after it mentions, nor a nested function or lambda (`hidden`: the names those read)."""
+    sizes: dict[str, int] = {}
+    mentioned: set[str] = set(hidden)
+    for stmt in reversed(before):
+        if (
+            isinstance(stmt, gast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], gast.Name)
+            and isinstance(stmt.value, gast.List)
+            and not any(isinstance(e, gast.Starred) for e in stmt.value.elts)
+        ):
+            name = stmt.targets[0].id
+            if name not in mentioned and name not in sizes:
+                sizes[name] = len(stmt.value.elts)
+        mentioned.update(n.id for n in structure.walk_nodes(stmt) if isinstance(n, gast.Name))
+    return sizes
 
 
 def used_as_python(body: list[gast.stmt], names, catches: bool = False) -> frozenset[str]:
@@ -90,24 +225,17 @@ def index_names(loop: gast.For) -> frozenset[str]:
     return frozenset(_Statements(list(structure.walk(loop.body))).closure(_names(loop.target)))
 
 
-def _used_as_python(
-    statements: list[gast.stmt],
-    tainted: set[str],
-    counter,
-    indices: set[str] = frozenset(),
-    catches: bool = False,
-) -> bool:
-    return _Statements(statements, counter, indices, catches).used_as_python(tainted)
-
-
 class _Statements:
     """A loop body's statements, with what `used_as_python` asks of them found once: the names
     each binding passes values from, and the reads of variables in each statement that do not
     feed an array computation (asked again for each variable of a loop's state)."""
 
-    def __init__(self, statements, counter=None, indices=frozenset(), catches=False):
+    def __init__(
+        self, statements, counter=None, indices=frozenset(), catches=False, proven=frozenset()
+    ):
         self.statements = statements
         self.counter, self.indices, self.catches = counter, indices, catches
+        self.proven = proven  # `counted_reads`
         # (names a binding binds, names its value passes on: `_passed`, the value)
         self.bindings = [
             (_names(target), _passed(value), value)
@@ -173,7 +301,9 @@ class _Statements:
             node.id
             for node in reads
             if node.id in tainted
-            and not _array_use(node, parents, self.counter, self.catches, node.id in floats, ints)
+            and not _array_use(
+                node, parents, self.counter, self.catches, node.id in floats, ints, self.proven
+            )
         )
 
     def _reads_of(self, stmt: gast.stmt) -> tuple[list, dict]:
@@ -334,6 +464,7 @@ def _array_use(
     catches: bool,
     floated: bool,
     ints: frozenset[str],
+    proven: frozenset[int] = frozenset(),
 ) -> bool:
     """Whether this read of an item feeds an array computation, where a tracer is exact: its
     value (or what arithmetic makes of it) is compared, indexes an array, goes into a JAX
@@ -341,7 +472,8 @@ def _array_use(
     exponent, or user code. `floated`: the name holds a float made from an item, which is
     printed with Python's digits only where the item is Python's (and so is one made here:
     `print(i / 3)`, `print(i * scale)`; `ints`: the names holding ints made from items, which
-    arithmetic with it keeps ints)."""
+    arithmetic with it keeps ints). `proven`: the index nodes of reads of lists that are in
+    range in every iteration (`counted_reads`), an array's index there."""
     node, parent = name, parents.get(id(name))
     sliced = False  # passed through a slice bound: `m[:, :i]` needs a static bound
     while parent is not None:
@@ -384,6 +516,8 @@ def _array_use(
                 return _printed(parent, parents, catches) and not floated
             if naming.runtime_operator(parent.func) == "print_":
                 return not floated  # an int prints as Python's, a float32 with its digits
+            if id(node) in proven and naming.runtime_operator(parent.func) == "list_item":
+                return parent.args[1] is node
             if naming.runtime_operator(parent.func) not in _PASSING_RUNTIME:
                 return _array_function(parent.func)
         elif isinstance(parent, gast.If) and parent.test is node and catches:

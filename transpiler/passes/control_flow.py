@@ -227,6 +227,9 @@ class _ControlFlow(Transformer):
         self.resolvers: list[callees_.Callees] = []  # per scope: `callees`, nested ones'
         self.scopes: list[gast.FunctionDef] = []
         self.range_indices: list[frozenset[str]] = []  # of the loops over ranges around a node
+        # Per `for` statement (by id), the lists built just before it (`item_uses.list_sizes`).
+        self.list_sizes: dict[int, dict[str, int]] = {}
+        self.hidden: list[frozenset[str] | None] = []  # per scope: `_hidden`
         # Per scope: what `ownership.aliased_after` finds, per statement, and what a store in
         # the statement must not be followed by (its `stored`).
         self.aliased: list[dict[gast.stmt, frozenset[str]]] = []
@@ -246,7 +249,9 @@ class _ControlFlow(Transformer):
         self.aliased.append(ownership.aliased_after(node, callees, self.stored[-1]))
         self.owned.append(None)
         self.catches.append(None)  # whether it has a `try` (found when a loop asks)
+        self.hidden.append(None)
         node.body = self.visit_block(node.body)
+        self.hidden.pop()
         self.catches.pop()
         self.aliased.pop()
         self.stored.pop()
@@ -254,6 +259,27 @@ class _ControlFlow(Transformer):
         self.resolvers.pop()
         self.scopes.pop()
         return node
+
+    def visit_block(self, stmts):
+        for index, stmt in enumerate(stmts):
+            if isinstance(stmt, gast.For) and index and self.scopes:
+                # (before the block's statements change: as the user wrote them)
+                self.list_sizes[id(stmt)] = item_uses.list_sizes(stmts[:index], self._hidden())
+        return super().visit_block(stmts)
+
+    def _hidden(self) -> frozenset[str]:
+        """The names the nested functions and lambdas of the function being converted read:
+        they may change a list the function built at any call."""
+        if self.hidden[-1] is None:
+            scope = self.scopes[-1]
+            self.hidden[-1] = frozenset(
+                n.id
+                for inner in structure.walk_nodes(scope)
+                if inner is not scope and isinstance(inner, structure.SCOPES + (gast.Lambda,))
+                for n in structure.walk_nodes(inner)
+                if isinstance(n, gast.Name)
+            )
+        return self.hidden[-1]
 
     def _catches(self) -> bool:
         """Whether the function being converted has a `try` (its handlers may read the text of
@@ -398,7 +424,8 @@ class _ControlFlow(Transformer):
         if last_item and node.target.id not in anno.getanno(node, _A.BODY_ACTIVITY).bound:
             live_after = live_after - {node.target.id}
             options.append(gast.keyword(arg="last_item", value=templates.constant(node.target.id)))
-        if item_uses.uses_items_as_python(node, live_after, enclosing, self._catches()):
+        sizes = self.list_sizes.pop(id(node), {})
+        if item_uses.uses_items_as_python(node, live_after, enclosing, self._catches(), sizes):
             true = templates.constant(True)
             options.append(gast.keyword(arg="items_as_python", value=true))
         names, _, cells = self._state(node)
