@@ -161,7 +161,7 @@ class Carry:
             if isinstance(state[j], lists_.StagedList) and not isinstance(state[i], Undefined):
                 # `return out` from inside the loop: the return value is that list, carried as
                 # an empty one of its room until the return runs
-                state[i] = state[j]._with(length=jnp.zeros_like(state[j].length))
+                state[i] = state[j]._with(length=jnp.zeros_like(state[j].length), least=0)
         return tuple(state)
 
     def _retyped(self, state, unset, lists, probe, probe_args, shapes, probe_state):
@@ -225,7 +225,8 @@ class Carry:
 
         def run(carried, probe_args):
             values = [staging.released(carried.get(i, v)) for i, v in enumerate(probe_state)]
-            outs = probe(tuple(values), *probe_args)
+            with lists_.keeping_items(()):
+                outs = probe(tuple(values), *probe_args)
             bound = [v.value if isinstance(v, MaybeUnbound) else v for v in outs]
             found.extend(i for i in unset if staging.is_array_tree(bound[i]))
             self._binds_lists = {
@@ -271,6 +272,8 @@ class Carry:
             element = lists_.item_type([value.buffer[0], *items], value.buffer.dtype)
         else:
             element = lists_.item_type(items)
+            if element is not None:
+                lists_.check_kept_items(name, value, element)
         if element is None:
             shown = [jnp.asarray(x) for x in items] + ([value.buffer[0]] if staged else [])
             kinds = ", ".join(sorted({describe(x) for x in shown}))
@@ -314,7 +317,9 @@ class Carry:
         self.planned.add(index)
         carried = value.resized(value.capacity + appends, fixed=True)
         # In the loop the length is a traced count; it is known again after (static_lengths).
-        return carried._with(static_length=None, fixed=True, origin=origin)
+        # Where no iteration pops from it nor clears it, it never holds fewer items than now.
+        least = 0 if probed.shrinks else (known if known is not None else value.least)
+        return carried._with(static_length=None, fixed=True, origin=origin, least=least)
 
     def finish(self, dynamic, *, ran: bool = False):
         """The state after the loop: its lists can grow again; those that always grew get their
@@ -386,7 +391,7 @@ class Carry:
         """`given(dynamic)`, while the iteration is traced: its copies are known as copies
         (`identity.original_of`)."""
         given = self.given(dynamic)
-        with identity.given_copies(self._copies, in_loop=True):
+        with identity.given_copies(self._copies, in_loop=True), lists_.keeping_items(()):
             yield given
 
     def check_identities(self, outs) -> None:

@@ -1182,8 +1182,10 @@ def _branch_output(index, value, fixes: _Retrace, name: str):
         def even(item):
             if not isinstance(item, lists.StagedList):
                 return item
-            capacity, fixed, origin = next(evened)
-            return item.resized(capacity, fixed)._with(static_length=None, origin=origin)
+            capacity, fixed, origin, least = next(evened)
+            return item.resized(capacity, fixed)._with(
+                static_length=None, origin=origin, least=least
+            )
 
         value = jax.tree_util.tree_map(
             even, value, is_leaf=lambda v: isinstance(v, lists.StagedList)
@@ -1325,17 +1327,19 @@ def _staged_lists(value) -> tuple[list, object]:
 def _evened_lists(a, b) -> list | None:
     """Where `a` and `b` hold staged lists in the same places (`out`, `(out, 1)`) that differ
     in room, in whether their length is known, or in how they were made (`return out` inside a
-    loop, where the list is the loop's, and after it): what each is to become in both branches,
-    `(capacity, fixed, origin)`, in order; else None."""
+    loop, where the list is the loop's, and after it; or in the fewest items they hold): what
+    each is to become in both branches, `(capacity, fixed, origin, least)`, in order; else
+    None."""
     in_a, tree_a = _staged_lists(a)
     in_b, tree_b = _staged_lists(b)
     if not in_a or len(in_a) != len(in_b) or tree_a != tree_b:
         return None
-    shown = [(x.capacity, x.static_length, x.fixed, x.origin) for x in in_a]
-    if shown == [(y.capacity, y.static_length, y.fixed, y.origin) for y in in_b]:
+    shown = [(x.capacity, x.static_length, x.fixed, x.origin, x.least) for x in in_a]
+    if shown == [(y.capacity, y.static_length, y.fixed, y.origin, y.least) for y in in_b]:
         return None
     return [
-        (max(x.capacity, y.capacity), x.fixed and y.fixed, x.origin) for x, y in zip(in_a, in_b)
+        (max(x.capacity, y.capacity), x.fixed and y.fixed, x.origin, min(x.least, y.least))
+        for x, y in zip(in_a, in_b)
     ]
 
 

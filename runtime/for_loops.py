@@ -504,6 +504,7 @@ def for_stmt(
     max_iterations=None,
     checkpoints=None,
     items_as_python=False,
+    indexed_lists=(),
     last_item=None,
     reads=(),
     sums=(),
@@ -538,7 +539,9 @@ def for_stmt(
     to `jax.lax.while_loop`. A body that cannot be staged (it changes a variable's shape, or
     needs the index as a Python int) runs as unrolled Python instead, and so does a loop whose
     body uses its Python items as Python values (`items_as_python`: `f"layer{i}"`, a call of
-    user code with `i`), where a traced item would not be exact. Python state the loop changes
+    user code with `i`), where a traced item would not be exact (`indexed_lists`: the lists it
+    reads at the index, in range in every iteration, which a staged loop must leave holding
+    their items as they are, see `lists.keeping_items`). Python state the loop changes
     is carried too, or refused (see `runtime.effects`; `aliased`: the variables whose lists and
     dicts other names may reach and change in place; `stores`: the body's stores of such a
     container into another, refused when staged; `owned`: the variables whose containers no
@@ -694,13 +697,14 @@ def for_stmt(
         may_scan = seq.staged() or seq.exact_as_arrays()
 
     def scan_from(k, state, unfired=False):
-        out = staged(
-            lambda body, test, exit_, state, names: _scan(
-                seq, k, n, body, test, state, names, site, max_iterations is None, exit_
-            ),
-            state,
-            unfired,
-        )
+        with lists_.keeping_items(indexed_lists):
+            out = staged(
+                lambda body, test, exit_, state, names: _scan(
+                    seq, k, n, body, test, state, names, site, max_iterations is None, exit_
+                ),
+                state,
+                unfired,
+            )
         stops = extra_test is not None and (max_iterations is None or unfired)
         log.staged(site, "lax.while_loop" if stops else "lax.scan")
         took(None if stops_early else n)

@@ -17,6 +17,7 @@ length, for code that masks the padding itself).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import math
 import operator
 import re
@@ -57,6 +58,11 @@ class StagedList:
     append, as Python would grow the list. When appends happened under a traced condition the
     length is traced, and whatever depends on it (stacking, iterating, slicing) raises a
     StagingError instead of seeing the padding: `padded(lst)` gives (buffer, length).
+
+    `least`: the fewest items it holds wherever its length is traced: the length a staged loop
+    that never pops from it nor clears it found it with (`hs = [h0]`, then
+    `hs.append(f(hs[-1]))` in every iteration: at least 1). A Python index within it (`hs[-1]`)
+    is in range without a check when the program runs (a host call each iteration).
     """
 
     def __init__(
@@ -66,12 +72,14 @@ class StagedList:
         static_length: int | None = None,
         fixed: bool = False,
         origin: Origin | None = None,
+        least: int = 0,
     ):
         self.buffer = buffer
         self.length = length
         self.static_length = static_length  # known after a loop that always appends
         self.fixed = fixed
         self.origin = origin or Origin()
+        self.least = least
 
     def _with(self, **changes) -> StagedList:
         fields = dict(
@@ -80,6 +88,7 @@ class StagedList:
             static_length=self.static_length,
             fixed=self.fixed,
             origin=self.origin,
+            least=self.least,
         )
         return StagedList(**{**fields, **changes})
 
@@ -139,7 +148,8 @@ class StagedList:
         return buffer
 
     def tree_flatten(self):
-        return (self.buffer, self.length), (self.static_length, self.fixed, self.origin)
+        aux = (self.static_length, self.fixed, self.origin, self.least)
+        return (self.buffer, self.length), aux
 
     @classmethod
     def tree_unflatten(cls, aux, children):
@@ -214,7 +224,11 @@ class StagedList:
         item = lax.dynamic_index_in_dim(self.buffer, last, 0, keepdims=False)
         known = self.known_length()
         self._check_index(-1, "pop from empty list")
-        popped = self._with(length=last, static_length=None if known is None else known - 1)
+        popped = self._with(
+            length=last,
+            static_length=None if known is None else known - 1,
+            least=max(self.least - 1, 0),
+        )
         return popped, item
 
     def _popped_at(self, index, deleting: bool = False) -> tuple[StagedList, object]:
@@ -243,6 +257,7 @@ class StagedList:
             buffer=jnp.where(moved, shifted, buffer),
             length=self.length - 1,
             static_length=None if known is None else known - 1,
+            least=max(self.least - 1, 0),
         )
         return popped, item
 
@@ -293,8 +308,8 @@ class StagedList:
         check when the program runs where only the length is traced. A traced index is not
         checked: out of range, it is clamped, as JAX's indexing does (a check on every read
         costs a host call per read: 800x slower in a scan that reads an item per step)."""
-        if is_staged(index):
-            return
+        if is_staged(index) or -self.least <= index < self.least:
+            return  # (within `least`: in range wherever the program reads it)
         known = self.known_length()
         if known is not None:
             if not -known <= index < known:
@@ -755,7 +770,7 @@ def list_delete(target, index):
 def list_clear(target):
     """Functional form of `target.clear()`: returns the list, emptied."""
     if isinstance(target, StagedList):
-        return target._with(length=jnp.zeros_like(target.length), static_length=0)
+        return target._with(length=jnp.zeros_like(target.length), static_length=0, least=0)
     if isinstance(target, ProbeList):
         target.cleared()
         return target
@@ -917,6 +932,7 @@ class ProbeList(list):
         self.where: str | None = None  # the user's file:line of the first append
         self.element: jax.ShapeDtypeStruct | None = None  # what reads of missing items give
         self.guessed = False  # a read of a missing item gave a stand-in
+        self.shrinks = False  # popped from or cleared: its length may go down
 
     def append(self, item):
         if self.where is None:
@@ -999,6 +1015,7 @@ class ProbeList(list):
         # The length after the loop is known only if every iteration pops as many items: not
         # under a traced condition, nor in a nested loop that may stop early.
         trips = staging.loop_trip_counts()[self.depth :]
+        self.shrinks = True
         if any(n is None for n in trips):
             self.conditional = True
         else:
@@ -1015,8 +1032,11 @@ class ProbeList(list):
         """`clear()`: how many items the list holds after the loop is known only when the
         program runs (the counts of appends and pops no longer tell)."""
         self.conditional = True
+        self.shrinks = True
         if self.base is not None:
-            self.base = self.base._with(length=jnp.zeros_like(self.base.length), static_length=0)
+            self.base = self.base._with(
+                length=jnp.zeros_like(self.base.length), static_length=0, least=0
+            )
         self.clear()
 
     def branches(self):
@@ -1055,6 +1075,7 @@ class ProbeList(list):
     def __getitem__(self, index):
         if is_staged(index):  # which item, the program run tells: one of the item type
             if len(self):
+                check_items(self, "a list read at a traced index in a staged loop")
                 return jnp.zeros_like(super().__getitem__(-1))
             if self.base is not None:
                 return jnp.zeros_like(self.base.buffer[0])
@@ -1068,6 +1089,41 @@ class ProbeList(list):
             self.guessed = True
             return staging.zeros_like(STAND_IN if self.element is None else self.element)
         return super().__getitem__(index)
+
+
+# The lists a staged loop reads at its traced index, that must keep the items they hold before
+# it as they are (see `keeping_items`).
+_kept_items: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
+    "kept_items", default=frozenset()
+)
+
+
+@contextlib.contextmanager
+def keeping_items(names):
+    """Around the staging of a loop over a range whose body reads lists `names` at its index
+    (`for_stmt(indexed_lists=...)`, where Python would run the loop as Python): a staged list
+    made of one of them must hold its items as they are, not promoted to what its appends
+    give (Python ints made float32 by float appends, Python floats made float32 arrays); else the
+    `StagingError` of `check_kept_items` sends the loop back to Python, which reads them exact.
+    `names=()` inside the loop's body: its own loops keep their items only if they say so."""
+    token = _kept_items.set(frozenset(names))
+    try:
+        yield
+    finally:
+        _kept_items.reset(token)
+
+
+def check_kept_items(name: str, items, element: jax.ShapeDtypeStruct) -> None:
+    """StagingError where list `name` is one `keeping_items` names and a staged list of
+    `element` items would change the type of one of `items` (its Python items)."""
+    if name not in _kept_items.get():
+        return
+    for item in items:
+        if item_type([item]) != element:
+            raise StagingError(
+                f"'{name}' holds {staging.describe(jnp.asarray(item))} items before the loop "
+                f"that a staged list of its appends would hold as {staging.describe(element)}"
+            )
 
 
 @contextlib.contextmanager

@@ -7,6 +7,8 @@ Python's IndexError (a staged list read at a traced index clamps it)."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -199,3 +201,113 @@ def test_reads_not_shown_in_range_run_unrolled_as_python(fn):
             jax.jit(transpiler.convert(fn))(X)
         return
     assert_tree_close(jax.jit(transpiler.convert(fn))(X), expected)
+
+
+def read_in_the_else_clause(x, offset):
+    r = [x[0]]
+    for j in range(3):
+        r.append(r[j] + 1.0)
+    else:
+        y = r[j + offset]
+    return y
+
+
+@pytest.mark.parametrize("offset", [-1, -9, 5])
+def test_the_index_read_in_the_for_else_clause_is_pythons_last_item(offset):
+    fn = functools.partial(read_in_the_else_clause, offset=offset)
+    converted = jax.jit(transpiler.convert(read_in_the_else_clause), static_argnums=1)
+    try:
+        expected = fn(X)
+    except IndexError:
+        with pytest.raises(IndexError, match="list index out of range"):
+            converted(X, offset)
+        return
+    assert_tree_close(converted(X, offset), expected)
+
+
+def pairs_of_items(x):
+    r = [(x[0], x[1])]
+    for j in range(1, 5):
+        a, b = r[j - 1]
+        r.append((b, a + b))
+    return r[-1][1]
+
+
+def python_int_first(x):
+    dp = [0]
+    for j in range(1, 5):
+        dp.append(dp[j - 1] + x[j])
+    return dp
+
+
+def large_int_first(xi):
+    r = [xi[0]]
+    for j in range(3):
+        r.append(r[j] - 16777216 + 0.5)
+    return r[1], r[0]
+
+
+def literal_offsets(x):
+    r = [x, x, x]
+    for j in range(-2, 3):
+        r.append(r[-1 + j + 2 - 2] * 0.5 + r[-1])
+    return jnp.stack(r)
+
+
+def test_items_a_staged_list_would_change_keep_the_loop_python():
+    # Tuples cannot be one array; an int32 item would be read back as float32 (16777217 is
+    # 16777216.0 there): the loop runs as Python, whose items are as they were.
+    assert_tree_close(jax.jit(transpiler.convert(pairs_of_items))(X), pairs_of_items(X))
+    check_jit(python_int_first, X)
+    xi = jnp.array([16777217, 3, 5, 7], jnp.int32)
+    np.testing.assert_array_equal(jax.jit(transpiler.convert(large_int_first))(xi)[0], 1.5)
+    check_jit(large_int_first, xi)
+
+
+def test_negative_literals_in_the_range_and_the_index():
+    assert "scan" in primitives(literal_offsets, X)
+    check_jit(literal_offsets, X)
+
+
+# A list a staged loop only grows holds at least the items it entered with: a read at a literal
+# index within them (`hs[-1]`) needs no check as the program runs (a host call each iteration,
+# a thousand times the step's cost); one beyond them, or of a list the loop pops from, is
+# checked, and raises Python's IndexError.
+
+
+def recurrent(w, h0):
+    hs = [h0]
+    for _ in range(6):
+        hs.append(jnp.tanh(w @ hs[-1]))
+    return jnp.stack(hs)
+
+
+def two_back(x):
+    hs = [x]
+    for _ in range(3):
+        hs.append(hs[-2] * 0.5)
+    return hs[-1]
+
+
+def sliding(x):
+    window = [x, x + 1.0]
+    for _ in range(4):
+        window.pop(0)
+        window.append(window[-1] * 0.5 + 1.0)
+    return window[0]
+
+
+def test_a_read_within_the_items_the_loop_started_with_is_not_checked_when_run():
+    w = jnp.eye(3) * 0.5
+    assert "callback" not in primitives(recurrent, w, X[:3])
+    check_jit(recurrent, w, X[:3])
+    check_grad(lambda w: jnp.sum(recurrent(w, X[:3])), w)
+
+
+def test_reads_beyond_them_are_checked_and_raise_as_python():
+    with pytest.raises(IndexError):
+        two_back(X)
+    with pytest.raises(IndexError, match="list index out of range"):
+        jax.jit(transpiler.convert(two_back))(X)
+    assert "callback" in primitives(sliding, X)  # popped from: it may run short
+    check_jit(sliding, X)

@@ -5,7 +5,9 @@ ranges, `while` loops (each bounded by its own counter, incremented first so `co
 skip it, some also by `loop_options(max_iterations=...)`), `break`, `continue`, `return` under
 conditions, ternaries, `and`/`or`/`not`, chained comparisons, calls of a helper with early
 returns, `append`s to a list inside loops whose length is part of the result, and a boolean
-flag `c` (set from conditions, read in them, part of the result). Values stay small (`% 97`),
+flag `c` (set from conditions, read in them, part of the result), and dynamic-programming rows
+(a list built before a loop over a range, appended to once an iteration, read at the index plus
+or minus a literal, in range or not). Values stay small (`% 97`),
 so int32 under `jax.jit` equals Python's ints.
 """
 
@@ -56,6 +58,9 @@ class _Generator:
 
     def statement(self, indent: int, depth: int, in_loop: bool, can_append: bool) -> None:
         # Appends only where every enclosing loop has a known bound (a staged list needs one).
+        if depth < 3 and self.rng.random() < 0.07:
+            self.row_loop(indent, depth, can_append)
+            return
         r = self.rng.random()
         if can_append and self.rng.random() < 0.15:
             self.emit(indent, f"acc.append({self.expr()})")
@@ -98,6 +103,27 @@ class _Generator:
         else:
             self.emit(indent, f"if {self.cond()}:")
             self.emit(indent + 1, f"return {self.expr()}")
+
+    def row_loop(self, indent: int, depth: int, can_append: bool) -> None:
+        """A dynamic-programming row: a list built just before a loop over a range, one item
+        appended in every iteration, read at the index plus or minus a literal (in range or
+        not: Python's IndexError then), before the append and after it."""
+        j, row = f"j{depth}", f"row{self.counters}"
+        self.counters += 1
+        start, stop = self.rng.randint(0, 2), self.rng.randint(0, 6)
+        items = ", ".join(self.expr(2) for _ in range(self.rng.randint(1, 3)))
+        self.emit(indent, f"{row} = [{items}]")
+        self.emit(indent, f"for {j} in range({start}, {stop}):")
+        if self.rng.random() < 0.4:
+            self.block(indent + 1, depth + 1, True, can_append)
+        self.emit(indent + 1, f"{row}.append(({row}[{self.offset(j)}] + {self.expr()}) % 97)")
+        if self.rng.random() < 0.4:
+            self.emit(indent + 1, f"a = (a + {row}[{self.offset(j)}]) % 97")
+        self.emit(indent, f"b = (b + {row}[-1] + len({row})) % 97")
+
+    def offset(self, j: str) -> str:
+        c = self.rng.choice([-3, -2, -1, -1, 0, 1, 2])
+        return j if c == 0 else f"{j} {'+' if c > 0 else '-'} {abs(c)}"
 
     def program(self) -> str:
         self.lines += [

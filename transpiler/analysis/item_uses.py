@@ -15,7 +15,6 @@ is fine where its value goes into an array computation.
 from __future__ import annotations
 
 import builtins
-import types
 from collections.abc import Mapping
 
 import gast
@@ -54,14 +53,13 @@ def uses_items_as_python(
     live_after: frozenset[str] = frozenset(),
     enclosing: frozenset[str] = frozenset(),
     catches: bool = False,
-    sizes: Mapping[str, int] = types.MappingProxyType({}),
+    proven: frozenset[int] = frozenset(),
 ) -> bool:
     """Whether the body of `loop` (or its extra test) uses an item as a Python value; or the
     code after it (`live_after`: names read after the loop) reads the last item. `enclosing`:
     the indices of the `for` loops over ranges around it. `catches`: the function has a `try`,
     whose handlers may read the text of an exception the loop raises (as Python text).
-    `sizes`: the lists the loop may find built just before it, and their lengths then (see
-    `counted_reads`)."""
+    `proven`: the reads of lists at the index shown in range (`counted_reads`)."""
     tainted = _names(loop.target)
     if tainted & live_after:
         return True  # read after the loop, where no analysis of ours follows it
@@ -77,43 +75,47 @@ def uses_items_as_python(
     for stmt in statements:
         if isinstance(stmt, gast.For) and range_loop(stmt):
             indices |= index_names(stmt)
-    proven = counted_reads(loop, sizes) if sizes else frozenset()
     return _Statements(statements, counter, indices, catches, proven).used_as_python(tainted)
 
 
-def counted_reads(loop: gast.For, sizes: Mapping[str, int]) -> frozenset[int]:
+def counted_reads(loop: gast.For, sizes: Mapping[str, int]) -> tuple[frozenset[int], tuple]:
     """The reads `rt__.list_item(row, j + c)` in the body of `loop` that are in range in every
-    iteration, as the ids of their index nodes. `j` is the loop's index, over `range(stop)` or
-    `range(start, stop)` (`start` an int literal); `c` an int literal; `row` a list of
-    `sizes[row]` items before the loop, which the body appends one item to in every iteration
-    (`row.append(...)`, a statement at the top of the body), and uses in no other way. At
-    iteration `j` it holds `sizes[row] + j - start` items (one more after the append), so one
-    check of the bounds holds for every iteration: the dynamic-programming row `row = [i]`,
-    then `row.append(min(prev[j] + 1, row[j - 1] + 1, ...))` over `range(1, n)`. Staged, the
-    loop reads such a list at the traced index exactly where Python does (a traced index is
-    never out of range there, so never clamped)."""
+    iteration, as the ids of their index nodes, and the names of their lists. `j` is the
+    loop's index, over `range(stop)` or `range(start, stop)` (`start` an int literal); `c` an
+    int literal; `row` a list of `sizes[row]` items before the loop, which the body appends one
+    item to in every iteration (`row.append(...)`, a statement at the top of the body), and
+    uses in no other way. At iteration `j` it holds `sizes[row] + j - start` items (one more
+    after the append), so one check of the bounds holds for every iteration: the
+    dynamic-programming row `row = [i]`, then `row.append(min(prev[j] + 1, row[j - 1] + 1,
+    ...))` over `range(1, n)`. Staged, the loop reads such a list at the traced index exactly
+    where Python does (a traced index is never out of range there, so never clamped), where
+    the staged list holds the items it had before the loop as they are
+    (`for_stmt(indexed_lists=...)`: not Python ints made floats by the appends, say). Reads at
+    a literal index (`row[-1]`) are the staged list's, checked as it runs."""
     start = _range_start(loop)
     if start is None or not isinstance(loop.target, gast.Name):
-        return frozenset()
+        return frozenset(), ()
     index = loop.target.id
     statements = list(structure.walk(loop.body))
     stores = (n for s in statements for n in _own_nodes(s) if isinstance(n, gast.Name))
     if any(not isinstance(n.ctx, gast.Load) and n.id == index for n in stores):
-        return frozenset()  # the body rebinds the index: `j` is not the iteration's
+        return frozenset(), ()  # the body rebinds the index: `j` is not the iteration's
     proven: set[int] = set()
+    lists: list[str] = []
     for name, size in sizes.items():
         appends = [i for i, stmt in enumerate(loop.body) if _appends_to(stmt, name)]
         if len(appends) != 1 or sum(_appends_to(s, name) for s in statements) != 1:
             continue
         reads = _counted_reads_of(loop.body, name, index, appends[0])
-        if reads is None:
+        if not reads:
             continue
         if all(
             offset < size - start + after and start + offset + size + after >= 0
             for _, offset, after in reads
         ):
             proven.update(id(node) for node, _, _ in reads)
-    return frozenset(proven)
+            lists.append(name)
+    return frozenset(proven), tuple(lists)
 
 
 def _range_start(loop: gast.For) -> int | None:
@@ -124,15 +126,19 @@ def _range_start(loop: gast.For) -> int | None:
     args = loop.iter.args
     if len(args) == 1:
         return 0
-    if len(args) == 3 and not (_int_literal(args[2]) and args[2].value == 1):
+    if len(args) == 3 and _int_literal(args[2]) != 1:
         return None
-    if len(args) in (2, 3) and _int_literal(args[0]):
-        return args[0].value
+    return _int_literal(args[0]) if len(args) in (2, 3) else None
+
+
+def _int_literal(node: gast.AST) -> int | None:
+    """The value of an int literal (`3`, `-3`); else None."""
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        value = _int_literal(node.operand)
+        return None if value is None else -value
+    if isinstance(node, gast.Constant) and type(node.value) is int:
+        return node.value
     return None
-
-
-def _int_literal(node: gast.AST) -> bool:
-    return isinstance(node, gast.Constant) and type(node.value) is int
 
 
 def _appends_to(stmt: gast.stmt, name: str) -> bool:
@@ -154,8 +160,8 @@ def _is_name(node: gast.AST, name: str) -> bool:
 
 def _counted_reads_of(body: list[gast.stmt], name: str, index: str, appended_at: int):
     """The reads of list `name` at `index + c` in `body`, as (index node, c, 1 if after the
-    append else 0); None if `body` uses `name` in any other way than those reads and the append
-    (statement `appended_at` of `body`)."""
+    append else 0); None if `body` uses `name` in any other way than those reads, reads at a
+    literal index, and the append (statement `appended_at` of `body`)."""
     reads = []
     for position, top in enumerate(body):
         after = int(position > appended_at)
@@ -165,27 +171,39 @@ def _counted_reads_of(body: list[gast.stmt], name: str, index: str, appended_at:
         for node in structure.walk_nodes(top):
             if isinstance(node, gast.Call) and naming.runtime_operator(node.func) == "list_item":
                 if len(node.args) == 2 and _is_name(node.args[0], name):
+                    allowed.add(id(node.args[0]))
+                    if _int_literal(node.args[1]) is not None:
+                        continue  # `row[-1]`: checked as the program runs
                     offset = _offset(node.args[1], index)
                     if offset is None:
                         return None
                     reads.append((node.args[1], offset, after))
-                    allowed.add(id(node.args[0]))
+            elif (
+                isinstance(node, gast.Subscript)
+                and isinstance(node.ctx, gast.Load)
+                and _is_name(node.value, name)
+                and _int_literal(node.slice) is not None
+            ):
+                allowed.add(id(node.value))  # `row[-1]`, as the lists pass leaves it
             elif _is_name(node, name) and id(node) not in allowed:
                 return None
     return reads
 
 
 def _offset(node: gast.AST, index: str) -> int | None:
-    """`c` where `node` is `index`, `index + c`, `c + index` or `index - c` (`c` an int
-    literal); else None."""
+    """`c` where `node` is `index` plus or minus int literals (`index`, `index - 1`, `-1 +
+    index`, `index + 2 - 1`): `index + c`; else None."""
     if _is_name(node, index):
         return 0
     if not isinstance(node, gast.BinOp) or not isinstance(node.op, (gast.Add, gast.Sub)):
         return None
-    if _is_name(node.left, index) and _int_literal(node.right):
-        return node.right.value if isinstance(node.op, gast.Add) else -node.right.value
-    if isinstance(node.op, gast.Add) and _int_literal(node.left) and _is_name(node.right, index):
-        return node.left.value
+    sign = 1 if isinstance(node.op, gast.Add) else -1
+    left, right = _offset(node.left, index), _int_literal(node.right)
+    if left is not None and right is not None:
+        return left + sign * right
+    left, right = _int_literal(node.left), _offset(node.right, index)
+    if sign == 1 and left is not None and right is not None:
+        return left + right
     return None
 
 

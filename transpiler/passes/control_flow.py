@@ -416,7 +416,8 @@ class _ControlFlow(Transformer):
         # Decided on the body as the user wrote it, before its statements become functions.
         options = _loop_options(node)
         enclosing = frozenset().union(*self.range_indices)
-        live_after = anno.getanno(node, _A.LIVE_OUT)
+        # (its `else:` runs after it too, as the statements after the loop)
+        live_after = anno.getanno(node, _A.LIVE_OUT) | _read_names(node.orelse)
         # The item read after the loop: the runtime gives it back as Python's last item where
         # the staged loop runs every iteration (a `for i in range(300)` and `return i`); a
         # tuple of names reads it as Python items, the loop unrolled.
@@ -424,10 +425,13 @@ class _ControlFlow(Transformer):
         if last_item and node.target.id not in anno.getanno(node, _A.BODY_ACTIVITY).bound:
             live_after = live_after - {node.target.id}
             options.append(gast.keyword(arg="last_item", value=templates.constant(node.target.id)))
-        sizes = self.list_sizes.pop(id(node), {})
-        if item_uses.uses_items_as_python(node, live_after, enclosing, self._catches(), sizes):
+        # Reads of the lists built just before it, at the index, in range in every iteration.
+        proven, counted = item_uses.counted_reads(node, self.list_sizes.pop(id(node), {}))
+        if item_uses.uses_items_as_python(node, live_after, enclosing, self._catches(), proven):
             true = templates.constant(True)
             options.append(gast.keyword(arg="items_as_python", value=true))
+        elif counted:
+            options.append(gast.keyword(arg="indexed_lists", value=templates.constant(counted)))
         names, _, cells = self._state(node)
         options += self._restart_options(node, names) + self._aliased_option(node, names)
         options += self._stores_option(node, node.body)
@@ -738,6 +742,16 @@ def _described(node) -> str:
             func, args = method, args[1:]
         node = gast.Call(func=func, args=args, keywords=node.keywords)
     return loading.unparse(node).strip()
+
+
+def _read_names(stmts: list[gast.stmt]) -> frozenset[str]:
+    """The names `stmts` read anywhere in them."""
+    return frozenset(
+        n.id
+        for stmt in stmts
+        for n in structure.walk_nodes(stmt)
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+    )
 
 
 def _placeholder(name: str) -> gast.expr:
