@@ -217,6 +217,44 @@ def linear_search_lax(x, target):
     return jnp.where(i < x.shape[0], i, -1)
 
 
+# An RNN whose states are a list it appends to and reads back (`hs[-1]`), as users write it.
+
+
+def list_rnn(w, u, xs):
+    hs = [jnp.zeros(w.shape[0])]
+    for t in range(xs.shape[0]):
+        hs.append(jnp.tanh(w @ hs[-1] + u @ xs[t]))
+    return jnp.stack(hs[1:])
+
+
+def list_rnn_lax(w, u, xs):
+    def step(h, x):
+        h = jnp.tanh(w @ h + u @ x)
+        return h, h
+
+    _, hs = lax.scan(step, jnp.zeros(w.shape[0]), xs)
+    return hs
+
+
+# Dynamic programming over a list it grows, read at the index (`best[i - 1]`, `best[i - 2]`).
+
+
+def max_independent_sum(x):
+    best = [x[0], jnp.maximum(x[0], x[1])]
+    for i in range(2, x.shape[0]):
+        best.append(jnp.maximum(best[i - 1], best[i - 2] + x[i]))
+    return best[-1]
+
+
+def max_independent_sum_lax(x):
+    def step(carry, xi):
+        two_back, one_back = carry
+        return (one_back, jnp.maximum(one_back, two_back + xi)), None
+
+    (_, best), _ = lax.scan(step, (x[0], jnp.maximum(x[0], x[1])), x[2:])
+    return best
+
+
 # Hand-written versions of the functions in samples/.
 
 
@@ -470,6 +508,7 @@ def cases() -> list[tuple[str, pathlib.Path, Callable, tuple]]:
     xs = jax.random.normal(key[5], (256, 32))
     search = jnp.arange(4096, dtype=jnp.int32)
     rhs = jax.random.normal(key[6], (64,))
+    rhs_long = jax.random.normal(key[6], (512,))
     return [
         ("bisection (while + if)", here, _own("bisection"), (1.0, 3.0, 1e-6)),
         (
@@ -487,6 +526,8 @@ def cases() -> list[tuple[str, pathlib.Path, Callable, tuple]]:
         ("masked rnn (break, T=256, len=200)", here, _own("masked_rnn"), (w, u, xs, 200)),
         ("conjugate gradient (while and)", here, _own("conjugate_gradient"), (spd, rhs, 1e-8)),
         ("linear search (return, 3000/4096)", here, _own("linear_search"), (search, 3000)),
+        ("list rnn (hs[-1], T=256)", here, _own("list_rnn"), (w, u, xs)),
+        ("list dynamic programming (N=512)", here, _own("max_independent_sum"), (rhs_long,)),
         (
             "samples clipped_rnn (T=256)",
             SAMPLES / "clipped_rnn.py",

@@ -894,15 +894,25 @@ def list_reverse(target):
     return target
 
 
-def stack_list(stack, target, *args, **kwargs):
-    """`stack(target, ...)` (`jnp.stack`, `jnp.array`, ...) that stacks a StagedList at once."""
+def stack_list(stack, target, *args, part=None, **kwargs):
+    """`stack(target, ...)` (`jnp.stack`, `jnp.array`, ...) that stacks a StagedList at once;
+    with `part`, the (start, stop, step) of a slice, `stack(target[start:stop:step], ...)`: the
+    rows of a staged list of known length at once, not a Python list of its items (one slice
+    of the buffer where the items would be hundreds)."""
     if isinstance(target, ProbeList):
         target = target.read_typed()  # JAX takes lists, not subclasses of them
+    if part is not None:
+        part = slice(*part)
+        known = target.known_length() if isinstance(target, StagedList) else None
+        if known is None or not range(known)[part]:  # (no items: the stacking's own error)
+            target = target[part]
     if not isinstance(target, StagedList):
         return stack(target, *args, **kwargs)
     name = getattr(stack, "__name__", "stacking")
     # `jnp.array` of Python numbers is strongly typed, `jnp.stack` of them weakly.
     result = target.stacked(f"{name}()", strong=name != "stack")
+    if part is not None:
+        result = result[part]
     axis = kwargs.pop("axis", args[0] if args and isinstance(args[0], int) else 0)
     if axis:
         result = jnp.moveaxis(result, 0, axis)

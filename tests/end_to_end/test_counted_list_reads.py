@@ -311,3 +311,34 @@ def test_reads_beyond_them_are_checked_and_raise_as_python():
         jax.jit(transpiler.convert(two_back))(X)
     assert "callback" in primitives(sliding, X)  # popped from: it may run short
     check_jit(sliding, X)
+
+
+# `jnp.stack(hs[1:])` of a list a staged loop built stacks a slice of its rows (one operation,
+# where a Python list of its items would be one per item), and gives what Python gives.
+
+
+def stacked_slices(w, h0, start, stop, step):
+    hs = [h0]
+    for _ in range(30):
+        hs.append(jnp.tanh(w @ hs[-1]))
+    return jnp.stack(hs[start:stop:step], axis=1), jnp.array(hs[start:stop:step])
+
+
+@pytest.mark.parametrize(
+    "part", [(1, None, None), (None, None, 2), (-3, None, None), (25, 1, -2), (2, 2, None)]
+)
+def test_stacking_a_slice_of_a_staged_list_is_pythons(part):
+    w, h0 = jnp.eye(3) * 0.5, X[:3]
+    converted = jax.jit(transpiler.convert(stacked_slices), static_argnums=(2, 3, 4))
+    try:
+        expected = stacked_slices(w, h0, *part)
+    except ValueError as error:  # no items to stack
+        with pytest.raises(ValueError, match=str(error)[:20]):
+            converted(w, h0, *part)
+        return
+    assert_tree_close(converted(w, h0, *part), expected)
+    # The rows sliced at once: about as many equations whatever the slice (a few per item of
+    # a Python list of the items).
+    whole = primitives(stacked_slices, w, h0, None, None, None, static_argnums=(2, 3, 4))
+    sliced = primitives(stacked_slices, w, h0, *part, static_argnums=(2, 3, 4))
+    assert abs(sliced.count("\n") - whole.count("\n")) <= 16

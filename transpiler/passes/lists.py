@@ -9,6 +9,7 @@
     out += [a, b]           ->   item = a; item_1 = b; out.append(item); out.append(item_1)
     out.extend((a,))        ->   out.append(a)          (then as above; out holds only lists)
     y = jnp.stack(out)      ->   y = rt__.stack_list(jnp.stack, out)   (out is appended to here)
+    y = jnp.stack(out[1:])  ->   y = rt__.stack_list(jnp.stack, out, part=(1, None, None))
     log.append(x)           ->   x                  (nothing reads `log`: nothing to carry)
 
 Only local names are rewritten: an assignment would make a global or closure variable local
@@ -720,18 +721,26 @@ class _Lists(Transformer):
     def visit_Call(self, node):
         node = self.generic_visit(node)
         func = node.func
+        if not (isinstance(func, gast.Attribute) and func.attr in _STACKERS and node.args):
+            return node
+        target, part = node.args[0], None
         if (
-            isinstance(func, gast.Attribute)
-            and func.attr in _STACKERS
-            and node.args
-            and isinstance(node.args[0], gast.Name)
-            and node.args[0].id in self.appended[-1]
+            isinstance(target, gast.Subscript)
+            and isinstance(target.slice, gast.Slice)
+            and isinstance(target.ctx, gast.Load)
         ):
+            # `jnp.stack(hs[1:])`: a slice of the staged list's rows, not a list of its items
+            bounds = (target.slice.lower, target.slice.upper, target.slice.step)
+            part = gast.Tuple([b or templates.constant(None) for b in bounds], gast.Load())
+            target = target.value
+        if isinstance(target, gast.Name) and target.id in self.appended[-1]:
             call = templates.replace_as_expression(
-                f"{RUNTIME}.stack_list(stack, target)", stack=func, target=node.args[0]
+                f"{RUNTIME}.stack_list(stack, target)", stack=func, target=target
             )
             call.args += node.args[1:]
             call.keywords = node.keywords
+            if part is not None:
+                call.keywords = [*call.keywords, gast.keyword(arg="part", value=part)]
             return call
         return node
 
