@@ -513,7 +513,7 @@ class Carry:
                     value.buffer.shape[1:], value.buffer.dtype, weak_type=value.weak
                 )
                 raise Picked(index, item)
-            value = _adopt_weak_dtypes(staging.as_arrays(value), prev)
+            value = _adopt_weak_dtypes(_least_as_entered(staging.as_arrays(value), prev), prev)
             promoted = self._check_leaves(name, prev, value, index in self.python_bools)
             if promoted:
                 promotions[index] = promoted
@@ -745,6 +745,25 @@ def _promote(state, promotions):
     for i, casts in promotions.items():
         state[i] = staging.released(staging.cast_leaves(state[i], casts))
     return tuple(state)
+
+
+def _least_as_entered(value, prev):
+    """`value` with the staged lists in it counting on as few items as those of `prev` (the
+    iteration's input) do: appends in the body count on more (`StagedList.least`), which the
+    next iteration, given the list as it entered, must not."""
+    if not isinstance(value, lists_.StagedList) and not isinstance(value, (tuple, list, dict)):
+        return value
+
+    def entered(v, p):
+        if isinstance(v, lists_.StagedList) and isinstance(p, lists_.StagedList):
+            return v._with(least=min(v.least, p.least))
+        return v
+
+    is_list = lambda v: isinstance(v, lists_.StagedList)  # noqa: E731
+    try:
+        return jax.tree_util.tree_map(entered, value, prev, is_leaf=is_list)
+    except ValueError:  # structures differ: the check of the leaves says how
+        return value
 
 
 def _adopt_weak_dtypes(value, prev):

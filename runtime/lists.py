@@ -61,8 +61,10 @@ class StagedList:
 
     `least`: the fewest items it holds wherever its length is traced: the length a staged loop
     that never pops from it nor clears it found it with (`hs = [h0]`, then
-    `hs.append(f(hs[-1]))` in every iteration: at least 1). A Python index within it (`hs[-1]`)
-    is in range without a check when the program runs (a host call each iteration).
+    `hs.append(f(hs[-1]))` in every iteration: at least 1), one more after each append in it
+    (`hs = []`, then `hs.append(h); h = g(hs[-1])`); the loop carries the list with the fewest
+    it entered with. A Python index within it (`hs[-1]`) is in range without a check when the
+    program runs (a host call each iteration).
     """
 
     def __init__(
@@ -194,6 +196,7 @@ class StagedList:
             buffer=buffer,
             length=self.length + 1,
             static_length=None if known is None else known + 1,
+            least=self.least + 1,
         )
 
     def _taking_dtype_of(self, item) -> StagedList:
@@ -1130,9 +1133,12 @@ def check_kept_items(name: str, items, element: jax.ShapeDtypeStruct) -> None:
         return
     for item in items:
         if item_type([item]) != element:
+            kind = f"a Python {type(item).__name__}" if type(item) in (bool, int, float) else ""
+            weak = "weakly typed " if element.weak_type else ""
             raise StagingError(
-                f"'{name}' holds {staging.describe(jnp.asarray(item))} items before the loop "
-                f"that a staged list of its appends would hold as {staging.describe(element)}"
+                f"'{name}' holds {kind or staging.describe(jnp.asarray(item))} before the loop, "
+                f"which a staged list of its appends would hold as a {weak}"
+                f"{staging.describe(element)} array"
             )
 
 

@@ -342,3 +342,29 @@ def test_stacking_a_slice_of_a_staged_list_is_pythons(part):
     whole = primitives(stacked_slices, w, h0, None, None, None, static_argnums=(2, 3, 4))
     sliced = primitives(stacked_slices, w, h0, *part, static_argnums=(2, 3, 4))
     assert abs(sliced.count("\n") - whole.count("\n")) <= 16
+
+
+def starts_empty(x):
+    hs = []
+    h = x
+    for _ in range(5):
+        hs.append(jnp.tanh(h))
+        h = hs[-1] * 0.9 + hs[0]
+    return jnp.stack(hs)
+
+
+def reads_before_the_first_append(x):
+    hs = []
+    h = x
+    for _ in range(5):
+        h = h + hs[-1] if hs else h
+        hs.append(jnp.tanh(h))
+    return jnp.stack(hs)
+
+
+def test_an_append_counts_for_the_reads_after_it_in_its_iteration():
+    assert "callback" not in primitives(starts_empty, X)
+    check_jit(starts_empty, X)
+    check_grad(lambda x: jnp.sum(starts_empty(x)), X)
+    check_vmap(starts_empty, jnp.stack([X, -X]))
+    check_jit(reads_before_the_first_append, X)
