@@ -513,7 +513,8 @@ class Carry:
                     value.buffer.shape[1:], value.buffer.dtype, weak_type=value.weak
                 )
                 raise Picked(index, item)
-            value = _adopt_weak_dtypes(_least_as_entered(staging.as_arrays(value), prev), prev)
+            value = _least_as_entered(staging.as_arrays(value), prev, index)
+            value = _adopt_weak_dtypes(value, prev)
             promoted = self._check_leaves(name, prev, value, index in self.python_bools)
             if promoted:
                 promotions[index] = promoted
@@ -629,6 +630,16 @@ class Promoted(staging.Retrace):
         self.promotions = promotions  # {state index: {leaf index: dtype or WeakDtype}}
 
 
+class FewerItems(staging.Retrace):
+    """Internal: an iteration leaves a staged list counting on fewer items than it entered
+    with (`StagedList.least`; popped in a nested loop): stage the loop again with the list
+    counting on none."""
+
+    def __init__(self, index: int):
+        super().__init__(index)
+        self.index = index
+
+
 class Replaced(staging.Retrace):
     """Internal: an iteration replaces the list an outer loop's probe stands in for (a
     `ProbeList` no code appended to) with a list of its own (`best = [x, y]`): stage the loop
@@ -734,6 +745,9 @@ def staged_with(stage, state, names):
         except Promoted as request:
             for i, casts in request.promotions.items():
                 promotions.setdefault(i, {}).update(casts)
+        except FewerItems as request:
+            i = request.index
+            state = (*state[:i], _counting_on_none(state[i]), *state[i + 1 :])
         finally:
             _PROMOTIONS.reset(token)
             _SIZED.reset(sized_token)
@@ -747,16 +761,20 @@ def _promote(state, promotions):
     return tuple(state)
 
 
-def _least_as_entered(value, prev):
-    """`value` with the staged lists in it counting on as few items as those of `prev` (the
-    iteration's input) do: appends in the body count on more (`StagedList.least`), which the
-    next iteration, given the list as it entered, must not."""
+def _least_as_entered(value, prev, index: int):
+    """`value` (state variable `index` after an iteration) with the staged lists in it counting
+    on as many items as those of `prev` (the iteration's input) do: appends in the body count on
+    more (`StagedList.least`), which the next iteration, given the list as it entered, must
+    not. A list the body pops from to fewer (a nested loop's pops, which no probe of this loop
+    counted) sends the loop back to start with it counting on none (`FewerItems`)."""
     if not isinstance(value, lists_.StagedList) and not isinstance(value, (tuple, list, dict)):
         return value
 
     def entered(v, p):
         if isinstance(v, lists_.StagedList) and isinstance(p, lists_.StagedList):
-            return v._with(least=min(v.least, p.least))
+            if v.least < p.least:
+                raise FewerItems(index)
+            return v._with(least=p.least)
         return v
 
     is_list = lambda v: isinstance(v, lists_.StagedList)  # noqa: E731
@@ -764,6 +782,15 @@ def _least_as_entered(value, prev):
         return jax.tree_util.tree_map(entered, value, prev, is_leaf=is_list)
     except ValueError:  # structures differ: the check of the leaves says how
         return value
+
+
+def _counting_on_none(value):
+    """`value` with the staged lists in it counting on no items (see `StagedList.least`)."""
+    return jax.tree_util.tree_map(
+        lambda v: v._with(least=0) if isinstance(v, lists_.StagedList) else v,
+        value,
+        is_leaf=lambda v: isinstance(v, lists_.StagedList),
+    )
 
 
 def _adopt_weak_dtypes(value, prev):

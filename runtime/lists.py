@@ -898,12 +898,16 @@ def list_reverse(target):
 
 
 def stack_list(stack, target, *args, part=None, **kwargs):
-    """`stack(target, ...)` (`jnp.stack`, `jnp.array`, ...) that stacks a StagedList at once;
-    with `part`, the (start, stop, step) of a slice, `stack(target[start:stop:step], ...)`: the
-    rows of a staged list of known length at once, not a Python list of its items (one slice
-    of the buffer where the items would be hundreds)."""
+    """`stack(target, ...)` that stacks a StagedList at once where `stack` is `jnp.stack` (with
+    at most `axis` and `dtype`) or `jnp.array` / `jnp.asarray` (with at most `dtype`); with
+    `part`, the (start, stop, step) of a slice, `stack(target[start:stop:step], ...)`: the rows
+    of a staged list of known length at once, not a Python list of its items (one slice of the
+    buffer where the items would be hundreds). Any other function, or other arguments, get the
+    Python list of the items, as Python's call would (`np.array`, `ops.stack`, `ndmin=3`)."""
     if isinstance(target, ProbeList):
         target = target.read_typed()  # JAX takes lists, not subclasses of them
+    if isinstance(target, StagedList) and not _stacks_rows(stack, args, kwargs):
+        target = target.items(f"{getattr(stack, '__name__', 'stacking')}()")
     if part is not None:
         part = slice(*part)
         known = target.known_length() if isinstance(target, StagedList) else None
@@ -911,16 +915,27 @@ def stack_list(stack, target, *args, part=None, **kwargs):
             target = target[part]
     if not isinstance(target, StagedList):
         return stack(target, *args, **kwargs)
-    name = getattr(stack, "__name__", "stacking")
     # `jnp.array` of Python numbers is strongly typed, `jnp.stack` of them weakly.
-    result = target.stacked(f"{name}()", strong=name != "stack")
+    result = target.stacked(f"{stack.__name__}()", strong=stack is not jnp.stack)
     if part is not None:
         result = result[part]
-    axis = kwargs.pop("axis", args[0] if args and isinstance(args[0], int) else 0)
+    if stack is jnp.stack:
+        axis, dtype = (args[0] if args else kwargs.get("axis", 0)), kwargs.get("dtype")
+    else:
+        axis, dtype = 0, (args[0] if args else kwargs.get("dtype"))
     if axis:
         result = jnp.moveaxis(result, 0, axis)
-    dtype = kwargs.pop("dtype", None)
     return result if dtype is None else result.astype(dtype)
+
+
+def _stacks_rows(stack, args, kwargs) -> bool:
+    """Whether `stack(items, *args, **kwargs)` is the rows of the items stacked, cast to a
+    `dtype`, the stacked axis moved to `axis` (see `stack_list`)."""
+    if stack is jnp.stack:
+        return len(args) <= 1 and set(kwargs) <= {"axis", "dtype"}
+    if stack is jnp.array or stack is jnp.asarray:
+        return len(args) <= 1 and set(kwargs) <= {"dtype"}
+    return False
 
 
 STAND_IN = jax.ShapeDtypeStruct((), jnp.float32)

@@ -24,6 +24,7 @@ from runtime import calls as runtime_calls
 from runtime import errors as runtime_errors
 from runtime import lists as runtime_lists
 from runtime import staging as runtime_staging
+from runtime import variables as runtime_variables
 from transpiler import libraries
 
 GENERATED_SUFFIX = runtime_errors.GENERATED_SUFFIX
@@ -218,6 +219,11 @@ def wrap(
         try:
             # A list built in staged code is returned as the Python list it stands for.
             result = runtime_staging.call_staging(generated, args, kwargs)
+            if isinstance(result, runtime_variables.UndefinedReturnValue):
+                # Only a path that raises as the program runs leaves the return value unset
+                # (the rest set it, `None` where they fall off the end): what it gives is
+                # never seen.
+                return None
             return runtime_lists.as_python_lists(result)
         except Exception as e:  # noqa: BLE001 - annotated and re-raised unchanged
             if not isinstance(e, runtime_staging.Retrace):  # a request, caught further up

@@ -368,3 +368,63 @@ def test_an_append_counts_for_the_reads_after_it_in_its_iteration():
     check_grad(lambda x: jnp.sum(starts_empty(x)), X)
     check_vmap(starts_empty, jnp.stack([X, -X]))
     check_jit(reads_before_the_first_append, X)
+
+
+class Ops:
+    """A user's own `stack` and `array` (not JAX's): they get the Python list of the items."""
+
+    @staticmethod
+    def stack(xs):
+        return sum(xs)
+
+    @staticmethod
+    def array(xs):
+        return len(xs)
+
+
+OPS = Ops()
+
+
+def stacked_otherwise(x):
+    hs = [x]
+    for _ in range(4):
+        hs.append(hs[-1] * 2.0)
+    return (
+        OPS.stack(hs[1:]),
+        OPS.array(hs[1:]),
+        OPS.stack(hs),
+        jnp.array(hs[1:], jnp.int32),
+        jnp.asarray(hs[1:3], jnp.int32),
+        jnp.stack(hs[1:], 0, dtype=jnp.int32),
+        jnp.array(hs[1:], ndmin=3),
+        jnp.array(hs, jnp.int32),
+    )
+
+
+def to_numpy(x):
+    hs = [x]
+    for _ in range(4):
+        hs.append(hs[-1] * 2.0)
+    return np.array(hs[1:3])
+
+
+def test_other_stacking_functions_and_arguments_get_the_python_list():
+    check_jit(stacked_otherwise, jnp.float32(1.5))
+    with pytest.raises(jax.errors.TracerArrayConversionError):  # as under plain jax.jit
+        jax.jit(transpiler.convert(to_numpy))(jnp.float32(1.5))
+
+
+def pops_in_a_nested_loop(x):
+    hs = [x, x + 1.0]
+    for _ in range(3):
+        y = hs[-2]
+        hs.append(x * 2.0)
+        for _ in range(2):
+            hs.pop()
+        hs.append(y + 1.0)
+    return jnp.stack(hs)
+
+
+def test_a_list_a_nested_loop_pops_from_stages_counting_on_none_of_its_items():
+    assert primitives(pops_in_a_nested_loop, X).count("scan") >= 2
+    check_jit(pops_in_a_nested_loop, X)

@@ -745,3 +745,25 @@ def test_a_continue_under_a_python_elif_of_a_staged_if_appends_on_every_path():
     check_grad(lambda x: jnp.sum(continue_under_an_elif(x) ** 2), jnp.array([1.0, -2.0, 3.0, -4.0]))
     key = jax.random.key(3)
     check_jit(metropolis_thinned, key, jnp.float32(0.3), 7, static_argnums=(2,))
+
+
+def returns_in_a_loop_that_never_runs_then_raises(x, y):
+    a = x
+    for _ in range(2):
+        for _ in range(0):
+            a = 97
+            return 97
+    row = [y, a]
+    for j in range(2, 5):
+        a = row[j]  # an IndexError, on every path the program takes
+    return a
+
+
+def test_the_return_value_a_raising_path_leaves_unset_is_never_returned():
+    # The loop's `return` never runs, but whether it did is traced: the `if` after it that
+    # raises is staged, and its other path gives back a return value never set.
+    fn = returns_in_a_loop_that_never_runs_then_raises
+    with pytest.raises(IndexError):
+        fn(0, 1)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="list index out of range"):
+        jax.jit(transpiler.convert(fn))(0, 1)
