@@ -72,6 +72,9 @@ class Carry:
         promotions = _PROMOTIONS.get()
         if promotions:
             state = _promote(state, promotions)
+        fewer = _FEWER.get()
+        if fewer:
+            state = tuple(_counting_on_none(v) if i in fewer else v for i, v in enumerate(state))
         # Python bools: an int the body adds to one (`hits = hits + 1`) widens it, as Python.
         self.python_bools = {i for i, v in enumerate(state) if type(v) is bool}
         self.static: dict[int, object] = {}
@@ -317,8 +320,9 @@ class Carry:
         self.planned.add(index)
         carried = value.resized(value.capacity + appends, fixed=True)
         # In the loop the length is a traced count; it is known again after (static_lengths).
-        # Where no iteration pops from it nor clears it, it never holds fewer items than now.
-        least = 0 if probed.shrinks else (known if known is not None else value.least)
+        # It holds as many items as now when each iteration starts, where no iteration leaves
+        # it with fewer (else the loop starts again counting on none: `FewerItems`).
+        least = known if known is not None else value.least
         return carried._with(static_length=None, fixed=True, origin=origin, least=least)
 
     def finish(self, dynamic, *, ran: bool = False):
@@ -616,6 +620,9 @@ _PROMOTIONS: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
 # `Carry._size_from_body`): {id(state): (state, sized state, never_bound, static_lengths,
 # planned)}.
 _SIZED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("sized", default=None)
+# The state variables whose staged lists the loop being staged counts on none of the items of
+# (see `FewerItems`).
+_FEWER: contextvars.ContextVar[frozenset] = contextvars.ContextVar("fewer", default=frozenset())
 
 
 class Promoted(staging.Retrace):
@@ -723,9 +730,11 @@ def staged_with(stage, state, names):
     iteration replaces entering as a plain list (see `Replaced`)."""
     promotions: dict[int, dict] = {}
     sized: dict[int, tuple] = {}
+    fewer: set[int] = set()
     while True:
         token = _PROMOTIONS.set(promotions)  # for the loop's own `Carry` (see `Promoted`)
         sized_token = _SIZED.set(sized)
+        fewer_token = _FEWER.set(frozenset(fewer))
         try:
             with lists_.probes_rewound(state):
                 return stage(state)
@@ -746,11 +755,12 @@ def staged_with(stage, state, names):
             for i, casts in request.promotions.items():
                 promotions.setdefault(i, {}).update(casts)
         except FewerItems as request:
-            i = request.index
-            state = (*state[:i], _counting_on_none(state[i]), *state[i + 1 :])
+            assert request.index not in fewer, "a list counting on no items counts on fewer"
+            fewer.add(request.index)
         finally:
             _PROMOTIONS.reset(token)
             _SIZED.reset(sized_token)
+            _FEWER.reset(fewer_token)
 
 
 def _promote(state, promotions):

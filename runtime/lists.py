@@ -59,12 +59,14 @@ class StagedList:
     length is traced, and whatever depends on it (stacking, iterating, slicing) raises a
     StagingError instead of seeing the padding: `padded(lst)` gives (buffer, length).
 
-    `least`: the fewest items it holds wherever its length is traced: the length a staged loop
-    that never pops from it nor clears it found it with (`hs = [h0]`, then
-    `hs.append(f(hs[-1]))` in every iteration: at least 1), one more after each append in it
-    (`hs = []`, then `hs.append(h); h = g(hs[-1])`); the loop carries the list with the fewest
-    it entered with. A Python index within it (`hs[-1]`) is in range without a check when the
-    program runs (a host call each iteration).
+    `least`: the fewest items it holds wherever its length is traced: in a staged loop, the
+    length the loop found it with (`hs = [h0]`, then `hs.append(f(hs[-1]))` in every
+    iteration: at least 1), one more after each append in an iteration (`hs = []`, then
+    `hs.append(h); h = g(hs[-1])`), one fewer after each pop (a sliding window's
+    `window.pop(0); window.append(x)`: one fewer between the two); the loop carries it with the
+    count it entered with, and starts again counting on none where an iteration leaves it with
+    fewer (`carry.FewerItems`). A Python index within it (`hs[-1]`) is in range without a
+    check when the program runs (a host call each iteration).
     """
 
     def __init__(
@@ -960,7 +962,6 @@ class ProbeList(list):
         self.where: str | None = None  # the user's file:line of the first append
         self.element: jax.ShapeDtypeStruct | None = None  # what reads of missing items give
         self.guessed = False  # a read of a missing item gave a stand-in
-        self.shrinks = False  # popped from or cleared: its length may go down
 
     def append(self, item):
         if self.where is None:
@@ -1043,7 +1044,6 @@ class ProbeList(list):
         # The length after the loop is known only if every iteration pops as many items: not
         # under a traced condition, nor in a nested loop that may stop early.
         trips = staging.loop_trip_counts()[self.depth :]
-        self.shrinks = True
         if any(n is None for n in trips):
             self.conditional = True
         else:
@@ -1060,7 +1060,6 @@ class ProbeList(list):
         """`clear()`: how many items the list holds after the loop is known only when the
         program runs (the counts of appends and pops no longer tell)."""
         self.conditional = True
-        self.shrinks = True
         if self.base is not None:
             self.base = self.base._with(
                 length=jnp.zeros_like(self.base.length), static_length=0, least=0

@@ -290,11 +290,20 @@ def two_back(x):
 
 
 def sliding(x):
-    window = [x, x + 1.0]
+    window = [x, x + 1.0, x + 2.0]
     for _ in range(4):
         window.pop(0)
-        window.append(window[-1] * 0.5 + 1.0)
+        window.append(window[-1] * 0.5 + window[0])
     return window[0]
+
+
+def draining(x, pops):
+    stack = [x, x + 1.0, x + 2.0, x + 3.0]
+    y = x
+    for _ in range(pops):
+        stack.pop()
+        y = y + stack[-1]
+    return y
 
 
 def test_a_read_within_the_items_the_loop_started_with_is_not_checked_when_run():
@@ -309,8 +318,14 @@ def test_reads_beyond_them_are_checked_and_raise_as_python():
         two_back(X)
     with pytest.raises(IndexError, match="list index out of range"):
         jax.jit(transpiler.convert(two_back))(X)
-    assert "callback" in primitives(sliding, X)  # popped from: it may run short
+    # A window as long after each iteration as before: its reads need no check.
+    assert "callback" not in primitives(sliding, X)
     check_jit(sliding, X)
+    # Shorter after each iteration: the loop counts on none of its items, and checks.
+    assert "callback" in primitives(draining, X, 3, static_argnums=1)
+    check_jit(draining, X, 3, static_argnums=1)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="list index out of range"):
+        jax.jit(transpiler.convert(draining), static_argnums=1)(X, 4)
 
 
 # `jnp.stack(hs[1:])` of a list a staged loop built stacks a slice of its rows (one operation,
