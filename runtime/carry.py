@@ -639,8 +639,8 @@ class Promoted(staging.Retrace):
 
 class FewerItems(staging.Retrace):
     """Internal: an iteration leaves a staged list counting on fewer items than it entered
-    with (`StagedList.least`; popped in a nested loop): stage the loop again with the list
-    counting on none."""
+    with (`StagedList.least`: it pops more than it appends): stage the loop again with the
+    list counting on none."""
 
     def __init__(self, index: int):
         super().__init__(index)
@@ -775,9 +775,10 @@ def _least_as_entered(value, prev, index: int):
     """`value` (state variable `index` after an iteration) with the staged lists in it counting
     on as many items as those of `prev` (the iteration's input) do: appends in the body count on
     more (`StagedList.least`), which the next iteration, given the list as it entered, must
-    not. A list the body pops from to fewer (a nested loop's pops, which no probe of this loop
-    counted) sends the loop back to start with it counting on none (`FewerItems`)."""
-    if not isinstance(value, lists_.StagedList) and not isinstance(value, (tuple, list, dict)):
+    not. A list the body leaves counting on fewer (it pops more than it appends) sends the loop
+    back to start with it counting on none (`FewerItems`)."""
+    is_list = lambda v: isinstance(v, lists_.StagedList)  # noqa: E731
+    if not any(map(is_list, jax.tree_util.tree_leaves(value, is_leaf=is_list))):
         return value
 
     def entered(v, p):
@@ -787,7 +788,6 @@ def _least_as_entered(value, prev, index: int):
             return v._with(least=p.least)
         return v
 
-    is_list = lambda v: isinstance(v, lists_.StagedList)  # noqa: E731
     try:
         return jax.tree_util.tree_map(entered, value, prev, is_leaf=is_list)
     except ValueError:  # structures differ: the check of the leaves says how
