@@ -215,9 +215,12 @@ class StagedList:
     def pop(self, *index):
         raise StagingError(
             f"'{self.origin.name}' is a list built in staged code, held as an array "
-            f"({Site('pop()')}): {self.origin.name}.pop() can only be a statement of its own, "
-            f"`item = {self.origin.name}.pop()` or `{self.origin.name}.pop()`, not part of an "
-            "expression."
+            f"({Site('pop()')}): it can only be popped from through the name it was built "
+            f"under, in a statement of its own (`item = {self.origin.name}.pop()` or "
+            f"`{self.origin.name}.pop()`), not through another reference (an argument of a "
+            "helper, an alias, a container holding it), which would leave the list as it was, "
+            "nor inside an expression. Pop where the list is built, or build it as a Python list "
+            "(see docs/semantics.md, Lists)."
         )
 
     def popped(self, *index, deleting: bool = False) -> tuple[StagedList, object]:
@@ -334,7 +337,8 @@ class StagedList:
         if staged:
             integer = jnp.ndim(index) == 0 and jnp.issubdtype(jnp.result_type(index), jnp.integer)
         else:
-            integer = isinstance(index, (int, np.integer)) and not isinstance(index, bool)
+            integer = isinstance(index, (int, np.integer))
+            index = int(index) if integer else index  # a bool too: `hs[True]` is `hs[1]`
         if not integer:
             kind = staging.describe(index) if staged else type(index).__name__
             raise python_error(

@@ -443,3 +443,15 @@ def pops_in_a_nested_loop(x):
 def test_a_list_a_nested_loop_pops_from_stages_counting_on_none_of_its_items():
     assert primitives(pops_in_a_nested_loop, X).count("scan") >= 2
     check_jit(pops_in_a_nested_loop, X)
+
+
+def bool_indices(x):
+    hs = [x]
+    for _ in range(3):
+        hs.append(hs[-1] * 2.0)
+    hs[True] = hs[True] + 1.0
+    return hs[True], hs[False], hs[-True]
+
+
+def test_a_bool_indexes_a_staged_list_as_the_int_it_is():
+    check_jit(bool_indices, X)
