@@ -277,6 +277,13 @@ class Carry:
             element = lists_.item_type(items)
             if element is not None:
                 lists_.check_kept_items(name, value, element)
+        if element is None and not items and not staged:
+            raise StagingError(
+                f"'{name}' is popped from in the staged {site.construct} ({site}), but it holds "
+                "no items before it and the loop appends none: a list a staged loop changes the "
+                "length of is one array of its items, whose type no item gives here. Keep the "
+                "pops out of the loop, or make the list with its items before it."
+            )
         if element is None:
             shown = [jnp.asarray(x) for x in items] + ([value.buffer[0]] if staged else [])
             kinds = ", ".join(sorted({describe(x) for x in shown}))

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import transpiler
+from runtime import StagingError
 from tests.end_to_end.checks import (
     assert_tree_close,
     check_grad,
@@ -455,3 +456,19 @@ def bool_indices(x):
 
 def test_a_bool_indexes_a_staged_list_as_the_int_it_is():
     check_jit(bool_indices, X)
+
+
+def pops_from_an_empty_list(x):
+    acc = []
+    k = 0
+    while jnp.sum(x) > 0.1 and k < 5:
+        k += 1
+        if len(acc) > 0:
+            x = x + acc.pop()
+        x = x * 0.5
+    return x
+
+
+def test_a_list_only_popped_from_holding_nothing_is_refused_saying_so():
+    with pytest.raises(StagingError, match="'acc' is popped from .* holds no items"):
+        jax.jit(transpiler.convert(pops_from_an_empty_list))(X)
