@@ -207,25 +207,28 @@ def _offset(node: gast.AST, index: str) -> int | None:
     return None
 
 
-def list_sizes(before: list[gast.stmt], hidden: frozenset[str]) -> dict[str, int]:
-    """The lists the statements `before` a loop (in its block, in order) leave as they built
-    them: `{name: length}` for each `name = [a, b, ...]` (no starred item) that no statement
-    after it mentions, nor a nested function or lambda (`hidden`: the names those read)."""
+def list_sizes(block: list[gast.stmt], hidden: frozenset[str]) -> dict[int, dict[str, int]]:
+    """Per `for` statement of `block` (by id), the lists the statements before it leave as
+    they built them: `{name: length}` for each `name = [a, b, ...]` (no starred item) that no
+    statement after it mentions, nor a nested function or lambda (`hidden`: the names those
+    read). One pass over the block, however many loops it holds."""
+    found: dict[int, dict[str, int]] = {}
     sizes: dict[str, int] = {}
-    mentioned: set[str] = set(hidden)
-    for stmt in reversed(before):
+    for stmt in block:
+        if isinstance(stmt, gast.For) and sizes:
+            found[id(stmt)] = dict(sizes)
+        for name in _names(stmt):
+            sizes.pop(name, None)
         if (
             isinstance(stmt, gast.Assign)
             and len(stmt.targets) == 1
             and isinstance(stmt.targets[0], gast.Name)
+            and stmt.targets[0].id not in hidden
             and isinstance(stmt.value, gast.List)
             and not any(isinstance(e, gast.Starred) for e in stmt.value.elts)
         ):
-            name = stmt.targets[0].id
-            if name not in mentioned and name not in sizes:
-                sizes[name] = len(stmt.value.elts)
-        mentioned.update(n.id for n in structure.walk_nodes(stmt) if isinstance(n, gast.Name))
-    return sizes
+            sizes[stmt.targets[0].id] = len(stmt.value.elts)
+    return found
 
 
 def used_as_python(body: list[gast.stmt], names, catches: bool = False) -> frozenset[str]:

@@ -261,10 +261,9 @@ class _ControlFlow(Transformer):
         return node
 
     def visit_block(self, stmts):
-        for index, stmt in enumerate(stmts):
-            if isinstance(stmt, gast.For) and index and self.scopes:
-                # (before the block's statements change: as the user wrote them)
-                self.list_sizes[id(stmt)] = item_uses.list_sizes(stmts[:index], self._hidden())
+        if self.scopes and any(isinstance(stmt, gast.For) for stmt in stmts):
+            # (before the block's statements change: as the user wrote them)
+            self.list_sizes.update(item_uses.list_sizes(stmts, self._hidden()))
         return super().visit_block(stmts)
 
     def _hidden(self) -> frozenset[str]:
