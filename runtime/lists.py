@@ -230,14 +230,18 @@ class StagedList:
             return self._popped_at(index[0], deleting)
         last = self.length - 1
         item = lax.dynamic_index_in_dim(self.buffer, last, 0, keepdims=False)
-        known = self.known_length()
         self._check_index(-1, "pop from empty list")
-        popped = self._with(
-            length=last,
+        return self._one_fewer(), item
+
+    def _one_fewer(self, **changes) -> StagedList:
+        """The list with one item fewer (its last, unless `changes` gives the buffer)."""
+        known = self.known_length()
+        return self._with(
+            length=self.length - 1,
             static_length=None if known is None else known - 1,
             least=max(self.least - 1, 0),
+            **changes,
         )
-        return popped, item
 
     def _popped_at(self, index, deleting: bool = False) -> tuple[StagedList, object]:
         """`pop(index)`: the items after it move down one. A traced index is checked in range
@@ -260,14 +264,7 @@ class StagedList:
         buffer = self.buffer
         moved = jnp.arange(buffer.shape[0]).reshape((-1,) + (1,) * (buffer.ndim - 1)) >= position
         shifted = jnp.concatenate([buffer[1:], buffer[-1:]], axis=0)
-        known = self.known_length()
-        popped = self._with(
-            buffer=jnp.where(moved, shifted, buffer),
-            length=self.length - 1,
-            static_length=None if known is None else known - 1,
-            least=max(self.least - 1, 0),
-        )
-        return popped, item
+        return self._one_fewer(buffer=jnp.where(moved, shifted, buffer)), item
 
     def reversed_in_place(self) -> StagedList:
         """The list after `reverse()`: its items, last first."""
