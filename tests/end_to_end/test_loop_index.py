@@ -12,7 +12,7 @@ import pytest
 
 import transpiler
 from runtime import StagingError
-from tests.end_to_end.checks import assert_tree_close, check_jit, check_vmap
+from tests.end_to_end.checks import assert_tree_close, check_grad, check_jit, check_vmap, primitives
 
 ZERO = 0
 
@@ -287,3 +287,22 @@ def test_a_raise_the_index_decides_inside_a_try_runs_as_python():
     # and caught (AutoGraph's nested_control_flow tests, translated: helper 135).
     check_jit(raise_by_index_caught, jnp.int32(2))
     check_vmap(raise_by_index_caught, jnp.arange(3))
+
+
+def centroids_of_labels(labels, points):
+    new = []
+    for j in range(3):
+        members = labels == j
+        new.append(jnp.sum(points * members[:, None], axis=0) / jnp.maximum(jnp.sum(members), 1))
+    return jnp.stack(new)
+
+
+def test_an_item_of_an_array_made_from_the_index_keeps_the_loop_one_scan():
+    # `members[:, None]` indexes the array `labels == j` (Lloyd's k-means step): an array
+    # either way, so the loop is one scan, not three copies of its body.
+    labels = jnp.array([0, 2, 1, 2, 0])
+    points = jnp.arange(10.0).reshape(5, 2)
+    assert primitives(centroids_of_labels, labels, points).count("scan[") == 1
+    check_jit(centroids_of_labels, labels, points)
+    check_vmap(centroids_of_labels, jnp.stack([labels, labels[::-1]]), jnp.stack([points] * 2))
+    check_grad(lambda p: jnp.sum(centroids_of_labels(labels, p) ** 2), points)

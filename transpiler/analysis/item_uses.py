@@ -411,6 +411,8 @@ def _passed(value: gast.AST) -> frozenset[str]:
         return frozenset().union(*(_passed(a) for a in value.args))
     if isinstance(value, gast.IfExp):
         return _passed(value.body) | _passed(value.orelse)
+    if isinstance(value, gast.Subscript):  # `pair[0]`: an item of what `pair` is made from
+        return _passed(value.value)
     if isinstance(value, _VALUE_PASSING):
         return frozenset().union(*(_passed(c) for c in structure.children(value)))
     return frozenset()
@@ -523,9 +525,15 @@ def _array_use(
             return False  # `i is 0`: the identity of a Python int, never of a tracer
         elif isinstance(parent, gast.IfExp) and parent.test is node:
             return True
+        elif isinstance(parent, gast.Subscript) and parent.value is node:
+            # `members[:, None]` of `members = labels == j`: an item of what the read makes,
+            # followed up as it is (`_passed`). Of an int item, `i[0]` raises either way, but
+            # not the same error (TypeError in Python, IndexError staged): under a `try`, no.
+            if catches:
+                return False
         elif isinstance(parent, gast.Subscript):
-            if parent.slice is not node or sliced or isinstance(node, gast.Slice):
-                return False  # `i[0]`; `x[:i]`, `m[:, :i]` need a static bound
+            if sliced or isinstance(node, gast.Slice):
+                return False  # `x[:i]`, `m[:, :i]` need a static bound
             # `(a, b)[i > 0]` indexes a Python tuple: it needs a Python int.
             return not isinstance(parent.value, (gast.Tuple, gast.List, gast.Dict, gast.Constant))
         elif isinstance(parent, gast.Call):

@@ -27,6 +27,10 @@ def loop(body: str) -> gast.For:
         "x = x + jnp.sum(m[i, :])",
         "if i >= n:\n    out = rt__.list_append(out, x)",  # n may be traced anyway
         "if i % 2 == 0:\n    x = x + 1",
+        # an item of what a read of the index makes: followed up as that value
+        "members = labels == i\nx = x + jnp.sum(m * members[:, None], axis=0)",
+        "pair = (i, 1)\nx = x + pair[0] * pair[1]",
+        "rows = [[i, 1], [2, 3]]\nx = x + rows[0][0]",
     ],
 )
 def test_array_uses(body):
@@ -58,6 +62,12 @@ def test_array_uses(body):
         "if i is ZERO:\n    x = x + 1",
         "if i % 2 == 0:\n    out = rt__.list_append(out, x)",
         "if i > 1:\n    pass\nelse:\n    out, last = rt__.list_pop(out)",
+        "pair = (i, 1)\nkey = str(pair[0])",
+        "pair = (i, 1)\nkey = f'w{pair[0]}'",
+        "p = [i]\nq = p[0] / 3\nrt__.print_(q)",
+        "p = (i, -1)\nx = x + 2.0 ** p[1] * i",
+        "k = (i, 0)\nx = x + jnp.sum(xs[: k[0]])",
+        "p = (i, 2)\nx = x + rt__.call(helper, p[0])",
     ],
 )
 def test_python_uses(body):
@@ -70,6 +80,13 @@ def test_a_negative_range_index_is_no_exponent():
     assert item_uses.uses_items_as_python(negative)
     positive = _marked(gast.parse("for i in range(1, 9, 2):\n    " + body).body[0])
     assert not item_uses.uses_items_as_python(positive)
+
+
+def test_an_item_of_the_index_raises_differently_under_a_try():
+    # `i[0]`: TypeError in Python, IndexError staged; a handler may catch only one of them.
+    body = loop("members = labels == i\nx = x + members[0]")
+    assert not item_uses.uses_items_as_python(body)
+    assert item_uses.uses_items_as_python(body, catches=True)
 
 
 def _marked(node: gast.For) -> gast.For:
