@@ -1708,12 +1708,13 @@ class Watch:
         for label, value in roots:
             self.snapshot.add(label, value)
 
-    def clean(self) -> bool:
-        """Whether the code did nothing that running it again, staged, would repeat."""
+    def clean(self, ignoring=frozenset()) -> bool:
+        """Whether the code did nothing that running it again, staged, would repeat; changes
+        to the containers `ignoring` (ids) aside."""
         return (
             not self.effects
             and not self.snapshot.opaque  # it might have advanced one of those
-            and not self.snapshot.changes()
+            and all(id(c.container) in ignoring for c in self.snapshot.changes())
         )
 
 

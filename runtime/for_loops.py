@@ -774,7 +774,7 @@ def for_stmt(
 
             took(first + 1)
             state, go, start = peeling.first_iteration(
-                iteration, state, symbol_names, effects.functions, reads, sums
+                iteration, state, symbol_names, effects.functions, reads, sums, owning
             )
             k = first + 1
             if exit_ is not None and not exit_clean:

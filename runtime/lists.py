@@ -140,7 +140,8 @@ class StagedList:
             rows = jax.ShapeDtypeStruct(
                 (extra, *buffer.shape[1:]), buffer.dtype, weak_type=self.weak
             )
-            buffer = jnp.concatenate([buffer, staging.zeros_like(rows)])
+            zeros = staging.zeros_like(rows)
+            buffer = jnp.concatenate([buffer, zeros]) if self.capacity else zeros
         return self._with(buffer=buffer, fixed=fixed)
 
     def _stored(self, buffer, item) -> jax.Array:
@@ -556,7 +557,12 @@ def padded(target):
     """(buffer, length) of a list: its items stacked with zeros after the last one, and how many
     there are. For a list appended to under a traced condition, whose length is traced."""
     if isinstance(target, StagedList):
-        return target.buffer, target.length
+        buffer, length = target.buffer, target.length
+        if target.known_length() == target.capacity:
+            return buffer, length
+        # Rows past the length may hold what a pop left there: zeros, as promised.
+        rows = lax.broadcasted_iota(jnp.int32, buffer.shape, 0)
+        return lax.select(rows < length, buffer, lax.full_like(buffer, 0)), length
     if not target:
         return jnp.zeros((0,)), 0
     return jnp.stack(target), len(target)

@@ -154,8 +154,9 @@ def while_stmt(
                 )
                 return after, decides
 
+            owning = identity.owning(owned, symbol_names, state)
             state, pred, start = peeling.first_iteration(
-                iteration, state, symbol_names, functions, reads, sums
+                iteration, state, symbol_names, functions, reads, sums, owning
             )
             if is_staged(pred):
                 # From before it: True, the test Python evaluated before it. From after it:

@@ -30,7 +30,7 @@ from runtime import lists as lists_
 from runtime.variables import MaybeUnbound, Undefined, UndefinedReturnValue
 
 
-def first_iteration(iteration, state, names, functions, reads=(), sums=()):
+def first_iteration(iteration, state, names, functions, reads=(), sums=(), owned=()):
     """Runs `iteration(state)` -> (state after it, what decides the loop goes on) as Python.
 
     Returns (state after, decides, start): `start` is the state to stage the loop from instead
@@ -39,18 +39,32 @@ def first_iteration(iteration, state, names, functions, reads=(), sums=()):
     compute that iteration differently (see `restartable`), or the iteration did something
     that staging it again would repeat, or the state's types do not promote. `functions` are
     the loop's functions (body, test), whose cells and globals the iteration can change.
+
+    A list the loop collects items in (`outs = []` before it, `outs.append(y)` in it) grows
+    in that iteration: where no other name can reach it (`owned`: the names conversion found
+    own their objects) and the iteration only added items to it, the loop starts from a new
+    empty list instead (`[f(j) for j in range(n)]`: one scan of n iterations, not an
+    iteration and a scan of n - 1 whose items are joined). The one the iteration grew is
+    seen by nothing once the variable holds the loop's list.
     """
     if staging.eager() or not restartable(state, names, reads, sums):
         after, decides = iteration(state)
         return after, decides, None
+    collecting = {
+        i: value
+        for i, (name, value) in enumerate(zip(names, state))
+        if type(value) is list and not value and name in owned
+    }
     watch = effects.Watch(functions, zip(names, state))
     with staging.watching(watch):
         after, decides = iteration(state)
     if not (staging.is_staged(decides) or staging.has_staged(after)):
         return after, decides, None
-    if not watch.clean() or not restartable(state, names, reads, sums, after):
+    grown = {i for i, value in collecting.items() if after[i] is value}
+    ignoring = {id(collecting[i]) for i in grown}
+    if not watch.clean(ignoring) or not restartable(state, names, reads, sums, after):
         return after, decides, None
-    return after, decides, start_state(state, after)
+    return after, decides, start_state(state, after, grown)
 
 
 def restartable(state, names, reads=(), sums=(), after=None) -> bool:
@@ -119,7 +133,7 @@ def watched(evaluate, state, names, functions):
     return value, watch.clean()
 
 
-def start_state(before, after) -> tuple | None:
+def start_state(before, after, collecting=frozenset()) -> tuple | None:
     """`before` with each variable given the type it has in `after` (the state one iteration
     later), where that is exact; None where it is not.
 
@@ -127,10 +141,15 @@ def start_state(before, after) -> tuple | None:
     a float32 0); an array keeps its value with the weak type it has after; a variable that
     has no value yet (or a return value not set) starts as zeros, never read (the iteration
     Python ran bound it before reading it); any other object must be the very same object.
-    Lists, and variables bound on some paths only, are not promoted: None.
+    The variables `collecting` (indices) hold the empty lists the iteration grew: a new empty
+    list each (see `first_iteration`). Other lists, and variables bound on some paths only,
+    are not promoted: None.
     """
     start = []
-    for b, a in zip(before, after):
+    for index, (b, a) in enumerate(zip(before, after)):
+        if index in collecting:
+            start.append([])
+            continue
         if _container_of_own(b) or _container_of_own(a):
             return None
         if isinstance(b, (Undefined, UndefinedReturnValue)):

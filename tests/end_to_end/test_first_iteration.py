@@ -616,3 +616,67 @@ def test_a_counter_used_as_a_python_value_keeps_the_python_first_iteration():
     # iteration Python ran with a Python int would compute differently.
     x, n = transpiler.jit(counted_by_type)(1.0)
     assert (float(x), int(n)) == (2.0, 2)
+
+
+def sines(x):
+    found = []
+    for j in range(5):
+        found.append(jnp.sin(x + j))
+    return jnp.stack(found)
+
+
+def centroids(labels, points):
+    found = []
+    for j in range(3):
+        members = labels == j
+        found.append(jnp.sum(points * members[:, None], axis=0))
+    return jnp.stack(found), len(found)
+
+
+def test_a_list_the_loop_collects_in_starts_empty_in_one_scan():
+    # The first iteration, run as Python, appends to the list: no other name sees it, so the
+    # loop is one scan of every iteration from the empty list, not that iteration joined to a
+    # scan of the rest.
+    graph = lowered(sines, 0.5)
+    assert graph.count("stablehlo.while") == 1 and "concatenate" not in graph
+    assert "stablehlo.sine" in graph and graph.count("stablehlo.sine") == 1
+    check_jit(sines, 0.5)
+    check_grad(lambda x: jnp.sum(sines(x)), 0.5)
+    labels, points = jnp.array([0, 2, 1, 2]), jnp.arange(8.0).reshape(4, 2)
+    assert "concatenate" not in lowered(centroids, labels, points)
+    check_jit(centroids, labels, points)
+    assert_tree_close(
+        jax.vmap(transpiler.convert(sines))(jnp.arange(3.0)), jax.vmap(sines)(jnp.arange(3.0))
+    )
+
+
+def collected_with_an_alias(x):
+    found = []
+    seen = found  # another name for the list: it sees the first iteration's item
+    for j in range(3):
+        found.append(jnp.sin(x + j))
+    return jnp.stack(found), len(seen)
+
+
+def collected_after_items(x):
+    found = [x]
+    for j in range(3):
+        found.append(jnp.sin(found[-1] + j))
+    return jnp.stack(found)
+
+
+def collected_and_printed(x):
+    found = []
+    for j in range(3):
+        print("item", j)
+        found.append(jnp.sin(x + j))
+    return jnp.stack(found)
+
+
+@pytest.mark.parametrize(
+    "fn", [collected_with_an_alias, collected_after_items, collected_and_printed]
+)
+def test_lists_the_first_iteration_shows_to_others_go_on_from_after(fn, capsys):
+    check_jit(fn, 0.5)
+    printed = capsys.readouterr().out
+    assert printed.count("item 0") == printed.count("item 1")

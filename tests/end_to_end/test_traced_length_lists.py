@@ -1609,3 +1609,22 @@ def previous_value_in_a_bounded_while(xs):
 )
 def test_python_numbers_then_an_array_appended_take_its_dtype(fn, args):
     checks.check_jit(fn, *args)  # the values, and each array's dtype
+
+
+def kept_after_pops(x):
+    out = []
+    done = False
+    while not done:
+        transpiler.loop_options(max_iterations=6)
+        x = x * 0.5
+        out.append(x)
+        out.append(x + 1)  # popped again: the buffer held it
+        out.pop()
+        done = x < 0.1
+    return transpiler.padded(out)
+
+
+def test_padded_gives_zeros_after_the_items_where_pops_left_others():
+    buffer, length = transpiler.jit(kept_after_pops)(1.0)
+    assert int(length) == 4
+    assert buffer.tolist() == [0.5, 0.25, 0.125, 0.0625] + [0.0] * (buffer.shape[0] - 4)
