@@ -24,19 +24,34 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jax.extend import core as jax_core
 
 from runtime import checkpointed, selects
 
 
-def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None):
+class Unbounded(Exception):
+    """Internal: a bound the loop's own test implies (`runtime.loops`) is not used: the test
+    makes an effect (Python evaluates it once more after the last iteration, the bounded loop
+    would not), or the body runs a `while` of its own (the derivative's masked steps would run
+    it on states the loop never reaches, where it need not stop: under `jax.vmap` a step's
+    `lax.cond` runs both sides)."""
+
+
+def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implied=False):
     """`x = init; while i < max_iterations and cond_fun(x): x = body_fun(x)`; the final `x`.
 
     `first`: the test's value on `init` (a traced bool), evaluated already where the test's
     evaluations must not be repeated (its effects, see `runtime.loops`); then the loop carries
     the test's value, evaluated after each iteration that may be followed by another.
+    `implied`: `max_iterations` is a bound the test itself implies (its counter); raises
+    Unbounded where the test makes an effect.
     """
     body = checkpointed.Traced(body_fun, init)
+    if implied and _runs_while(body.jaxpr):
+        raise Unbounded()
     cond = checkpointed.Traced(cond_fun, init)
+    if implied and cond.effects:
+        raise Unbounded()
 
     def test_within(i, x, consts):
         """`i < max_iterations and cond(x)`: a test with effects is evaluated only below it."""
@@ -46,6 +61,15 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None):
         return more & cond(x, consts)
 
     def primal(body_consts, cond_consts, init, going):
+        if implied:  # the test stops the loop by then: the loop as written, no count of ours
+            if going is None:
+                return checkpointed.run_while(cond, body, cond_consts, body_consts, init)
+
+            def tested(c):
+                x = body(c[1], body_consts)
+                return cond(x, cond_consts), x
+
+            return lax.while_loop(lambda c: c[0], tested, (going, init))[1]
         if going is None:
             _, final = lax.while_loop(
                 lambda c: test_within(c[0], c[1], cond_consts),
@@ -111,6 +135,17 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None):
     loop = jax.custom_jvp(primal)
     loop.defjvp(lambda primals, tangents: jax.jvp(scanned, primals, tangents))
     return loop(body.consts, cond.consts, init, first)
+
+
+def _runs_while(jaxpr) -> bool:
+    """Whether `jaxpr` (or one inside it) holds a `while` equation."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "while":
+            return True
+        for sub in selects.inner_jaxprs(eqn):
+            if _runs_while(sub.jaxpr if isinstance(sub, jax_core.ClosedJaxpr) else sub):
+                return True
+    return False
 
 
 def _masked(going, tree):

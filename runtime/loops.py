@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import operator
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+
 from runtime import (
     bounded,
     checkpointed,
@@ -46,6 +50,7 @@ def while_stmt(
     aliased=(),
     stores=(),
     owned=(),
+    counted=None,
 ):
     """Functional form of a while statement.
 
@@ -70,7 +75,11 @@ def while_stmt(
     the state's uses, for `runtime.peeling`; `aliased`: the variables whose lists and dicts
     other names may reach and change in place; `stores`: the body's stores of such a container
     into another, refused when staged; `owned`: the variables whose containers no other name
-    can see (see `Effects`).
+    can see (see `Effects`). `counted`: (counter, bound, extra) where the test bounds the loop
+    by a counter (`it < max_iter`, `it += 1` in every iteration: see
+    `transpiler.analysis.counters`), `bound` a function giving the bound: staged where both
+    are Python ints, the loop is bounded by that count as by `max_iterations` (see
+    `implied_bound`).
     """
     site = Site("while loop")
     max_iterations = check_count(max_iterations, "max_iterations", 1, site)
@@ -83,8 +92,14 @@ def while_stmt(
 
     functions = (test, exit_test, body)
 
-    def staged(state, iterations, first):
+    def staged(state, iterations, first, counting=None):
+        """The loop staged from `state`, after `iterations` Python ran; `counting`: the state
+        whose counter tells the iterations left, where `state` is it promoted (a restart)."""
         left = None if max_iterations is None else max_iterations - iterations
+        implied = None
+        if left is None and checkpoints is None:
+            counting = state if counting is None else counting
+            left = implied = implied_bound(counted, counting, symbol_names)
         reads_ = (*reads, *sums, *test_reads)
         owning = identity.owning(owned, symbol_names, state)
         effects = Effects(functions, site, aliased, stores, reads_, owning)
@@ -100,9 +115,13 @@ def while_stmt(
                 left,
                 checkpoints,
                 first=first,
+                implied=implied is not None,
             ),
         )
-        log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
+        if implied is not None:
+            log.staged(site, f"lax.while_loop (at most {implied} iterations, by its counter)")
+        else:
+            log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
         return out
 
     if max_iterations == 0:
@@ -155,6 +174,7 @@ def while_stmt(
                 return after, decides
 
             owning = identity.owning(owned, symbol_names, state)
+            before = state
             state, pred, start = peeling.first_iteration(
                 iteration, state, symbol_names, functions, reads, sums, owning
             )
@@ -162,7 +182,9 @@ def while_stmt(
                 # From before it: True, the test Python evaluated before it. From after it:
                 # the test evaluated again by the loop's condition where that is exact (the
                 # evaluation after the iteration is then dead code), else carried in.
-                return staged(start, 0, True) if start is not None else staged(state, 1, retest)
+                if start is not None:
+                    return staged(start, 0, True, counting=before)
+                return staged(state, 1, retest)
         else:
             state = body(*state)
             if max_iterations is not None and iterations + 1 >= max_iterations:
@@ -243,13 +265,21 @@ def staged_while(
     trip_count=None,
     *,
     first=None,
+    implied=False,
 ):
     """`trip_count`: at most that many iterations run (known for a `for` loop that may stop
     early); lists the body appends to get room for that many. `first`: the test's value on
-    `state`, if it was evaluated already (it is not evaluated again)."""
+    `state`, if it was evaluated already (it is not evaluated again). `implied`:
+    `max_iterations` is the bound the test's counter implies (see `implied_bound`), dropped
+    where the test makes an effect."""
     try:
         if max_iterations is not None:
-            return _bounded_while(test, body, state, names, site, max_iterations, first)
+            try:
+                return _bounded_while(
+                    test, body, state, names, site, max_iterations, first, implied
+                )
+            except bounded.Unbounded:
+                pass  # unbounded, as the user wrote it
         return _while_loop(test, body, state, names, site, checkpoints, trip_count, first)
     except staging.CANNOT_STAGE:
         raise
@@ -318,18 +348,20 @@ def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, fi
     return carry.finish(final)
 
 
-def _bounded_while(test, body, state, names, site, max_iterations, first=None):
+def _bounded_while(test, body, state, names, site, max_iterations, first=None, implied=False):
     """A while loop of at most `max_iterations` iterations: a `lax.while_loop`, differentiated
-    as a scan of that many masked steps (see `runtime.bounded`). `first`: as for
-    `_staged_while`."""
+    as a scan of that many masked steps (see `runtime.bounded`). `first`, `implied`: as for
+    `staged_while`."""
     return carry_.staged_with(
-        lambda state: _bounded_while_once(test, body, state, names, site, max_iterations, first),
+        lambda state: _bounded_while_once(
+            test, body, state, names, site, max_iterations, first, implied
+        ),
         state,
         names,
     )
 
 
-def _bounded_while_once(test, body, state, names, site, max_iterations, first):
+def _bounded_while_once(test, body, state, names, site, max_iterations, first, implied):
     carry = Carry(
         state, names, site, probe=lambda s: body(*s), trip_count=max_iterations, stops_early=True
     )
@@ -345,5 +377,47 @@ def _bounded_while_once(test, body, state, names, site, max_iterations, first):
             return carry.check(outs, dynamic)
 
     going = None if first is None else staging.scalar_predicate(first, site, "loop condition")
-    final = bounded.while_loop(evaluate, iteration, carry.init, max_iterations, going)
+    final = bounded.while_loop(evaluate, iteration, carry.init, max_iterations, going, implied)
     return carry.finish(final)
+
+
+MAX_IMPLIED_ITERATIONS = 1024
+"""A counter's bound above this many iterations leaves the loop unbounded (checkpointed)."""
+
+MAX_IMPLIED_BYTES = 1 << 22
+"""Nor where the loop's state, stored once per iteration up to the bound, would take more."""
+
+
+def implied_bound(counted, state, names) -> int | None:
+    """The iterations left to a loop whose test bounds a counter (`counted`: see `while_stmt`):
+    `bound - counter + extra`, where both are Python ints (not bools) and that is between 1 and
+    `MAX_IMPLIED_ITERATIONS`, and the state stored that many times takes at most
+    `MAX_IMPLIED_BYTES`; else None.
+
+    Such a loop runs no more iterations than that (each adds one to the counter; once it
+    reaches the bound, the test is false), so it is bounded by that count as by
+    `loop_options(max_iterations=N)` (see `runtime.bounded`): run, a `lax.while_loop` that
+    stops when its test does; differentiated in reverse, a scan of that many masked steps that
+    stores every step and recomputes none, as a hand-written masked scan does, in place of the
+    checkpointed loop, whose recomputed steps XLA compiles apart (see docs/gradients.md). A
+    loop bound of 0 runs no iteration, as the test it evaluates says: it is left alone.
+    """
+    if counted is None:
+        return None
+    counter, bound, extra = counted
+    value = state[names.index(counter)] if counter in names else None
+    try:
+        limit = bound()
+    except Exception:  # noqa: BLE001 - unbound there: Python may never read it
+        return None
+    if type(value) is not int or type(limit) is not int:
+        return None
+    left = limit - value + extra
+    if not 1 <= left <= MAX_IMPLIED_ITERATIONS:
+        return None
+    size = sum(
+        np.size(leaf) * np.dtype(jnp.result_type(leaf)).itemsize
+        for leaf in jax.tree_util.tree_leaves(state)
+        if staging.is_array_leaf(leaf)
+    )
+    return left if left * size <= MAX_IMPLIED_BYTES else None

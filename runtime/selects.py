@@ -255,7 +255,7 @@ def _step_kind(jaxpr, spent: list[int]) -> str | None:
         if name == "while":
             return None
         inner = [
-            sub.jaxpr if isinstance(sub, jax_core.ClosedJaxpr) else sub for sub in _jaxprs(eqn)
+            sub.jaxpr if isinstance(sub, jax_core.ClosedJaxpr) else sub for sub in inner_jaxprs(eqn)
         ]
         for sub in inner:
             kind = _step_kind(sub, spent)
@@ -287,7 +287,7 @@ def _complex(dtype) -> bool:
     return isinstance(dtype, np.dtype) and dtype.kind == "c"
 
 
-def _jaxprs(eqn) -> list:
+def inner_jaxprs(eqn) -> list:
     """The jaxprs an equation holds (branches, bodies, called functions)."""
     found = []
     for value in eqn.params.values():

@@ -607,3 +607,88 @@ def test_second_derivatives_of_a_power_by_a_loop_counter_are_pythons_at_zero():
         jax.jit(jax.vmap(jax.hessian(transpiler.convert(power_series)), (0, None)))(xs, c),
         jax.vmap(jax.hessian(power_series), (0, None))(xs, c),
     )
+
+
+# --- a while loop its own counter bounds ---------------------------------------------------------
+
+
+def counted_heun(k, y0, max_steps=200):
+    """`adaptive_heun`, stopped by a step counter too: at most `max_steps` iterations."""
+    t, y, dt, steps = 0.0, y0, 0.3, 0
+    while t < 1.0 and steps < max_steps:
+        dt = min(dt, 1.0 - t)
+        k1 = _vector_field(k, y)
+        k2 = _vector_field(k, y + dt * k1)
+        error = jnp.max(jnp.abs(0.5 * dt * (k2 - k1)))
+        if error < 1e-3:
+            t = t + dt
+            y = y + 0.5 * dt * (k1 + k2)
+            dt = dt * 1.5
+        else:
+            dt = dt * 0.5
+        steps += 1
+    return jnp.sum(y * y)
+
+
+def test_a_while_its_counter_bounds_is_differentiated_as_a_masked_scan():
+    # `steps < max_steps` with `steps += 1` in every iteration: at most 200 iterations. Run, the
+    # loop is the while loop as written; differentiated, a scan of 200 masked steps that
+    # stores every step (no checkpoints: no recomputed step compiled apart).
+    converted = transpiler.convert(counted_heun)
+    y0 = np.array([1.0, -0.5, 2.0])
+    run = str(jax.make_jaxpr(converted)(0.7, y0))
+    assert "while[" in run and "scan[" not in run and "custom_lin" not in run
+    derivative = str(jax.make_jaxpr(jax.grad(converted))(0.7, y0))
+    # (its first iteration runs as Python: it reads the Python `t`; the scan, the 199 left)
+    assert "scan[" in derivative and "length=199" in derivative
+    assert "custom_lin" not in derivative  # the checkpointed loop's linear solve
+    check_gradient(counted_heun, 0.7, y0)
+    check_gradient(counted_heun, 0.7, y0, argnum=1)
+
+
+def counted_growth(x, limit):
+    i = 0
+    while x < 100.0 and i < limit:
+        x = x * 1.5 + 0.1
+        i += 1
+    return x
+
+
+@pytest.mark.parametrize("limit", [0, 1, 5, 2000])
+def test_a_counter_bound_is_taken_where_it_is_a_python_int_in_range(limit):
+    converted = transpiler.convert(counted_growth)
+    derivative = str(jax.make_jaxpr(jax.grad(converted), static_argnums=1)(1.0, limit))
+    bounded = 1 <= limit <= 1024  # 0: no iteration; 2000: left to checkpoints
+    assert ("scan[" in derivative) == bounded
+    np.testing.assert_allclose(
+        jax.jit(converted, static_argnums=1)(1.0, limit), counted_growth(1.0, limit), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        jax.jit(jax.grad(converted), static_argnums=1)(1.0, limit),
+        jax.grad(counted_growth)(1.0, limit),
+        rtol=1e-5,
+    )
+    # A traced bound bounds nothing the program knows when it is compiled.
+    assert "scan[" not in str(jax.make_jaxpr(jax.grad(converted))(1.0, jnp.int32(5)))
+
+
+def counted_and_printed(x):
+    i = 0
+
+    def more(x, i):
+        print("test", i)
+        return x < 100.0 and i < 3
+
+    while more(x, i):
+        x = x * 2.0
+        i += 1
+    return x
+
+
+def test_a_counter_bound_leaves_a_test_that_prints_as_python_evaluates_it(capsys):
+    # `i < 3` is inside a call: no bound is read off the test; the test runs after the last
+    # iteration too, as Python's.
+    expected = counted_and_printed(1.0)
+    printed = capsys.readouterr().out
+    assert float(transpiler.jit(counted_and_printed)(jnp.float32(1.0))) == expected
+    assert capsys.readouterr().out == printed

@@ -216,7 +216,8 @@ def test_to_source_is_readable():
         "        i += 1\n"
         "        return (i, x)\n"
         "    i, x = rt__.while_stmt(loop_test, loop_body, (i, x), symbol_names=('i', 'x'), "
-        "reads=('x',), sums=('i',), test_reads=('i',), compared=('i',))\n"
+        "reads=('x',), sums=('i',), counted=('i', lambda: n, 0), test_reads=('i',), "
+        "compared=('i',))\n"
         "    return x"
     )
     assert transpiler.to_source(transpiler.convert(f)) == transpiler.to_source(f)

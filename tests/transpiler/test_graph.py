@@ -222,8 +222,8 @@ def test_to_source_with_source_map_names_each_statement_s_line():
     assert f"    x = x * (x @ x)  # {line('SQUARE')}" in source
     assert (
         "i, x = rt__.while_stmt(loop_test, loop_body, (i, x), symbol_names=('i', 'x'), "
-        f"reads=('x',), sums=('i',), test_reads=('i', 'x'), compared=('i',))  # {line('WHILE')}"
-        in source
+        f"reads=('x',), sums=('i',), counted=('i', lambda: n, 0), test_reads=('i', 'x'), "
+        f"compared=('i',))  # {line('WHILE')}" in source
     )
     plain = transpiler.to_source(squaring)
     assert re.sub(r"  # \S+:\d+$", "", source, flags=re.MULTILINE) == plain

@@ -265,6 +265,18 @@ class _Statements:
             if value is not None
         ]
         self._stmt_reads: dict[int, tuple[list, dict]] = {}  # `_reads_of`
+        # Names bound to a tuple, list, set or dict the body builds (`p = (i, 1)`): an item of
+        # one is what was put in it, a Python int of the index where Python's loop runs.
+        displays: set[str] = set()
+        while True:
+            grown = set(displays)
+            for bound, _, value in self.bindings:
+                if _holds_display(value, displays):
+                    grown |= bound
+            if grown == displays:
+                break
+            displays = grown
+        self.displays = frozenset(displays)
 
     def closure(self, tainted: set[str]) -> set[str]:
         """`tainted` and the names bound from them, through any number of assignments."""
@@ -294,12 +306,31 @@ class _Statements:
                 return frozenset(found)
             found = grown
 
+    def scalars(self, items: set[str]) -> tuple[frozenset[str], frozenset[str]]:
+        """`items` and the names every binding of which makes of them with Python's
+        arithmetic only, literals aside (`k = i + 1`, `b = i % 2 == 0`): a Python number or
+        bool where Python's loop runs; and those of them that hold bools (`b`)."""
+        values: dict[str, list] = {}
+        for bound, _, value in self.bindings:
+            for name in bound:
+                values.setdefault(name, []).append(value)
+        scalars, bools = set(items), set()
+        while True:
+            grown = {n for n, vs in values.items() if all(_python_scalar(v, scalars) for v in vs)}
+            grown = (grown - set(items)) | set(items)
+            truths = {n for n in grown if all(_bool_like(v, bools) for v in values.get(n, [None]))}
+            if grown == scalars and truths == bools:
+                return frozenset(scalars), frozenset(bools)
+            scalars, bools = grown, truths
+
     def used_as_python(self, tainted: set[str]) -> bool:
         """Whether the statements use one of `tainted`, or a name bound from them, as a Python
         value."""
+        scalars, bools = self.scalars(tainted)
         tainted = self.closure(tainted)
         floats = self.floats(tainted)
         ints = frozenset(tainted - floats)
+        self._known = (scalars, bools, self.displays)
         for stmt in self.statements:
             if isinstance(stmt, structure.SCOPES) and _reads(stmt, tainted):
                 return True  # a nested function reads an item: it may do anything with it
@@ -323,7 +354,14 @@ class _Statements:
             for node in reads
             if node.id in tainted
             and not _array_use(
-                node, parents, self.counter, self.catches, node.id in floats, ints, self.proven
+                node,
+                parents,
+                self.counter,
+                self.catches,
+                node.id in floats,
+                ints,
+                self.proven,
+                *self._known,
             )
         )
 
@@ -488,6 +526,9 @@ def _array_use(
     floated: bool,
     ints: frozenset[str],
     proven: frozenset[int] = frozenset(),
+    scalars: frozenset[str] = frozenset(),
+    bools: frozenset[str] = frozenset(),
+    displays: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether this read of an item feeds an array computation, where a tracer is exact: its
     value (or what arithmetic makes of it) is compared, indexes an array, goes into a JAX
@@ -496,7 +537,11 @@ def _array_use(
     printed with Python's digits only where the item is Python's (and so is one made here:
     `print(i / 3)`, `print(i * scale)`; `ints`: the names holding ints made from items, which
     arithmetic with it keeps ints). `proven`: the index nodes of reads of lists that are in
-    range in every iteration (`counted_reads`), an array's index there."""
+    range in every iteration (`counted_reads`), an array's index there. `scalars`: the names
+    that hold Python numbers or bools made of items, `bools` those of them that hold bools
+    (`_Statements.scalars`), whose arithmetic is not an array's (`~b` of a Python bool is -2,
+    of a traced one False; `i * 10**9` wraps around in int32); `displays`: those
+    holding tuples, lists, sets or dicts the body builds, whose items are what was put in."""
     node, parent = name, parents.get(id(name))
     sliced = False  # passed through a slice bound: `m[:, :i]` needs a static bound
     while parent is not None:
@@ -525,11 +570,15 @@ def _array_use(
             return False  # `i is 0`: the identity of a Python int, never of a tracer
         elif isinstance(parent, gast.IfExp) and parent.test is node:
             return True
-        elif isinstance(parent, gast.Subscript) and parent.value is node:
+        if _python_scalar(node, scalars) and not _as_arrays(parent, node, bools):
+            return False
+        if isinstance(parent, gast.Subscript) and parent.value is node:
             # `members[:, None]` of `members = labels == j`: an item of what the read makes,
-            # followed up as it is (`_passed`). Of an int item, `i[0]` raises either way, but
-            # not the same error (TypeError in Python, IndexError staged): under a `try`, no.
-            if catches:
+            # followed up as it is (`_passed`), where that is an array in Python too, or
+            # raises there (`k[:, None]` of a Python int, an IndexError staged: under a `try`,
+            # no). Not an item of a tuple the body built (`p[0]` of `p = (i, 1)`: the Python
+            # int), nor `k[None]` of a Python number (an error in Python only).
+            if catches or _holds_display(node, displays) or _python_scalar(node, scalars):
                 return False
         elif isinstance(parent, gast.Subscript):
             if sliced or isinstance(node, gast.Slice):
@@ -561,6 +610,96 @@ def _array_use(
         sliced = sliced or isinstance(parent, gast.Slice)
         node, parent = parent, parents.get(id(parent))
     return True
+
+
+def _python_scalar(node: gast.AST | None, scalars) -> bool:
+    """Whether `node` is a Python number or bool made of `scalars` and literals only, as
+    Python computes it (the names `scalars` hold them): arithmetic, comparisons, boolean
+    operations and casts of them."""
+    if isinstance(node, gast.Name):
+        return node.id in scalars
+    if isinstance(node, gast.Constant):
+        return type(node.value) in (bool, int, float, complex)
+    if isinstance(node, gast.UnaryOp):
+        return _python_scalar(node.operand, scalars)
+    if isinstance(node, gast.AugAssign):
+        return _python_scalar(node.target, scalars) and _python_scalar(node.value, scalars)
+    if isinstance(node, gast.BinOp):
+        return _python_scalar(node.left, scalars) and _python_scalar(node.right, scalars)
+    if isinstance(node, gast.Compare):
+        return all(_python_scalar(x, scalars) for x in (node.left, *node.comparators))
+    if isinstance(node, gast.BoolOp):
+        return all(_python_scalar(x, scalars) for x in node.values)
+    if isinstance(node, gast.IfExp):
+        return _python_scalar(node.body, scalars) and _python_scalar(node.orelse, scalars)
+    if isinstance(node, gast.Call) and naming.runtime_operator(node.func) in _SCALAR_CASTS:
+        return bool(node.args) and all(_python_scalar(a, scalars) for a in node.args)
+    return False
+
+
+_SCALAR_CASTS = frozenset({"int_", "float_", "bool_", "min_", "max_", "abs_"})
+
+
+def _bool_like(node: gast.AST | None, bools) -> bool:
+    """Whether `node` gives a bool (where it gives a Python scalar): a comparison, a `not`, an
+    `and`/`or` of bools, a name `bools` holds."""
+    if isinstance(node, gast.Name):
+        return node.id in bools
+    if isinstance(node, gast.Constant):
+        return type(node.value) is bool
+    if isinstance(node, gast.Compare) or (
+        isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not)
+    ):
+        return True
+    if isinstance(node, gast.BoolOp):
+        return all(_bool_like(x, bools) for x in node.values)
+    if isinstance(node, gast.IfExp):
+        return _bool_like(node.body, bools) or _bool_like(node.orelse, bools)
+    if isinstance(node, gast.Call) and naming.runtime_operator(node.func) == "bool_":
+        return True
+    return False
+
+
+def _as_arrays(parent: gast.AST, node: gast.AST, bools) -> bool:
+    """Whether `parent` computes on `node`, a Python scalar made of items, as on an array of
+    it (int32, float32, bool): not `~b`, `-b` or `b + b` of a bool (-2, -1 and 2 in Python: ints;
+    a bool, or JAX's error, staged), a product with an int literal of
+    2**16 or more or a shift by 16 or more (past int32 in Python's unbounded ints)."""
+    if isinstance(parent, gast.UnaryOp):
+        return isinstance(parent.op, gast.Not) or not _bool_like(node, bools)
+    if isinstance(parent, gast.BinOp):
+        if isinstance(parent.op, (gast.BitAnd, gast.BitOr, gast.BitXor)):
+            return True  # of two bools a bool, of ints an int: the same either way
+        if _bool_like(parent.left, bools) or _bool_like(parent.right, bools):
+            return False
+        other = parent.right if parent.left is node else parent.left
+        big = {gast.Mult: 1 << 16, gast.LShift: 16}.get(type(parent.op))
+        literal = isinstance(other, gast.Constant) and type(other.value) is int
+        if big is not None and literal and abs(other.value) >= big:
+            return False
+    return True
+
+
+def _holds_display(node: gast.AST | None, displays) -> bool:
+    """Whether `node` is (or may give) a tuple, list, set or dict the code builds: a display, a
+    comprehension, a name `displays` holds, an item or a sum of them (`p + (i,)`)."""
+    if isinstance(node, (gast.Tuple, gast.List, gast.Set, gast.Dict)):
+        return True
+    if isinstance(node, (gast.ListComp, gast.SetComp, gast.DictComp)):
+        return True
+    if isinstance(node, gast.Name):
+        return node.id in displays
+    if isinstance(node, gast.Subscript):
+        return _holds_display(node.value, displays)
+    if isinstance(node, gast.BinOp):
+        return _holds_display(node.left, displays) or _holds_display(node.right, displays)
+    if isinstance(node, gast.IfExp):
+        return _holds_display(node.body, displays) or _holds_display(node.orelse, displays)
+    if isinstance(node, gast.BoolOp):
+        return any(_holds_display(v, displays) for v in node.values)
+    if isinstance(node, gast.AugAssign):
+        return _holds_display(node.target, displays) or _holds_display(node.value, displays)
+    return False
 
 
 def _makes_float(value: gast.AST, ints: frozenset[str]) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import gast
 
 from transpiler import analysis, anno, loading, structure, templates
-from transpiler.analysis import activity, item_uses, ownership, plain
+from transpiler.analysis import activity, counters, item_uses, ownership, plain
 from transpiler.analysis import callees as callees_
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
@@ -372,6 +372,7 @@ class _ControlFlow(Transformer):
         names, _, cells = self._state(node)
         options = _loop_options(node) + self._restart_options(node, names)
         options += self._aliased_option(node, names) + self._stores_option(node, node.body)
+        options += self._counted_option(node, names)
         template, replacements = _WHILE, {}
         guard = _exit_guard(node)
         if guard is not None:
@@ -528,6 +529,24 @@ class _ControlFlow(Transformer):
             if found:
                 keywords.append(gast.keyword(arg=option, value=templates.constant(found)))
         return keywords
+
+    def _counted_option(self, node, names) -> list[gast.keyword]:
+        """`counted=(counter, lambda: bound, extra)` where the loop's test bounds a counter
+        (see `analysis.counters`) and the user gave no `loop_options`: the runtime bounds the
+        staged loop by that count."""
+        if anno.hasanno(node, _A.LOOP_OPTIONS):
+            return []
+        found = counters.counted_bound(node, anno.getanno(self.scopes[-1], _A.SCOPE))
+        if found is None or found[0] not in names:
+            return []
+        counter, bound, extra = found
+        value = templates.replace_as_expression(
+            "(counter, lambda: bound, extra)",
+            counter=templates.constant(counter),
+            bound=bound,
+            extra=templates.constant(extra),
+        )
+        return [gast.keyword(arg="counted", value=value)]
 
     def _restart_options(self, node, names) -> list[gast.keyword]:
         """`reads=(...)`, `sums=(...)`: the state variables whose values before the loop its

@@ -29,8 +29,8 @@ def loop(body: str) -> gast.For:
         "if i % 2 == 0:\n    x = x + 1",
         # an item of what a read of the index makes: followed up as that value
         "members = labels == i\nx = x + jnp.sum(m * members[:, None], axis=0)",
-        "pair = (i, 1)\nx = x + pair[0] * pair[1]",
-        "rows = [[i, 1], [2, 3]]\nx = x + rows[0][0]",
+        "k = i + 1\nx = x + ~k - (-k)",  # ints: the same in int32
+        "b = i % 2 == 0\nx = x + jnp.where(b & (i > 1), 1.0, 0.0)",
     ],
 )
 def test_array_uses(body):
@@ -68,6 +68,19 @@ def test_array_uses(body):
         "p = (i, -1)\nx = x + 2.0 ** p[1] * i",
         "k = (i, 0)\nx = x + jnp.sum(xs[: k[0]])",
         "p = (i, 2)\nx = x + rt__.call(helper, p[0])",
+        # an item of a tuple the body built: the Python int itself
+        "pair = (i, 1)\nx = x + pair[0] * pair[1]",
+        "rows = [[i, 1], [2, 3]]\nx = x + rows[0][0]",
+        "p = (i % 2 == 0, 2)\nx = x + (-p[0])",
+        # what Python does with a bool made of the index: an int
+        "b = i % 2 == 0\nx = x + ~b",
+        "b = i % 2 == 0\nx = x + (b + b)",
+        "x = x - (i > 2)",
+        # past int32, where Python's ints go on
+        "x = x + i * 1000000000",
+        "x = x + (i << 30)",
+        # a Python number made of the index has no axes to index (`k[None]` raises)
+        "k = i + 0\nx = x + jnp.sum(k[None])",
     ],
 )
 def test_python_uses(body):

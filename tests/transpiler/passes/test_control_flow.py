@@ -115,7 +115,7 @@ def test_while_with_else():
                 total += i
                 i += 1
                 return (i, total)
-            i, total = rt__.while_stmt(loop_test, loop_body, (i, total), symbol_names=('i', 'total'), reads=('i',), sums=('total',), test_reads=('i',), compared=('i',))
+            i, total = rt__.while_stmt(loop_test, loop_body, (i, total), symbol_names=('i', 'total'), reads=('i',), sums=('total',), counted=('i', lambda: n, 0), test_reads=('i',), compared=('i',))
             total = -total
             return total
         """
