@@ -23,6 +23,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.extend import core as jax_core
 
@@ -32,9 +33,16 @@ from runtime import checkpointed, selects
 class Unbounded(Exception):
     """Internal: a bound the loop's own test implies (`runtime.loops`) is not used: the test
     makes an effect (Python evaluates it once more after the last iteration, the bounded loop
-    would not), or the body runs a `while` of its own (the derivative's masked steps would run
-    it on states the loop never reaches, where it need not stop: under `jax.vmap` a step's
-    `lax.cond` runs both sides)."""
+    would not), so does the body (the derivative's scan would make it again), the body runs a
+    `while` of its own (the derivative's masked steps would run it on states the loop never
+    reaches, where it need not stop: under `jax.vmap` a step's `lax.cond` runs both sides), or
+    what the steps compute, stored for reverse mode, would take more than `IMPLIED_BYTES`."""
+
+
+IMPLIED_BYTES = 1 << 22
+"""At most this many bytes computed by all the steps of a bound a loop's test implies (each
+step's outputs of every equation, the most reverse mode stores): the scan runs every step,
+however soon the loop stops, where the checkpointed loop runs those it takes."""
 
 
 def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implied=False):
@@ -47,7 +55,9 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implie
     Unbounded where the test makes an effect.
     """
     body = checkpointed.Traced(body_fun, init)
-    if implied and _runs_while(body.jaxpr):
+    if implied and (body.effects or _runs_while(body.jaxpr)):
+        raise Unbounded()
+    if implied and max_iterations * _computed_bytes(body.jaxpr) > IMPLIED_BYTES:
         raise Unbounded()
     cond = checkpointed.Traced(cond_fun, init)
     if implied and cond.effects:
@@ -135,6 +145,25 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implie
     loop = jax.custom_jvp(primal)
     loop.defjvp(lambda primals, tangents: jax.jvp(scanned, primals, tangents))
     return loop(body.consts, cond.consts, init, first)
+
+
+def _computed_bytes(jaxpr) -> int:
+    """The bytes of the outputs of every equation of `jaxpr` and the jaxprs inside it."""
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += sum(nbytes(v.aval.shape, v.aval.dtype) for v in eqn.outvars)
+        for sub in selects.inner_jaxprs(eqn):
+            total += _computed_bytes(sub.jaxpr if isinstance(sub, jax_core.ClosedJaxpr) else sub)
+    return total
+
+
+def nbytes(shape, dtype) -> int:
+    """The bytes of an array of `shape` and `dtype` (a PRNG key's: those of its key data)."""
+    try:
+        itemsize = np.dtype(dtype).itemsize
+    except TypeError:  # an extended dtype (`key<fry>`): not NumPy's
+        itemsize = getattr(dtype, "itemsize", 8)
+    return int(np.prod(shape, dtype=np.int64)) * itemsize
 
 
 def _runs_while(jaxpr) -> bool:

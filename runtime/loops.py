@@ -11,7 +11,6 @@ import operator
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from runtime import (
     bounded,
@@ -99,7 +98,8 @@ def while_stmt(
         implied = None
         if left is None and checkpoints is None:
             counting = state if counting is None else counting
-            left = implied = implied_bound(counted, counting, symbol_names)
+            left = implied_bound(counted, counting, symbol_names)
+            implied = None if left is None else Implied(left)
         reads_ = (*reads, *sums, *test_reads)
         owning = identity.owning(owned, symbol_names, state)
         effects = Effects(functions, site, aliased, stores, reads_, owning)
@@ -115,11 +115,13 @@ def while_stmt(
                 left,
                 checkpoints,
                 first=first,
-                implied=implied is not None,
+                implied=implied,
             ),
         )
-        if implied is not None:
-            log.staged(site, f"lax.while_loop (at most {implied} iterations, by its counter)")
+        if implied is not None and implied.taken:
+            log.staged(site, f"lax.while_loop (at most {left} iterations, by its counter)")
+        elif implied is not None:
+            log.staged(site, "lax.while_loop")
         else:
             log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
         return out
@@ -265,21 +267,21 @@ def staged_while(
     trip_count=None,
     *,
     first=None,
-    implied=False,
+    implied=None,
 ):
     """`trip_count`: at most that many iterations run (known for a `for` loop that may stop
     early); lists the body appends to get room for that many. `first`: the test's value on
-    `state`, if it was evaluated already (it is not evaluated again). `implied`:
-    `max_iterations` is the bound the test's counter implies (see `implied_bound`), dropped
-    where the test makes an effect."""
+    `state`, if it was evaluated already (it is not evaluated again). `implied` (an
+    `Implied`): `max_iterations` is the bound the test's counter implies (see
+    `implied_bound`), dropped where `bounded.while_loop` finds it costs too much."""
     try:
         if max_iterations is not None:
             try:
                 return _bounded_while(
-                    test, body, state, names, site, max_iterations, first, implied
+                    test, body, state, names, site, max_iterations, first, implied is not None
                 )
             except bounded.Unbounded:
-                pass  # unbounded, as the user wrote it
+                implied.taken = False  # unbounded, as the user wrote it
         return _while_loop(test, body, state, names, site, checkpoints, trip_count, first)
     except staging.CANNOT_STAGE:
         raise
@@ -381,11 +383,19 @@ def _bounded_while_once(test, body, state, names, site, max_iterations, first, i
     return carry.finish(final)
 
 
-MAX_IMPLIED_ITERATIONS = 1024
+MAX_IMPLIED_ITERATIONS = 512
 """A counter's bound above this many iterations leaves the loop unbounded (checkpointed)."""
 
 MAX_IMPLIED_BYTES = 1 << 22
-"""Nor where the loop's state, stored once per iteration up to the bound, would take more."""
+"""Nor where the loop's state, stored once per iteration up to the bound, would take more
+(`bounded.while_loop` counts all a step computes against the same budget)."""
+
+
+class Implied:
+    """A bound a loop's test implies (`implied_bound`), and whether the staged loop took it."""
+
+    def __init__(self, count: int):
+        self.count, self.taken = count, True
 
 
 def implied_bound(counted, state, names) -> int | None:
@@ -416,7 +426,7 @@ def implied_bound(counted, state, names) -> int | None:
     if not 1 <= left <= MAX_IMPLIED_ITERATIONS:
         return None
     size = sum(
-        np.size(leaf) * np.dtype(jnp.result_type(leaf)).itemsize
+        bounded.nbytes(jnp.shape(leaf), jax.typeof(leaf).dtype)
         for leaf in jax.tree_util.tree_leaves(state)
         if staging.is_array_leaf(leaf)
     )

@@ -79,6 +79,11 @@ def test_a_counter_the_test_bounds(source, expected):
         "def f(x, n):\n i = 0\n while i < n + 1:\n  i += 1",
         "def f(x, n):\n i = 0\n while i < 2.5:\n  i += 1",
         "def f(x, n):\n i = 0\n while i < n[0]:\n  i += 1",
+        # bound by an import or a definition (helper 143)
+        "def f(x, n):\n i = 0\n while i < n:\n  i += 1\n  from errno import EPERM as i",
+        "def f(x, n):\n i = 0\n while i < n:\n  i += 1\n  import n",
+        "def f(x, n):\n i = 0\n while i < n:\n  i += 1\n  def i():\n   pass",
+        "def f(x, n):\n i = 0\n while i < n:\n  i += 1\n  class n:\n   pass",
     ],
 )
 def test_no_bound(source):
