@@ -150,6 +150,8 @@ class StagedList:
         as stacking them would (an update of a row drops the weak type: it is put back)."""
         if self.weak and _promotes_weakly(jnp.asarray(item)):
             return staging.python_number(buffer)
+        if jax.typeof(buffer).weak_type:  # (an update of a weakly typed buffer may keep it)
+            return lax.convert_element_type(buffer, buffer.dtype)
         return buffer
 
     def tree_flatten(self):

@@ -1628,3 +1628,17 @@ def test_padded_gives_zeros_after_the_items_where_pops_left_others():
     buffer, length = transpiler.jit(kept_after_pops)(1.0)
     assert int(length) == 4
     assert buffer.tolist() == [0.5, 0.25, 0.125, 0.0625] + [0.0] * (buffer.shape[0] - 4)
+
+
+def sum_of_a_number_and_an_array(x, y):
+    vals = []
+    if x >= 1:
+        vals.append(0.5)
+    vals.append(y)
+    return sum(vals)
+
+
+def test_an_array_appended_after_a_python_number_makes_the_list_strongly_typed():
+    # (numeric fuzz n1326) Python's sum is a float32 array on both paths; the staged list,
+    # made of a Python float first, kept its weak type after the float32 item came.
+    checks.check_vmap(sum_of_a_number_and_an_array, jnp.array([0.0, 2.0]), jnp.array([1.0, 3.0]))
