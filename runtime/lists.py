@@ -1155,9 +1155,14 @@ def check_kept_items(name: str, items, element: jax.ShapeDtypeStruct) -> None:
     if name not in _kept_items.get():
         return
     for item in items:
-        if item_type([item]) != element:
+        typed = item_type([item])
+        if typed != element:
             kind = f"a Python {type(item).__name__}" if type(item) in (bool, int, float) else ""
+            if not kind and typed is not None and typed.weak_type:
+                kind = f"a weakly typed {staging.describe(jnp.asarray(item))} (a Python number's)"
             weak = "weakly typed " if element.weak_type else ""
+            if not weak and typed is not None and typed.weak_type:
+                weak = "strongly typed "
             raise StagingError(
                 f"'{name}' holds {kind or staging.describe(jnp.asarray(item))} before the loop, "
                 f"which a staged list of its appends would hold as a {weak}"
