@@ -234,7 +234,9 @@ class StagedList:
         last = self.length - 1
         item = lax.dynamic_index_in_dim(self.buffer, last, 0, keepdims=False)
         self._check_index(-1, "pop from empty list")
-        return self._one_fewer(), item
+        # Zeros where it was: past its length a staged list holds zeros (`padded` gives them).
+        cleared = lax.dynamic_update_index_in_dim(self.buffer, lax.full_like(item, 0), last, 0)
+        return self._one_fewer(buffer=self._stored(cleared, lax.full_like(item, 0))), item
 
     def _one_fewer(self, **changes) -> StagedList:
         """The list with one item fewer (its last, unless `changes` gives the buffer)."""
@@ -266,7 +268,7 @@ class StagedList:
         item = self._item_at(position)
         buffer = self.buffer
         moved = jnp.arange(buffer.shape[0]).reshape((-1,) + (1,) * (buffer.ndim - 1)) >= position
-        shifted = jnp.concatenate([buffer[1:], buffer[-1:]], axis=0)
+        shifted = jnp.concatenate([buffer[1:], lax.full_like(buffer[-1:], 0)], axis=0)
         return self._one_fewer(buffer=jnp.where(moved, shifted, buffer)), item
 
     def reversed_in_place(self) -> StagedList:
@@ -559,12 +561,8 @@ def padded(target):
     """(buffer, length) of a list: its items stacked with zeros after the last one, and how many
     there are. For a list appended to under a traced condition, whose length is traced."""
     if isinstance(target, StagedList):
-        buffer, length = target.buffer, target.length
-        if target.known_length() == target.capacity:
-            return buffer, length
-        # Rows past the length may hold what a pop left there: zeros, as promised.
-        rows = lax.broadcasted_iota(jnp.int32, buffer.shape, 0)
-        return lax.select(rows < length, buffer, lax.full_like(buffer, 0)), length
+        # (zeros past the length: appends write at the length, pops and `clear` put zeros back)
+        return target.buffer, target.length
     if not target:
         return jnp.zeros((0,)), 0
     return jnp.stack(target), len(target)
@@ -784,7 +782,12 @@ def list_delete(target, index):
 def list_clear(target):
     """Functional form of `target.clear()`: returns the list, emptied."""
     if isinstance(target, StagedList):
-        return target._with(length=jnp.zeros_like(target.length), static_length=0, least=0)
+        return target._with(
+            buffer=lax.full_like(target.buffer, 0),
+            length=jnp.zeros_like(target.length),
+            static_length=0,
+            least=0,
+        )
     if isinstance(target, ProbeList):
         target.cleared()
         return target
