@@ -52,7 +52,7 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implie
     evaluations must not be repeated (its effects, see `runtime.loops`); then the loop carries
     the test's value, evaluated after each iteration that may be followed by another.
     `implied`: `max_iterations` is a bound the test itself implies (its counter); raises
-    Unbounded where the test makes an effect.
+    Unbounded where the loop does not take it (see there).
     """
     body = checkpointed.Traced(body_fun, init)
     if implied and (body.effects or _runs_while(body.jaxpr)):

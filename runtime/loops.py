@@ -99,7 +99,7 @@ def while_stmt(
         if left is None and checkpoints is None:
             counting = state if counting is None else counting
             left = implied_bound(counted, counting, symbol_names)
-            implied = None if left is None else Implied(left)
+            implied = None if left is None else Implied()
         reads_ = (*reads, *sums, *test_reads)
         owning = identity.owning(owned, symbol_names, state)
         effects = Effects(functions, site, aliased, stores, reads_, owning)
@@ -386,23 +386,20 @@ def _bounded_while_once(test, body, state, names, site, max_iterations, first, i
 MAX_IMPLIED_ITERATIONS = 512
 """A counter's bound above this many iterations leaves the loop unbounded (checkpointed)."""
 
-MAX_IMPLIED_BYTES = 1 << 22
-"""Nor where the loop's state, stored once per iteration up to the bound, would take more
-(`bounded.while_loop` counts all a step computes against the same budget)."""
-
 
 class Implied:
-    """A bound a loop's test implies (`implied_bound`), and whether the staged loop took it."""
+    """A bound a loop's test implies (`implied_bound`): whether the staged loop took it."""
 
-    def __init__(self, count: int):
-        self.count, self.taken = count, True
+    def __init__(self):
+        self.taken = True
 
 
 def implied_bound(counted, state, names) -> int | None:
     """The iterations left to a loop whose test bounds a counter (`counted`: see `while_stmt`):
     `bound - counter + extra`, where both are Python ints (not bools) and that is between 1 and
     `MAX_IMPLIED_ITERATIONS`, and the state stored that many times takes at most
-    `MAX_IMPLIED_BYTES`; else None.
+    `bounded.IMPLIED_BYTES` (which `bounded.while_loop` holds all a step computes to); else
+    None.
 
     Such a loop runs no more iterations than that (each adds one to the counter; once it
     reaches the bound, the test is false), so it is bounded by that count as by
@@ -418,7 +415,7 @@ def implied_bound(counted, state, names) -> int | None:
     value = state[names.index(counter)] if counter in names else None
     try:
         limit = bound()
-    except Exception:  # noqa: BLE001 - unbound there: Python may never read it
+    except NameError:  # unbound there (an UnboundLocalError too): Python may never read it
         return None
     if type(value) is not int or type(limit) is not int:
         return None
@@ -430,4 +427,4 @@ def implied_bound(counted, state, names) -> int | None:
         for leaf in jax.tree_util.tree_leaves(state)
         if staging.is_array_leaf(leaf)
     )
-    return left if left * size <= MAX_IMPLIED_BYTES else None
+    return left if left * size <= bounded.IMPLIED_BYTES else None

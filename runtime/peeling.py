@@ -60,6 +60,7 @@ def first_iteration(iteration, state, names, functions, reads=(), sums=(), owned
         after, decides = iteration(state)
     if not (staging.is_staged(decides) or staging.has_staged(after)):
         return after, decides, None
+    # (one it left empty is as good: no other name sees it either)
     grown = {i for i, value in collecting.items() if after[i] is value}
     ignoring = {id(collecting[i]) for i in grown}
     if not watch.clean(ignoring) or not restartable(state, names, reads, sums, after):

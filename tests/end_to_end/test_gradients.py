@@ -733,3 +733,21 @@ def test_a_counter_bound_is_not_taken_where_the_scan_would_cost_more(capsys):
     assert "length=100" not in derivative
     assert float(jax.jit(transpiler.convert(counted_with_a_key))(1.0)) == 8.0
     assert float(jax.jit(jax.grad(transpiler.convert(counted_with_a_key)))(1.0)) == 8.0
+
+
+def counted_down_in_its_test(x):
+    c = 0
+    while c < 3 and (c := c - 2) > -100:
+        x = x * 1.01
+        c += 1
+    return x
+
+
+def test_a_counter_the_test_itself_changes_bounds_nothing():
+    # The walrus pass moves `c := c - 2` out of the test, where the counter analysis sees it
+    # (it reads the loop as the passes before it leave it): no bound of 3 iterations, which
+    # would cut its 98 short.
+    assert "counted=" not in transpiler.to_source(counted_down_in_its_test)
+    assert float(transpiler.jit(counted_down_in_its_test)(1.0)) == pytest.approx(
+        counted_down_in_its_test(1.0), rel=1e-5
+    )

@@ -317,7 +317,7 @@ class _Statements:
         scalars, bools = set(items), set()
         while True:
             grown = {n for n, vs in values.items() if all(_python_scalar(v, scalars) for v in vs)}
-            grown = (grown - set(items)) | set(items)
+            grown |= set(items)
             truths = {n for n in grown if all(_bool_like(v, bools) for v in values.get(n, [None]))}
             if grown == scalars and truths == bools:
                 return frozenset(scalars), frozenset(bools)
@@ -546,6 +546,8 @@ def _array_use(
     sliced = False  # passed through a slice bound: `m[:, :i]` needs a static bound
     while parent is not None:
         floated = floated or _makes_float(parent, ints)
+        if _python_scalar(node, scalars) and not _as_arrays(parent, node, bools):
+            return False  # Python's arithmetic of a number or bool, not an array's
         power = isinstance(parent, gast.BinOp) and isinstance(parent.op, gast.Pow)
         if power and parent.left is node:
             # `i ** -1` is a float in Python, an error for an int32; `i ** 2` and `i ** i` (the
@@ -570,9 +572,7 @@ def _array_use(
             return False  # `i is 0`: the identity of a Python int, never of a tracer
         elif isinstance(parent, gast.IfExp) and parent.test is node:
             return True
-        if _python_scalar(node, scalars) and not _as_arrays(parent, node, bools):
-            return False
-        if isinstance(parent, gast.Subscript) and parent.value is node:
+        elif isinstance(parent, gast.Subscript) and parent.value is node:
             # `members[:, None]` of `members = labels == j`: an item of what the read makes,
             # followed up as it is (`_passed`), where that is an array in Python too, or
             # raises there (`k[:, None]` of a Python int, an IndexError staged: under a `try`,
@@ -682,7 +682,8 @@ def _as_arrays(parent: gast.AST, node: gast.AST, bools) -> bool:
 
 def _holds_display(node: gast.AST | None, displays) -> bool:
     """Whether `node` is (or may give) a tuple, list, set or dict the code builds: a display, a
-    comprehension, a name `displays` holds, an item or a sum of them (`p + (i,)`)."""
+    comprehension, a name `displays` holds, an item or a sum of them (`p + (i,)`), a call given
+    one (`max((i, 1), (0, 0))`)."""
     if isinstance(node, (gast.Tuple, gast.List, gast.Set, gast.Dict)):
         return True
     if isinstance(node, (gast.ListComp, gast.SetComp, gast.DictComp)):
@@ -699,6 +700,10 @@ def _holds_display(node: gast.AST | None, displays) -> bool:
         return any(_holds_display(v, displays) for v in node.values)
     if isinstance(node, gast.AugAssign):
         return _holds_display(node.target, displays) or _holds_display(node.value, displays)
+    if isinstance(node, gast.Call):  # `max((i, 1), (0, 0))`: one of them, maybe
+        return any(_holds_display(a, displays) for a in node.args)
+    if isinstance(node, gast.Starred):
+        return _holds_display(node.value, displays)
     return False
 
 

@@ -71,6 +71,7 @@ def test_array_uses(body):
         # an item of a tuple the body built: the Python int itself
         "pair = (i, 1)\nx = x + pair[0] * pair[1]",
         "rows = [[i, 1], [2, 3]]\nx = x + rows[0][0]",
+        "p = rt__.max_((i, 1), (0, 0))\nrt__.print_(p[0] / n)",  # one of the tuples (helper 144)
         "p = (i % 2 == 0, 2)\nx = x + (-p[0])",
         # what Python does with a bool made of the index: an int
         "b = i % 2 == 0\nx = x + ~b",
