@@ -25,7 +25,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.extend import core as jax_core
 
 from runtime import checkpointed, selects
 
@@ -149,12 +148,9 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implie
 
 def _computed_bytes(jaxpr) -> int:
     """The bytes of the outputs of every equation of `jaxpr` and the jaxprs inside it."""
-    total = 0
-    for eqn in jaxpr.eqns:
-        total += sum(nbytes(v.aval.shape, v.aval.dtype) for v in eqn.outvars)
-        for sub in selects.inner_jaxprs(eqn):
-            total += _computed_bytes(sub.jaxpr if isinstance(sub, jax_core.ClosedJaxpr) else sub)
-    return total
+    return sum(
+        nbytes(v.aval.shape, v.aval.dtype) for eqn in selects.equations(jaxpr) for v in eqn.outvars
+    )
 
 
 def nbytes(shape, dtype) -> int:
@@ -168,13 +164,7 @@ def nbytes(shape, dtype) -> int:
 
 def _runs_while(jaxpr) -> bool:
     """Whether `jaxpr` (or one inside it) holds a `while` equation."""
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "while":
-            return True
-        for sub in selects.inner_jaxprs(eqn):
-            if _runs_while(sub.jaxpr if isinstance(sub, jax_core.ClosedJaxpr) else sub):
-                return True
-    return False
+    return any(eqn.primitive.name == "while" for eqn in selects.equations(jaxpr))
 
 
 def _masked(going, tree):

@@ -60,12 +60,12 @@ def first_iteration(iteration, state, names, functions, reads=(), sums=(), owned
         after, decides = iteration(state)
     if not (staging.is_staged(decides) or staging.has_staged(after)):
         return after, decides, None
-    # (one it left empty is as good: no other name sees it either)
-    grown = {i for i, value in collecting.items() if after[i] is value}
-    ignoring = {id(collecting[i]) for i in grown}
+    # Those it grew in place (or left empty: no other name sees those either).
+    kept = {i for i, value in collecting.items() if after[i] is value}
+    ignoring = {id(collecting[i]) for i in kept}
     if not watch.clean(ignoring) or not restartable(state, names, reads, sums, after):
         return after, decides, None
-    return after, decides, start_state(state, after, grown)
+    return after, decides, start_state(state, after, kept)
 
 
 def restartable(state, names, reads=(), sums=(), after=None) -> bool:

@@ -254,10 +254,7 @@ def _step_kind(jaxpr, spent: list[int]) -> str | None:
         name = eqn.primitive.name
         if name == "while":
             return None
-        inner = [
-            sub.jaxpr if isinstance(sub, jax_core.ClosedJaxpr) else sub for sub in inner_jaxprs(eqn)
-        ]
-        for sub in inner:
+        for sub in inner_jaxprs(eqn):
             kind = _step_kind(sub, spent)
             if kind is None:
                 return None
@@ -288,13 +285,23 @@ def _complex(dtype) -> bool:
 
 
 def inner_jaxprs(eqn) -> list:
-    """The jaxprs an equation holds (branches, bodies, called functions)."""
+    """The jaxprs an equation holds (branches, bodies, called functions), open."""
     found = []
     for value in eqn.params.values():
         for item in value if isinstance(value, (tuple, list)) else (value,):
-            if isinstance(item, (jax_core.ClosedJaxpr, jax_core.Jaxpr)):
+            if isinstance(item, jax_core.ClosedJaxpr):
+                found.append(item.jaxpr)
+            elif isinstance(item, jax_core.Jaxpr):
                 found.append(item)
     return found
+
+
+def equations(jaxpr):
+    """Every equation of `jaxpr` (open) and of the jaxprs inside it, at any depth."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for sub in inner_jaxprs(eqn):
+            yield from equations(sub)
 
 
 def masked_input(dtype) -> bool:
