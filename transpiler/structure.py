@@ -140,6 +140,33 @@ def walk_nodes(node: gast.AST) -> Iterator[gast.AST]:
         stack.extend(below)
 
 
+def own_nodes(stmt: gast.stmt) -> Iterator[gast.AST]:
+    """The nodes of `stmt` itself, not of its nested blocks (they are statements of their own);
+    less contexts and operators (see `children`)."""
+    yield stmt
+    stack = []
+    fields = stmt.__dict__
+    for field in node_fields(type(stmt)):
+        value = fields.get(field)
+        for child in value if type(value) is list else [value]:
+            if isinstance(child, gast.stmt) and field in _BLOCK_FIELDS:
+                continue
+            if isinstance(child, gast.AST):
+                stack.append(child)
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(children(node))
+
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def is_name(node: gast.AST, name: str) -> bool:
+    """Whether `node` is the name `name`."""
+    return isinstance(node, gast.Name) and node.id == name
+
+
 def walk(stmts: list[gast.stmt]) -> Iterator[gast.stmt]:
     """Every statement of this scope in source order, nested blocks included, nested scopes' not
     (the `def` or `class` statement itself is yielded)."""

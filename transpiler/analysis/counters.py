@@ -90,7 +90,7 @@ def _adds_one(stmt: gast.stmt, counter: str) -> bool:
     one = lambda node: isinstance(node, gast.Constant) and type(node.value) is int  # noqa: E731
     if isinstance(stmt, gast.AugAssign):
         return (
-            _is_name(stmt.target, counter)
+            structure.is_name(stmt.target, counter)
             and isinstance(stmt.op, gast.Add)
             and one(stmt.value)
             and stmt.value.value == 1
@@ -98,19 +98,21 @@ def _adds_one(stmt: gast.stmt, counter: str) -> bool:
     if not (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1):
         return False
     value = stmt.value
-    if not (_is_name(stmt.targets[0], counter) and isinstance(value, gast.BinOp)):
+    if not (structure.is_name(stmt.targets[0], counter) and isinstance(value, gast.BinOp)):
         return False
     if not isinstance(value.op, gast.Add):
         return False
     pair = (value.left, value.right)
-    return any(_is_name(a, counter) and one(b) and b.value == 1 for a, b in (pair, pair[::-1]))
+    return any(
+        structure.is_name(a, counter) and one(b) and b.value == 1 for a, b in (pair, pair[::-1])
+    )
 
 
 def _binds(stmt: gast.stmt, names: set[str]) -> bool:
     """Whether `stmt` itself (not its nested blocks) binds or deletes one of `names`: any Name
     of them not read (a target, a `:=`, a `del`, a loop's item, an `except ... as`), a `def`
     or `class` of that name, an import as that name."""
-    for node in _own_nodes(stmt):
+    for node in structure.own_nodes(stmt):
         if isinstance(node, gast.Name) and node.id in names and not isinstance(node.ctx, gast.Load):
             return True
         if isinstance(node, (gast.Global, gast.Nonlocal)) and set(node.names) & names:
@@ -123,22 +125,5 @@ def _binds(stmt: gast.stmt, names: set[str]) -> bool:
     return False
 
 
-def _own_nodes(stmt: gast.stmt):
-    """The nodes of `stmt`, less the statements of its nested blocks (walked on their own)."""
-    stack = [stmt]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(
-            child
-            for child in structure.children(node)
-            if not (isinstance(child, gast.stmt) and child is not stmt)
-        )
-
-
 def _mentions(node: gast.AST, names: set[str]) -> bool:
     return any(isinstance(n, gast.Name) and n.id in names for n in structure.walk_nodes(node))
-
-
-def _is_name(node: gast.AST, name: str) -> bool:
-    return isinstance(node, gast.Name) and node.id == name

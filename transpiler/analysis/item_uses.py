@@ -97,7 +97,7 @@ def counted_reads(loop: gast.For, sizes: Mapping[str, int]) -> tuple[frozenset[i
         return frozenset(), ()
     index = loop.target.id
     statements = list(structure.walk(loop.body))
-    stores = (n for s in statements for n in _own_nodes(s) if isinstance(n, gast.Name))
+    stores = (n for s in statements for n in structure.own_nodes(s) if isinstance(n, gast.Name))
     if any(not isinstance(n.ctx, gast.Load) and n.id == index for n in stores):
         return frozenset(), ()  # the body rebinds the index: `j` is not the iteration's
     proven: set[int] = set()
@@ -146,16 +146,12 @@ def _appends_to(stmt: gast.stmt, name: str) -> bool:
     return (
         isinstance(stmt, gast.Assign)
         and len(stmt.targets) == 1
-        and _is_name(stmt.targets[0], name)
+        and structure.is_name(stmt.targets[0], name)
         and isinstance(stmt.value, gast.Call)
         and naming.runtime_operator(stmt.value.func) == "list_append"
         and len(stmt.value.args) == 2
-        and _is_name(stmt.value.args[0], name)
+        and structure.is_name(stmt.value.args[0], name)
     )
-
-
-def _is_name(node: gast.AST, name: str) -> bool:
-    return isinstance(node, gast.Name) and node.id == name
 
 
 def _counted_reads_of(body: list[gast.stmt], name: str, index: str, appended_at: int):
@@ -170,7 +166,7 @@ def _counted_reads_of(body: list[gast.stmt], name: str, index: str, appended_at:
             allowed = {id(top.targets[0]), id(top.value.args[0])}
         for node in structure.walk_nodes(top):
             if isinstance(node, gast.Call) and naming.runtime_operator(node.func) == "list_item":
-                if len(node.args) == 2 and _is_name(node.args[0], name):
+                if len(node.args) == 2 and structure.is_name(node.args[0], name):
                     allowed.add(id(node.args[0]))
                     if _int_literal(node.args[1]) is not None:
                         continue  # `row[-1]`: checked as the program runs
@@ -181,11 +177,11 @@ def _counted_reads_of(body: list[gast.stmt], name: str, index: str, appended_at:
             elif (
                 isinstance(node, gast.Subscript)
                 and isinstance(node.ctx, gast.Load)
-                and _is_name(node.value, name)
+                and structure.is_name(node.value, name)
                 and _int_literal(node.slice) is not None
             ):
                 allowed.add(id(node.value))  # `row[-1]`, as the lists pass leaves it
-            elif _is_name(node, name) and id(node) not in allowed:
+            elif structure.is_name(node, name) and id(node) not in allowed:
                 return None
     return reads
 
@@ -193,7 +189,7 @@ def _counted_reads_of(body: list[gast.stmt], name: str, index: str, appended_at:
 def _offset(node: gast.AST, index: str) -> int | None:
     """`c` where `node` is `index` plus or minus int literals (`index`, `index - 1`, `-1 +
     index`, `index + 2 - 1`): `index + c`; else None."""
-    if _is_name(node, index):
+    if structure.is_name(node, index):
         return 0
     if not isinstance(node, gast.BinOp) or not isinstance(node.op, (gast.Add, gast.Sub)):
         return None
@@ -372,7 +368,7 @@ class _Statements:
         if found is None:
             reads = [
                 node
-                for node in _own_nodes(stmt)
+                for node in structure.own_nodes(stmt)
                 if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load)
             ]
             found = self._stmt_reads[id(stmt)] = (reads, _parents(stmt) if reads else {})
@@ -469,7 +465,7 @@ def _bindings(stmt: gast.stmt):
         yield stmt.target, stmt.value
     elif isinstance(stmt, gast.For):
         yield stmt.target, stmt.iter
-    for node in _own_nodes(stmt):
+    for node in structure.own_nodes(stmt):
         if isinstance(node, gast.NamedExpr):
             yield node.target, node.value
 
@@ -488,31 +484,9 @@ def _pairs(target: gast.AST, value: gast.AST):
         yield target, value
 
 
-def _own_nodes(stmt: gast.stmt):
-    """The nodes of `stmt` itself, not of its nested blocks (they are statements of their own);
-    less contexts and operators (see `structure.children`)."""
-    yield stmt
-    stack = []
-    fields = stmt.__dict__
-    for field in structure.node_fields(type(stmt)):
-        value = fields.get(field)
-        for child in value if type(value) is list else [value]:
-            if isinstance(child, gast.stmt) and field in _BLOCK_FIELDS:
-                continue
-            if isinstance(child, gast.AST):
-                stack.append(child)
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(structure.children(node))
-
-
-_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
-
-
 def _parents(stmt: gast.stmt) -> dict[int, gast.AST]:
     parents = {}
-    for node in _own_nodes(stmt):
+    for node in structure.own_nodes(stmt):
         for child in structure.children(node):
             parents[id(child)] = node
     return parents
