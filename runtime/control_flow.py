@@ -527,11 +527,22 @@ def _run_masked(closed, pred, taken_when: bool) -> list:
 
 def _literals(closed, outs) -> list:
     """A branch's outputs, each that its jaxpr gives as a constant (`did_break = True`) as that
-    constant: under a trace, computing with it makes a tracer, which hides that it is one."""
+    constant: under a trace, computing with it makes a tracer, which hides that it is one. The
+    others get the weak type the branch gave them where running the jaxpr changed it: under
+    `jax.vmap`, a row written into a weakly typed buffer (`dynamic_update_slice`, batched as a
+    scatter) comes out weakly typed where the branch made it strong (a list a float32 was
+    appended to, summed after the `if`)."""
     return [
-        _python_constant(v.val) if isinstance(v, jax_core.Literal) else out
+        _python_constant(v.val) if isinstance(v, jax_core.Literal) else _typed_as(v.aval, out)
         for v, out in zip(closed.jaxpr.outvars, outs)
     ]
+
+
+def _typed_as(aval, value):
+    """`value` (a jaxpr's output, as run) with the weak type of `aval` (as traced)."""
+    if not isinstance(value, jax.Array) or jax.typeof(value).weak_type == aval.weak_type:
+        return value
+    return staging.python_number(value) if aval.weak_type else _strongly_typed(value)
 
 
 def _python_constant(value):

@@ -1642,3 +1642,21 @@ def test_an_array_appended_after_a_python_number_makes_the_list_strongly_typed()
     # (numeric fuzz n1326) Python's sum is a float32 array on both paths; the staged list,
     # made of a Python float first, kept its weak type after the float32 item came.
     checks.check_vmap(sum_of_a_number_and_an_array, jnp.array([0.0, 2.0]), jnp.array([1.0, 3.0]))
+
+
+def sum_after_two_conditional_appends(x, y):
+    vals = []
+    if x > 1.0:
+        vals.append(1.5)
+    if y > -1.0:
+        vals.append(jnp.abs(y))
+    return sum(vals)
+
+
+def test_a_list_strongly_typed_in_one_branch_stays_so_under_vmap():
+    # (numeric fuzz n1352) Under jax.vmap the branch that appends the float32 was run again
+    # from its jaxpr, where the batched row write gave back the buffer's weak type: the join
+    # after the `if`, and the sum, were weakly typed where Python's sum is a float32.
+    x, y = jnp.array([0.0, 2.0, 3.0]), jnp.array([0.5, 1.0, 2.0])
+    checks.check_vmap(sum_after_two_conditional_appends, x, y)
+    checks.check_jit(sum_after_two_conditional_appends, 2.0, 0.5)
