@@ -17,7 +17,7 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jax_core
 
-from runtime import errors, identity, lists, log, selects, staging, text
+from runtime import errors, identity, lists, log, selects, shared, staging, text
 from runtime.effects import Effects
 from runtime.errors import Site, StagingError
 from runtime.staging import describe, describe_tree, is_staged
@@ -448,20 +448,22 @@ def keeping_state(n: int):
 
 def _cond_or_select(pred, true_fn, false_fn, log_site=None, false_keeps=False) -> list:
     """`lax.cond(pred, true_fn, false_fn)`; a select of both branches where that computes the
-    same values and derivatives at less cost (`runtime.selects`). Each branch is traced once.
+    same values and derivatives at less cost (`runtime.selects`). Each branch is traced once;
+    what both compute alike is computed once, before them (`runtime.shared`).
     `log_site`: where to log which it became. `false_keeps`: `false_fn` gives back values it
     was given (see `keeping_state`): it runs here, computing nothing, with no trace of its own
     (a `jax.make_jaxpr` costs as much as a few operations)."""
     trees = []
     true_jaxpr, leaves = jax.make_jaxpr(staging.flattened(true_fn, trees), return_shape=True)()
     treedef = trees[0]
-    run_true = jax_core.jaxpr_as_fun(true_jaxpr)
     if false_keeps:
         kept = jax.tree_util.tree_leaves(false_fn())
         false_jaxpr, run_false = None, lambda: kept
     else:
         false_jaxpr = jax.make_jaxpr(staging.flattened(false_fn, trees))()
+        true_jaxpr, false_jaxpr = shared.hoisted(true_jaxpr, false_jaxpr)
         run_false = jax_core.jaxpr_as_fun(false_jaxpr)
+    run_true = jax_core.jaxpr_as_fun(true_jaxpr)
     kinds = None
     if all(selects.selects(leaf.dtype) for leaf in leaves):
         if false_keeps:

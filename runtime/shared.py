@@ -1,0 +1,151 @@
+"""What both branches of a staged `if` compute alike, computed once before it.
+
+Model code often computes the same thing in both branches and uses it differently::
+
+    if jnp.mean(h) > threshold:
+        h = h + jnp.tanh(layer(h))     # residual
+    else:
+        h = 0.5 * jnp.tanh(layer(h))
+
+Traced as they are, both branches hold the layer's matrix product, so the `if` is a `lax.cond`
+(a select computes both branches: `runtime.selects` takes cheap ones only), and `jax.grad`
+linearizes the cond into two, each with its own product. Hand-written `lax` computes
+`z = jnp.tanh(layer(h))` once and selects between `h + z` and `0.5 * z`. So does the staged
+`if`: the equations both branches' jaxprs hold alike, computed from the same values (the values
+from before the `if` the branches read, literals, and results of other such equations), are
+computed once before it, and each branch reads their results as values from before it.
+What is left of each branch then decides between a select and a cond as any branch does.
+
+Values and derivatives are the cond's: whichever branch is taken computes those equations from
+those values, once, and nothing else reads them. An equation with an effect (a print, a check)
+stays in its branch, which must do it in its place, if taken; so do equations whose parameters
+do not compare equal (a custom derivative's rule, a function of its own in each trace).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import jax
+import numpy as np
+from jax.extend import core as jax_core
+
+
+def hoisted(first, second):
+    """The branches `first` and `second` (closed jaxprs of no arguments), each with the
+    equations it shares with the other computed here, once, under the current trace, and read
+    as constants; the branches as they are where they share none."""
+    pairs, first_keys, second_keys = _shared(first, second)
+    if not pairs:
+        return first, second
+    in_first = {i for i, _ in pairs}
+    in_second = {j for _, j in pairs}
+    kept_first = [e for i, e in enumerate(first.jaxpr.eqns) if i not in in_first]
+    kept_second = [e for j, e in enumerate(second.jaxpr.eqns) if j not in in_second]
+    # first's variable of each shared value, and second's variables read as first's
+    ours = {key: var for var, key in first_keys.items() if key[0] == "shared"}
+    theirs = {var: ours[key] for var, key in second_keys.items() if key[0] == "shared"}
+    read_first = _read(kept_first, first.jaxpr.outvars, ours.values())
+    read_second = _read(kept_second, second.jaxpr.outvars, theirs)
+    wanted = list(dict.fromkeys([*read_first, *(theirs[v] for v in read_second)]))
+    values = {}
+    if wanted:  # (else the shared equations are dead code in both branches)
+        computing = [first.jaxpr.eqns[i] for i, _ in pairs]
+        outer = first.jaxpr.replace(outvars=wanted, eqns=computing, effects=frozenset())
+        values = dict(zip(wanted, jax.core.eval_jaxpr(outer, first.consts)))
+    return (
+        _reading(first, kept_first, read_first, [values[v] for v in read_first]),
+        _reading(second, kept_second, read_second, [values[theirs[v]] for v in read_second]),
+    )
+
+
+def _shared(first, second):
+    """([(equation index in `first`, its match in `second`)], keys of `first`'s variables,
+    keys of `second`'s): equations of one primitive and parameters with inputs of the same
+    keys. A key names a value either branch may read: a constant (by identity: the same value
+    from before the `if`), a literal (by value), or an output of a matched pair."""
+    first_keys = {v: ("value", id(c)) for v, c in zip(first.jaxpr.constvars, first.consts)}
+    second_keys = {v: ("value", id(c)) for v, c in zip(second.jaxpr.constvars, second.consts)}
+    equations = second.jaxpr.eqns
+    readers = collections.defaultdict(list)  # second's variable -> the equations that read it
+    for j, eqn in enumerate(equations):
+        for var in eqn.invars:
+            if isinstance(var, jax_core.Var):
+                readers[var].append(j)
+    ready = collections.defaultdict(list)  # (primitive, input keys) -> second's equations
+    offered = set()
+
+    def offer(j):
+        eqn = equations[j]
+        key = None if j in offered or eqn.effects else _inputs(eqn, second_keys)
+        if key is not None:
+            offered.add(j)
+            ready[key].append(j)
+
+    for j in range(len(equations)):
+        offer(j)
+    pairs, taken = [], set()
+    for i, eqn in enumerate(first.jaxpr.eqns):
+        key = None if eqn.effects else _inputs(eqn, first_keys)
+        match = next(
+            (j for j in ready.get(key, ()) if j not in taken and _alike(eqn, equations[j])),
+            None,
+        )
+        if match is None:
+            continue
+        taken.add(match)
+        pairs.append((i, match))
+        for n, (a, b) in enumerate(zip(eqn.outvars, equations[match].outvars)):
+            first_keys[a] = second_keys[b] = ("shared", i, n)
+            for j in readers.get(b, ()):
+                offer(j)
+    return pairs, first_keys, second_keys
+
+
+def _inputs(eqn, keys):
+    """(primitive, the keys of the equation's inputs), or None where one has none."""
+    found = []
+    for var in eqn.invars:
+        if isinstance(var, jax_core.Literal):
+            value = np.asarray(var.val)
+            found.append(("literal", str(var.aval), value.dtype.str, value.tobytes()))
+        elif var in keys:
+            found.append(keys[var])
+        else:
+            return None
+    return eqn.primitive, tuple(found)
+
+
+def _alike(a, b) -> bool:
+    """Whether equations `a` and `b` (of one primitive, on the same inputs) compute alike: equal
+    parameters (jaxprs by identity: JAX traces a `jit`-wrapped function once per input types)
+    and outputs of the same types."""
+    if [v.aval for v in a.outvars] != [v.aval for v in b.outvars]:
+        return False
+    if a.params.keys() != b.params.keys():
+        return False
+    for name, x in a.params.items():
+        y = b.params[name]
+        if x is y:
+            continue
+        try:
+            if type(x) is not type(y) or not bool(x == y):
+                return False
+        except Exception:  # noqa: BLE001 - arrays (ambiguous truth), values that do not compare
+            return False
+    return True
+
+
+def _read(eqns, outvars, among) -> list:
+    """The variables of `among` that `eqns` read or that are among `outvars`, in first-read
+    order."""
+    among = set(among)
+    read = [v for eqn in eqns for v in eqn.invars if isinstance(v, jax_core.Var) and v in among]
+    read += [v for v in outvars if isinstance(v, jax_core.Var) and v in among]
+    return list(dict.fromkeys(read))
+
+
+def _reading(closed, eqns, variables, values):
+    """`closed` computing only `eqns`, reading `variables` as constants of `values`."""
+    jaxpr = closed.jaxpr.replace(constvars=[*closed.jaxpr.constvars, *variables], eqns=eqns)
+    return jax_core.ClosedJaxpr(jaxpr, [*closed.consts, *values])

@@ -1,0 +1,135 @@
+"""What both branches of a staged `if` compute alike is computed once, before it."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.extend import core as jax_core
+
+import transpiler
+from runtime import shared
+from tests.end_to_end.checks import check_grad, check_jit, check_vmap, primitives
+
+W = np.linspace(-1.0, 1.0, 16, dtype=np.float32).reshape(4, 4)
+
+
+def residual_or_damped(h):
+    if jnp.mean(h) > 0.0:
+        h = h + jnp.tanh(W @ h)
+    else:
+        h = 0.5 * jnp.tanh(W @ h)
+    return h
+
+
+def test_a_product_both_branches_compute_is_computed_once_and_the_rest_selected():
+    h = jnp.linspace(-0.5, 1.0, 4)
+    jaxpr = primitives(residual_or_damped, h)
+    assert jaxpr.count("dot_general") == 1
+    assert "cond[" not in jaxpr and "select_n" in jaxpr
+    check_jit(residual_or_damped, h)
+    check_jit(residual_or_damped, -h)
+    check_grad(lambda h: residual_or_damped(h).sum(), h)
+    check_grad(lambda h: residual_or_damped(h).sum(), -h)
+    check_vmap(residual_or_damped, jnp.stack([h, -h, 0.1 * h]))
+
+
+def grad_of_residual(h):
+    return jax.grad(lambda h: residual_or_damped(h).sum())(h)
+
+
+def test_the_gradient_has_no_cond_left_and_one_product_each_way():
+    converted = transpiler.convert(residual_or_damped)
+    text = str(jax.make_jaxpr(jax.grad(lambda h: converted(h).sum()))(jnp.ones(4)))
+    assert "cond[" not in text
+    assert text.count("dot_general") == 2  # the product and its transpose
+
+
+def log_either_way(x):
+    if x > 1.0:
+        y = jnp.log(x) + 1.0
+    else:
+        y = jnp.log(x) * 3.0
+    return y
+
+
+@pytest.mark.parametrize("x", [2.0, 0.5, 0.0, 1e-30])
+def test_a_shared_value_with_an_unbounded_derivative_keeps_the_conds_gradient(x):
+    # log is computed once; `* 3.0` in the branch not taken must not send it 0 * inf.
+    assert primitives(log_either_way, x).count(" log ") == 1
+    check_jit(log_either_way, x)
+    check_grad(log_either_way, jnp.float32(x))
+
+
+def prints_in_both(x):
+    if x > 0:
+        print("value", x)
+        y = x + 1.0
+    else:
+        print("value", x)
+        y = x - 1.0
+    return y
+
+
+def test_effects_stay_in_their_branch(capfd):
+    transpiler.jit(prints_in_both)(2.0)
+    transpiler.jit(prints_in_both)(-2.0)
+    assert capfd.readouterr().out.count("value") == 2
+
+
+def different_inputs(x):
+    if x.sum() > 0:
+        y = jnp.sin(x + 1.0)  # the sin of another value in each branch: nothing shared
+    else:
+        y = jnp.sin(x - 1.0)
+    return y
+
+
+def test_equations_of_values_each_branch_computes_differently_stay_in_it():
+    x = jnp.arange(3.0)
+    assert primitives(different_inputs, x).count(" sin ") == 2
+    check_jit(different_inputs, x)
+    check_jit(different_inputs, -x)
+
+
+def chained(x, w):
+    if x[0] > 0:
+        a = jnp.exp(w @ x)
+        y = a + jnp.cos(a)
+    else:
+        a = jnp.exp(w @ x)
+        y = a * jnp.cos(a)
+    return y
+
+
+def test_chains_of_shared_equations_are_computed_once():
+    x = jnp.array([0.5, -0.2, 0.1, 0.3])
+    text = primitives(chained, x, W)
+    assert [text.count(p) for p in ("dot_general", " exp ", " cos ")] == [1, 1, 1]
+    for sign in (1.0, -1.0):
+        check_jit(chained, sign * x, W)
+        check_grad(lambda x, w: chained(x, w).sum(), sign * x, W, argnums=(0, 1))
+
+
+def test_branches_sharing_nothing_are_given_back_as_they_are():
+    x = jnp.float32(1.0)
+
+    def closed(fn):
+        return jax.make_jaxpr(fn)()
+
+    first, second = closed(lambda: jnp.sin(x)), closed(lambda: jnp.cos(x))
+    assert shared.hoisted(first, second) == (first, second)
+
+
+def test_hoisted_branches_compute_what_they_computed():
+    w, x = jnp.asarray(W), jnp.arange(4.0)
+    first = jax.make_jaxpr(lambda: (jnp.tanh(w @ x) + x, x))()
+    second = jax.make_jaxpr(lambda: (jnp.tanh(w @ x) * 0.5, jnp.exp(w @ x)))()
+    new_first, new_second = shared.hoisted(first, second)
+    assert [e.primitive.name for e in new_first.jaxpr.eqns] == ["add"]
+    # (the second product of the second branch is its own: one of each is shared)
+    assert [e.primitive.name for e in new_second.jaxpr.eqns] == ["mul", "dot_general", "exp"]
+    for old, new in ((first, new_first), (second, new_second)):
+        expected = jax_core.jaxpr_as_fun(old)()
+        actual = jax_core.jaxpr_as_fun(new)()
+        for a, b in zip(actual, expected):
+            np.testing.assert_allclose(a, b, rtol=1e-6)
