@@ -241,7 +241,7 @@ def step_lowering(body, test, state_dtypes, constants) -> str | None:
             return None
         found = "guarded select" if kind == "guarded select" else found
     if found == "guarded select":
-        masked = sum(np.size(c) for c in constants if masked_input(np.result_type(c)))
+        masked = sum(np.size(c) for c in constants if masked_input(jnp.result_type(c)))
         if masked > MAX_MASKED_CONSTANT_ELEMENTS:
             return None
     return found

@@ -9,7 +9,8 @@ value `u`, and a list `vals` of floats; statements are assignments through `jnp`
 (`abs`, `min`, `max`), `//`, `%`, `**`, true division, comparisons with float literals, nested
 `if`/`elif`/`else`, `while` loops bounded by a counter, `for` over Python and traced ranges
 (`range(int(x) % 4)`), `break`/`continue`/early `return`, ternaries, `and`/`or` (as tests and
-as values), conditional appends reduced by `sum`/`len`/`max`. `f` returns a tuple whose first
+as values), conditional appends reduced by `sum`/`len`/`max`, `if`/`else` whose branches
+compute one expression of the values before it and use it differently. `f` returns a tuple whose first
 item is the float `t` (differentiated in the harness's grad mode).
 
 What the programs avoid, because docs/semantics.md and docs/limitations.md document that the
@@ -315,6 +316,33 @@ class _Generator(ProgramWriter):
             self.emit(indent, "else:")
             self.emit(indent + 1, f"{v} = {v} - 1.0")
 
+    def shared(self, indent: int, ctx: _Ctx) -> None:
+        """An `if` whose branches compute one expression of the values before it and use it
+        differently (computed once, before the `if`: `runtime/shared.py`), some with an
+        unbounded derivative (`sqrt` at 0), which the path taken computes either way."""
+        v = self.pick(FLOATS)
+        e = self.pick(
+            [
+                f"jnp.tanh({self.fexpr(ctx, 1)})",
+                f"jnp.exp(-jnp.abs({self.fexpr(ctx, 1)}))",
+                "jnp.log(jnp.abs(x) + 0.5)",
+                "jnp.sqrt(jnp.abs(y))",
+                f"jnp.sqrt(jnp.abs({self.fexpr(ctx, 1)}) + 0.25) * {self.pick(FACTORS)}",
+            ]
+        )
+        uses = [
+            f"{v} = min(max({v} + {e} * {self.pick(FACTORS)}, -{CLAMP}), {CLAMP})",
+            f"{v} = {e} * {self.pick(FACTORS)}",
+            f"{v} = {e}",
+            f"{v} = {v} * 0.5 - {e}",
+            f"{v} = {e} * {e}",
+        ]
+        first, second = self.rng.sample(uses, 2)
+        self.emit(indent, f"if {self.cond(ctx)}:")
+        self.emit(indent + 1, first)
+        self.emit(indent, "else:")
+        self.emit(indent + 1, second)
+
     def ret(self) -> str:
         items = self.return_items[:]
         items[0] = self.pick(["t + 1.0", "t * 0.5", "-t", "t"])
@@ -328,7 +356,10 @@ class _Generator(ProgramWriter):
         if ctx.depth >= 2 or r < 0.35:
             self.assign(indent, ctx)
         elif r < 0.42:
-            self.risky(indent, ctx)
+            if self.chance(0.4):
+                self.shared(indent, ctx)
+            else:
+                self.risky(indent, ctx)
         elif r < 0.6:
             self.if_elif_else(
                 indent, lambda: self.cond(ctx), lambda: self.block(indent + 1, ctx.nest())
