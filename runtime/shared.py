@@ -51,7 +51,12 @@ def hoisted(first, second):
     values = {}
     if wanted:  # (else the shared equations are dead code in both branches)
         computing = [first.jaxpr.eqns[i] for i, _ in pairs]
-        outer = first.jaxpr.replace(outvars=wanted, eqns=computing, effects=frozenset())
+        outer = first.jaxpr.replace(
+            outvars=wanted,
+            eqns=computing,
+            effects=frozenset(),
+            debug_info=first.jaxpr.debug_info._replace(result_paths=None),  # (other outputs)
+        )
         values = dict(zip(wanted, jax.core.eval_jaxpr(outer, first.consts)))
     return (
         _reading(first, kept_first, read_first, [values[v] for v in read_first]),
