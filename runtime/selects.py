@@ -197,9 +197,19 @@ def _cheap(jaxpr, spent: list[int]) -> str | None:
         spent[1] += sum(_count(v.aval.shape) for v in eqn.outvars)
         if spent[0] > MAX_EQUATIONS or spent[1] > MAX_ELEMENTS:
             return None
-        if _differentiable(eqn) and name not in _ZERO_SAFE and not _scaled_by_literal(eqn):
+        if not zero_safe(eqn):
             found = "guarded select"
     return found
+
+
+def zero_safe(eqn) -> bool:
+    """Whether `eqn` maps a zero cotangent to exact zeros whatever its inputs (rule 3): it
+    has no floating-point output, or its derivative multiplies by nothing its inputs give
+    (a call: every equation of its jaxpr)."""
+    if eqn.primitive.name in _CALLS:
+        return all(zero_safe(inner) for inner in eqn.params["jaxpr"].jaxpr.eqns)
+    name = eqn.primitive.name
+    return not _differentiable(eqn) or name in _ZERO_SAFE or _scaled_by_literal(eqn)
 
 
 MAX_STEP_ELEMENTS = 1 << 16
@@ -266,7 +276,7 @@ def _step_kind(jaxpr, spent: list[int]) -> str | None:
         spent[0] += sum(_count(v.aval.shape) for v in eqn.outvars)
         if spent[0] > MAX_STEP_ELEMENTS:
             return None
-        if _differentiable(eqn) and name not in _ZERO_SAFE and not _scaled_by_literal(eqn):
+        if not zero_safe(eqn):
             found = "guarded select"
     return found
 

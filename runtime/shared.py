@@ -30,30 +30,36 @@ import jax
 import numpy as np
 from jax.extend import core as jax_core
 
+from runtime import selects
+
 
 def hoisted(first, second):
     """The branches `first` and `second` (closed jaxprs of no arguments), each with the
     equations it shares with the other computed here, once, under the current trace, and read
-    as constants; the branches as they are where they share none."""
-    pairs, first_keys, second_keys = _shared(first, second)
+    as constants; the branches as they are where they share none (or either has an effect:
+    what moves out of it would be ordered against its effects by XLA, not as written)."""
+    if first.effects or second.effects:
+        return first, second
+    pairs = _exact(_shared(first, second), first.jaxpr, second.jaxpr)
     if not pairs:
         return first, second
-    in_first = {i for i, _ in pairs}
-    in_second = {j for _, j in pairs}
-    kept_first = [e for i, e in enumerate(first.jaxpr.eqns) if i not in in_first]
-    kept_second = [e for j, e in enumerate(second.jaxpr.eqns) if j not in in_second]
-    # first's variable of each shared value, and second's variables read as first's
-    ours = {key: var for var, key in first_keys.items() if key[0] == "shared"}
-    theirs = {var: ours[key] for var, key in second_keys.items() if key[0] == "shared"}
-    read_first = _read(kept_first, first.jaxpr.outvars, ours.values())
+    ours = {v for i, _ in pairs for v in first.jaxpr.eqns[i].outvars}
+    theirs = {  # second's variable of each moved value -> first's
+        b: a
+        for i, j in pairs
+        for a, b in zip(first.jaxpr.eqns[i].outvars, second.jaxpr.eqns[j].outvars)
+    }
+    moved_first, moved_second = {i for i, _ in pairs}, {j for _, j in pairs}
+    kept_first = [e for i, e in enumerate(first.jaxpr.eqns) if i not in moved_first]
+    kept_second = [e for j, e in enumerate(second.jaxpr.eqns) if j not in moved_second]
+    read_first = _read(kept_first, first.jaxpr.outvars, ours)
     read_second = _read(kept_second, second.jaxpr.outvars, theirs)
     wanted = list(dict.fromkeys([*read_first, *(theirs[v] for v in read_second)]))
     values = {}
     if wanted:  # (else the shared equations are dead code in both branches)
-        computing = [first.jaxpr.eqns[i] for i, _ in pairs]
         outer = first.jaxpr.replace(
             outvars=wanted,
-            eqns=computing,
+            eqns=[first.jaxpr.eqns[i] for i, _ in pairs],
             effects=frozenset(),
             debug_info=first.jaxpr.debug_info._replace(result_paths=None),  # (other outputs)
         )
@@ -64,11 +70,11 @@ def hoisted(first, second):
     )
 
 
-def _shared(first, second):
-    """([(equation index in `first`, its match in `second`)], keys of `first`'s variables,
-    keys of `second`'s): equations of one primitive and parameters with inputs of the same
-    keys. A key names a value either branch may read: a constant (by identity: the same value
-    from before the `if`), a literal (by value), or an output of a matched pair."""
+def _shared(first, second) -> list[tuple[int, int]]:
+    """[(equation index in `first`, its match in `second`)]: equations of one primitive and
+    parameters with inputs of the same keys, in `first`'s order. A key names a value either
+    branch may read: a constant (by identity: the same value from before the `if`), a literal
+    (by value), or an output of a matched pair."""
     first_keys = {v: ("value", id(c)) for v, c in zip(first.jaxpr.constvars, first.consts)}
     second_keys = {v: ("value", id(c)) for v, c in zip(second.jaxpr.constvars, second.consts)}
     equations = second.jaxpr.eqns
@@ -104,7 +110,137 @@ def _shared(first, second):
             first_keys[a] = second_keys[b] = ("shared", i, n)
             for j in readers.get(b, ()):
                 offer(j)
-    return pairs, first_keys, second_keys
+    return pairs
+
+
+def _exact(pairs, first, second) -> list[tuple[int, int]]:
+    """The pairs whose moving out of the branches keeps their derivatives: each equation's
+    floating-point outputs are differentiated through in both branches (`_differentiated`),
+    or it maps a zero cotangent to exact zeros (`selects.zero_safe`), and it reads no value of
+    a pair that stays.
+
+    Moved out, an equation gets its cotangent from the branch taken and a zero from the other
+    (an array of zeros: a select's or a cond's). In its branch, it got the cotangent of that
+    branch's uses alone: none where nothing differentiates through it there (`y = -x` on one
+    path, `jnp.floor(r)`, `stop_gradient`), and JAX's symbolic zero then skips its derivative.
+    Moved out, the derivative multiplies the zeros: `0 * inf` where it is infinite (`jnp.log`
+    at 0), a NaN the branch taken never computed."""
+    used = _differentiated(first), _differentiated(second)
+    stays, kept = set(), []
+    for i, j in pairs:
+        a, b = first.eqns[i], second.eqns[j]
+        reads_staying = any(v in stays for v in a.invars if isinstance(v, jax_core.Var))
+        exact = selects.zero_safe(a) or all(
+            v in used[0] and w in used[1]
+            for v, w in zip(a.outvars, b.outvars)
+            if _inexact(v.aval) and not isinstance(v, jax_core.DropVar)  # (read nowhere)
+        )
+        if exact and not reads_staying:
+            kept.append((i, j))
+        else:
+            stays.update(a.outvars)
+    return kept
+
+
+# Primitives whose derivative passes a tangent of each floating-point input to their outputs as
+# an array (never JAX's symbolic zero: `floor`, `sign`, `stop_gradient`, comparisons give one).
+_DIFFERENTIATED = frozenset(
+    {
+        "add",
+        "add_any",
+        "sub",
+        "neg",
+        "mul",
+        "div",
+        "rem",
+        "max",
+        "min",
+        "clamp",
+        "abs",
+        "integer_pow",
+        "pow",
+        "square",
+        "sqrt",
+        "rsqrt",
+        "cbrt",
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log1p",
+        "tanh",
+        "logistic",
+        "sin",
+        "cos",
+        "tan",
+        "sinh",
+        "cosh",
+        "asin",
+        "acos",
+        "atan",
+        "atan2",
+        "asinh",
+        "acosh",
+        "atanh",
+        "erf",
+        "erfc",
+        "convert_element_type",
+        "copy",
+        "copy_p",
+        "reshape",
+        "squeeze",
+        "expand_dims",
+        "broadcast_in_dim",
+        "transpose",
+        "rev",
+        "select_n",
+        "slice",
+        "dynamic_slice",
+        "dynamic_update_slice",
+        "gather",
+        "concatenate",
+        "pad",
+        "reduce_sum",
+        "reduce_max",
+        "reduce_min",
+        "cumsum",
+        "dot_general",
+    }
+)
+
+
+def _differentiated(jaxpr, outputs=None) -> set:
+    """The floating-point variables of `jaxpr` (open) that a derivative of its `outputs` (all
+    of them by default) goes through as an array: read by an equation of `_DIFFERENTIATED` (or
+    a call of them) whose output is one of them. Others (a loop, a custom derivative) count as
+    not differentiated through: moving what they read out of a branch needs zero safety."""
+    found = {
+        v
+        for v in (jaxpr.outvars if outputs is None else outputs)
+        if isinstance(v, jax_core.Var) and _inexact(v.aval)
+    }
+    for eqn in reversed(jaxpr.eqns):
+        outs = [v for v in eqn.outvars if v in found]
+        if not outs:
+            continue
+        name = eqn.primitive.name
+        if name in ("jit", "pjit"):
+            inner = eqn.params["jaxpr"].jaxpr
+            reached = _differentiated(
+                inner, [w for v, w in zip(eqn.outvars, inner.outvars) if v in found]
+            )
+            found.update(
+                v
+                for v, w in zip(eqn.invars, inner.invars)
+                if isinstance(v, jax_core.Var) and w in reached and _inexact(v.aval)
+            )
+        elif name in _DIFFERENTIATED:
+            found.update(v for v in eqn.invars if isinstance(v, jax_core.Var) and _inexact(v.aval))
+    return found
+
+
+def _inexact(aval) -> bool:
+    return selects.masked_input(getattr(aval, "dtype", None))
 
 
 def _inputs(eqn, keys):

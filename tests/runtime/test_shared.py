@@ -133,3 +133,125 @@ def test_hoisted_branches_compute_what_they_computed():
         actual = jax_core.jaxpr_as_fun(new)()
         for a, b in zip(actual, expected):
             np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+# Moved out of the branches, a shared value gets a zero cotangent from the branch that does not
+# differentiate through it, where in its branch it got none (JAX's symbolic zero): its
+# derivative times that zero is NaN where the derivative is infinite. Those stay in their
+# branches (helper 145 found each of these giving NaN for the eager gradient).
+
+
+def unused_on_one_path(x):
+    if x > 0:
+        z = jnp.log(x)
+        y = z
+    else:
+        z = jnp.log(x)
+        y = -x
+    return y
+
+
+def stopped_on_one_path(x):
+    if x > 0:
+        z = jnp.sqrt(x)
+        y = z * 2.0
+    else:
+        z = jnp.sqrt(x)
+        y = jax.lax.stop_gradient(z) + x
+    return y
+
+
+def floored_on_one_path(x):
+    d = x * x
+    if x > 2.0:
+        r = jnp.sqrt(d)
+        loss = r
+    else:
+        r = jnp.sqrt(d)
+        loss = jnp.floor(r) + x
+    return loss
+
+
+def elif_chain(x):
+    if x > 0:
+        z = jnp.log(x)
+        y = z
+    elif x > -1:
+        z = jnp.log(x)
+        y = -x
+    else:
+        z = jnp.log(x)
+        y = 2 * x
+    return y
+
+
+def in_a_loop(x):
+    y = 0.0
+    for i in range(3):
+        if x > i:
+            z = jnp.sqrt(x)
+            y = y + z
+        else:
+            z = jnp.sqrt(x)
+            y = y + x
+    return y
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (unused_on_one_path, 0.0),
+        (unused_on_one_path, 2.0),
+        (stopped_on_one_path, 0.0),
+        (floored_on_one_path, 0.0),
+        (elif_chain, 0.0),
+        (in_a_loop, 0.0),
+    ],
+)
+def test_a_value_one_branch_does_not_differentiate_through_keeps_the_eager_gradient(fn, x):
+    check_grad(fn, jnp.float32(x))
+    xs = jnp.array([0.0, 1.0, 3.0, -2.0])
+    actual = jax.vmap(jax.grad(transpiler.convert(fn)))(xs)
+    expected = [jax.grad(fn)(v) for v in xs]
+    np.testing.assert_allclose(actual, np.array(expected), rtol=1e-6)
+
+
+def gated_update(h):
+    if jnp.mean(h) > 0.5:
+        u = jnp.tanh(h @ W)
+        n = jnp.linalg.norm(h)
+        out = h + u / n
+    else:
+        u = jnp.tanh(h @ W)
+        n = jnp.linalg.norm(h)
+        out = jnp.where(n > 1.0, 1.0, 2.0) * u  # the norm only compared on this path
+    return jnp.sum(out)
+
+
+def test_what_both_branches_differentiate_through_moves_and_the_rest_stays():
+    h = jnp.zeros(4)
+    text = primitives(gated_update, h)
+    assert text.count("dot_general") == 1
+    assert text.count("jit[name=norm") == 2  # the norm, in each branch
+    check_grad(gated_update, h)  # finite, where the norm's derivative at 0 is infinite
+    check_grad(gated_update, jnp.ones(4))
+
+
+def prints_around_shared_work(x):
+    if x > 0:
+        a = jnp.sin(x)
+        print("pos", a)
+        y = a + jnp.cos(a)
+    else:
+        a = jnp.sin(x)
+        print("neg", a)
+        y = a - jnp.cos(a)
+    return y
+
+
+def test_branches_with_an_effect_keep_all_their_work(capfd):
+    # What moved out would be ordered against the branch's prints by XLA, not as written.
+    text = primitives(prints_around_shared_work, 1.0)
+    assert text.count(" sin ") == 2 and text.count(" cos ") == 2
+    check_jit(prints_around_shared_work, 1.0)
+    check_jit(prints_around_shared_work, -1.0)
