@@ -49,7 +49,10 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implie
 
     `first`: the test's value on `init` (a traced bool), evaluated already where the test's
     evaluations must not be repeated (its effects, see `runtime.loops`); then the loop carries
-    the test's value, evaluated after each iteration that may be followed by another.
+    the test's value, evaluated after each iteration that may be followed by another. Or a
+    `loops.Retest` (the test as Python evaluated it before the loop, on Python numbers the
+    loop's state promotes): a bound the test implies evaluates it in the loop's first
+    condition; otherwise it is computed before the loop and carried as a value.
     `implied`: `max_iterations` is a bound the test itself implies (its counter); raises
     Unbounded where the loop does not take it (see there).
     """
@@ -69,7 +72,22 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implie
             return lax.cond(more, lambda: cond(x, consts), lambda: jnp.asarray(False))
         return more & cond(x, consts)
 
+    retest = first if callable(first) else None
+    if retest is not None:
+        first = retest.jaxpr.consts  # (arguments of the custom derivative below, as values)
+
     def primal(body_consts, cond_consts, init, going):
+        if implied and retest is not None:  # (see `loops.Retest`)
+
+            def retested(c):
+                return lax.select(c[0], retest(going), cond(c[1], cond_consts))
+
+            def stepped(c):
+                return jnp.asarray(False), body(c[1], body_consts)
+
+            return lax.while_loop(retested, stepped, (jnp.asarray(True), init))[1]
+        if retest is not None:
+            going = retest(going)
         if implied:  # the test stops the loop by then: the loop as written, no count of ours
             if going is None:
                 return checkpointed.run_while(cond, body, cond_consts, body_consts, init)
@@ -106,6 +124,8 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implie
     )
 
     def scanned(body_consts, cond_consts, init, going):
+        if retest is not None:
+            going = retest(going)
         if going is None:
             going = test_within(0, init, cond_consts)
 

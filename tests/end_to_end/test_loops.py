@@ -969,3 +969,63 @@ def test_in_an_iterator_takes_its_items_and_assert_reads_a_ranges_truth():
     assert [bool(v) for v in got] == list(expected)
     with pytest.raises(Exception, match="empty range"):
         jax.jit(transpiler.convert(in_an_iterator))(x, 0)[0].block_until_ready()
+
+
+def march_to(t_end, rate):
+    t = 0.0  # a Python float: the loop's condition must not test it as the float32 it becomes
+    steps = 0
+    while t < t_end and steps < 50:
+        t = t + rate * 0.5
+        steps += 1
+    return t, steps
+
+
+def march_unbounded(t_end, rate):
+    t = 0.0
+    steps = 0
+    while t < t_end:
+        t = t + rate * 0.5
+        steps += 1
+    return t, steps
+
+
+def march_to_position(t_end, rate):
+    return march_to(t_end, rate)[0]
+
+
+def march_unbounded_position(t_end, rate):
+    return march_unbounded(t_end, rate)[0]
+
+
+POSITIONS = {march_to: march_to_position, march_unbounded: march_unbounded_position}
+
+
+def doubling(x):
+    k = 0  # a Python int: 2 ** -1 is 0.5 for Python, a checked error for an int32 (the test on
+    while 2 ** (k - 1) < x:  # the state the loop gives would raise in its first iteration)
+        k += 1
+    return k
+
+
+@pytest.mark.parametrize("fn", [march_to, march_unbounded])
+def test_a_first_test_on_python_numbers_is_computed_in_the_loop_not_before_it(fn):
+    # XLA:CPU compiles what is computed outside the loop as a kernel of its own (the adaptive
+    # ODE's `0.0 < t_end` before its loop: a third more compile time): the loop's condition
+    # computes it in its first iteration.
+    converted = transpiler.convert(fn)
+    jaxpr = jax.make_jaxpr(converted)(jnp.float32(3.0), jnp.float32(0.7))
+    # (the test as Python evaluated it is left outside too, unused: dropped when lowered)
+    assert {e.primitive.name for e in jaxpr.jaxpr.eqns} <= {"while", "custom_jvp_call", "gt"}
+    lowered = jax.jit(converted).lower(jnp.float32(3.0), jnp.float32(0.7)).as_text()
+    assert lowered.index("stablehlo.while") < lowered.index("stablehlo.compare")
+    for t_end in (3.0, 0.0, -1.0):
+        check_jit(fn, jnp.float32(t_end), jnp.float32(0.7))
+    check_vmap(fn, jnp.array([3.0, 0.0, 1.0]), jnp.array([0.7, 0.5, 2.0]))
+    position = POSITIONS[fn]
+    check_grad(position, jnp.float32(3.0), jnp.float32(0.7), argnums=1)
+
+
+def test_the_first_test_is_pythons_where_the_promoted_state_would_test_otherwise():
+    for x in (3.0, 0.25, 0.6):
+        check_jit(doubling, jnp.float32(x))
+    check_vmap(doubling, jnp.array([3.0, 0.25, 0.6]))
