@@ -114,76 +114,110 @@ def _shared(first, second) -> list[tuple[int, int]]:
 
 
 def _exact(pairs, first, second) -> list[tuple[int, int]]:
-    """The pairs whose moving out of the branches keeps their derivatives: each equation's
-    floating-point outputs are differentiated through in both branches (`_differentiated`),
-    or it maps a zero cotangent to exact zeros (`selects.zero_safe`), and it reads no value of
-    a pair that stays.
+    """The pairs whose moving out of the branches (open jaxprs `first`, `second`) keeps every
+    derivative the branches give: those whose floating-point outputs, where the rest of each
+    branch reads them, reach the same outputs of the `if` in both, and linearly (`_uses`), or
+    that map a zero cotangent to exact zeros (`selects.zero_safe`).
 
-    Moved out, an equation gets its cotangent from the branch taken and a zero from the other
-    (an array of zeros: a select's or a cond's). In its branch, it got the cotangent of that
-    branch's uses alone: none where nothing differentiates through it there (`y = -x` on one
-    path, `jnp.floor(r)`, `stop_gradient`), and JAX's symbolic zero then skips its derivative.
-    Moved out, the derivative multiplies the zeros: `0 * inf` where it is infinite (`jnp.log`
-    at 0), a NaN the branch taken never computed."""
-    used = _differentiated(first), _differentiated(second)
-    stays, kept = set(), []
-    for i, j in pairs:
-        a, b = first.eqns[i], second.eqns[j]
-        reads_staying = any(v in stays for v in a.invars if isinstance(v, jax_core.Var))
-        exact = selects.zero_safe(a) or all(
-            v in used[0] and w in used[1]
-            for v, w in zip(a.outvars, b.outvars)
-            if _inexact(v.aval) and not isinstance(v, jax_core.DropVar)  # (read nowhere)
-        )
-        if exact and not reads_staying:
-            kept.append((i, j))
-        else:
-            stays.update(a.outvars)
-    return kept
+    Moved out, an equation gets its cotangent from the branch taken plus one from the other,
+    an array of zeros (a select's or a cond's transpose). In its branch it got the taken
+    branch's alone, which is JAX's symbolic zero where nothing there differentiates through it
+    (`y = -x` on that path, `jnp.floor(r)`, `stop_gradient`, or an output of the `if` nothing
+    after it differentiates, where the other branch sends it to one that is): its derivative
+    was never computed. Moved, it multiplies those zeros: `0 * inf` at `jnp.log(0)`, a NaN.
+    Where both branches send it, linearly, to the same outputs, its cotangent is zero in one
+    exactly where it is in the other, and so is the cotangent's own derivative (a second
+    derivative: `jnp.sqrt(x)` on one path, `jnp.sqrt(x) * x` on the other, would make the
+    taken branch's constant where the other's is not)."""
+    pairs = list(pairs)
+    while True:
+        moved_first, moved_second = {i for i, _ in pairs}, {j for _, j in pairs}
+        uses_first = _uses([e for i, e in enumerate(first.eqns) if i not in moved_first], first)
+        uses_second = _uses([e for j, e in enumerate(second.eqns) if j not in moved_second], second)
+        failing = {
+            i
+            for i, j in pairs
+            if not selects.zero_safe(first.eqns[i])
+            and any(
+                _use(uses_first, v) is None or _use(uses_first, v) != _use(uses_second, w)
+                for v, w in zip(first.eqns[i].outvars, second.eqns[j].outvars)
+                if _inexact(v.aval)
+            )
+        }
+        if not failing:
+            return pairs
+        staying = set()  # what the failing pairs compute, and what is computed from it
+        kept = []
+        for i, j in pairs:
+            reads = first.eqns[i].invars
+            if i in failing or any(isinstance(v, jax_core.Var) and v in staying for v in reads):
+                staying.update(first.eqns[i].outvars)
+            else:
+                kept.append((i, j))
+        pairs = kept
 
 
-# Primitives whose derivative passes a tangent of each floating-point input to their outputs as
-# an array (never JAX's symbolic zero: `floor`, `sign`, `stop_gradient`, comparisons give one).
-_DIFFERENTIATED = frozenset(
+_NOTHING = frozenset()
+
+
+def _use(uses, var):
+    return uses.get(var, _NOTHING) if isinstance(var, jax_core.Var) else _NOTHING
+
+
+def _uses(eqns, jaxpr) -> dict:
+    """{variable: the indices of `jaxpr`'s outputs it reaches through `eqns`, or None where a
+    path to one is not linear}: linear in each floating-point input are sums, casts, reshapes,
+    slices, gathers, selects, masks (`max`, `clamp`), products and quotients by a literal, and
+    `jit` calls of them; `floor`, `sign`, `stop_gradient`, comparisons pass no derivative on;
+    anything else (a product of two values, an elementwise function, a loop, a custom
+    derivative) is a path that is not linear."""
+    found = {}
+    for k, var in enumerate(jaxpr.outvars):
+        if isinstance(var, jax_core.Var) and _inexact(var.aval):
+            found[var] = _joined(found.get(var, _NOTHING), frozenset({k}))
+    for eqn in reversed(eqns):
+        reached = [_use(found, v) for v in eqn.outvars]
+        if all(r == _NOTHING for r in reached):
+            continue
+        for position, var in enumerate(eqn.invars):
+            if not (isinstance(var, jax_core.Var) and _inexact(var.aval)):
+                continue
+            found[var] = _joined(found.get(var, _NOTHING), _through(eqn, position, reached))
+    return found
+
+
+def _through(eqn, position, reached):
+    """What input `position` of `eqn` reaches, given what each of its outputs reaches."""
+    name = eqn.primitive.name
+    if name in ("jit", "pjit"):
+        inner = eqn.params["jaxpr"].jaxpr
+        within = _use(_uses(inner.eqns, inner), inner.invars[position])
+        if within is None:
+            return None
+        return _joined(_NOTHING, *(reached[k] for k in within))
+    if name in _NO_DERIVATIVE:
+        return _NOTHING
+    linear = name in _LINEAR or (
+        name in ("mul", "div")
+        and isinstance(eqn.invars[1 - position], jax_core.Literal)
+        and (name == "mul" or position == 0)
+    )
+    return _joined(_NOTHING, *reached) if linear else None
+
+
+def _joined(*reaches):
+    """The union of what each reaches; None (not linear) if any is."""
+    if any(r is None for r in reaches):
+        return None
+    return frozenset().union(*reaches)
+
+
+_LINEAR = frozenset(
     {
         "add",
         "add_any",
         "sub",
         "neg",
-        "mul",
-        "div",
-        "rem",
-        "max",
-        "min",
-        "clamp",
-        "abs",
-        "integer_pow",
-        "pow",
-        "square",
-        "sqrt",
-        "rsqrt",
-        "cbrt",
-        "exp",
-        "exp2",
-        "expm1",
-        "log",
-        "log1p",
-        "tanh",
-        "logistic",
-        "sin",
-        "cos",
-        "tan",
-        "sinh",
-        "cosh",
-        "asin",
-        "acos",
-        "atan",
-        "atan2",
-        "asinh",
-        "acosh",
-        "atanh",
-        "erf",
-        "erfc",
         "convert_element_type",
         "copy",
         "copy_p",
@@ -201,42 +235,17 @@ _DIFFERENTIATED = frozenset(
         "concatenate",
         "pad",
         "reduce_sum",
+        "cumsum",
+        "max",
+        "min",
+        "clamp",
         "reduce_max",
         "reduce_min",
-        "cumsum",
-        "dot_general",
     }
 )
 
-
-def _differentiated(jaxpr, outputs=None) -> set:
-    """The floating-point variables of `jaxpr` (open) that a derivative of its `outputs` (all
-    of them by default) goes through as an array: read by an equation of `_DIFFERENTIATED` (or
-    a call of them) whose output is one of them. Others (a loop, a custom derivative) count as
-    not differentiated through: moving what they read out of a branch needs zero safety."""
-    found = {
-        v
-        for v in (jaxpr.outvars if outputs is None else outputs)
-        if isinstance(v, jax_core.Var) and _inexact(v.aval)
-    }
-    for eqn in reversed(jaxpr.eqns):
-        outs = [v for v in eqn.outvars if v in found]
-        if not outs:
-            continue
-        name = eqn.primitive.name
-        if name in ("jit", "pjit"):
-            inner = eqn.params["jaxpr"].jaxpr
-            reached = _differentiated(
-                inner, [w for v, w in zip(eqn.outvars, inner.outvars) if v in found]
-            )
-            found.update(
-                v
-                for v, w in zip(eqn.invars, inner.invars)
-                if isinstance(v, jax_core.Var) and w in reached and _inexact(v.aval)
-            )
-        elif name in _DIFFERENTIATED:
-            found.update(v for v in eqn.invars if isinstance(v, jax_core.Var) and _inexact(v.aval))
-    return found
+# Primitives whose derivative is JAX's symbolic zero: nothing reaches an output through them.
+_NO_DERIVATIVE = frozenset({"sign", "floor", "ceil", "round", "stop_gradient", "is_finite"})
 
 
 def _inexact(aval) -> bool:
