@@ -330,14 +330,22 @@ class _Generator(ProgramWriter):
                 f"jnp.sqrt(jnp.abs({self.fexpr(ctx, 1)}) + 0.25) * {self.pick(FACTORS)}",
             ]
         )
-        uses = [
-            f"{v} = min(max({v} + {e} * {self.pick(FACTORS)}, -{CLAMP}), {CLAMP})",
-            f"{v} = {e} * {self.pick(FACTORS)}",
-            f"{v} = {e}",
-            f"{v} = {v} * 0.5 - {e}",
-            f"{v} = {e} * {e}",
-        ]
-        first, second = self.rng.sample(uses, 2)
+
+        def uses(v):
+            return [
+                f"{v} = min(max({v} + {e} * {self.pick(FACTORS)}, -{CLAMP}), {CLAMP})",
+                f"{v} = {e} * {self.pick(FACTORS)}",
+                f"{v} = {e}",
+                f"{v} = {v} * 0.5 - {e}",
+                f"{v} = {e} * {e}",
+                f"{v} = {v} + jnp.floor({e})",  # no derivative through it on this path
+                f"{v} = {v} * {e} * 0.5",
+            ]
+
+        # the other branch sends it to the same variable, or to another (an output of the
+        # `if` that may be differentiated where this one is not)
+        other = v if self.chance(0.6) else self.pick([f for f in FLOATS if f != v])
+        first, second = self.pick(uses(v)), self.pick(uses(other))
         self.emit(indent, f"if {self.cond(ctx)}:")
         self.emit(indent + 1, first)
         self.emit(indent, "else:")
