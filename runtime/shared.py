@@ -16,10 +16,13 @@ from before the `if` the branches read, literals, and results of other such equa
 computed once before it, and each branch reads their results as values from before it.
 What is left of each branch then decides between a select and a cond as any branch does.
 
-Values and derivatives are the cond's: whichever branch is taken computes those equations from
-those values, once, and nothing else reads them. An equation with an effect (a print, a check)
-stays in its branch, which must do it in its place, if taken; so do equations whose parameters
-do not compare equal (a custom derivative's rule, a function of its own in each trace).
+Values are the cond's: whichever branch is taken computes those equations from those values.
+Derivatives are where what they compute goes, in both branches, linearly to the same outputs
+of the `if` (`_exact`): elsewhere the branch taken could have sent them JAX's symbolic zero,
+which their derivative never multiplies, where moved out they get an array of zeros from the
+other (`0 * inf` at `jnp.log(0)`). Equations whose parameters do not compare equal (a custom
+derivative's rule, a function of its own in each trace) stay in their branches; branches
+with an effect (a print, a check) keep all their equations, in their order.
 """
 
 from __future__ import annotations
