@@ -55,6 +55,18 @@ class TracedRange:
             span = (span + magnitude - 1) // magnitude
         return jnp.maximum(0, span)
 
+    def before_end(self, j):
+        """`j < len(self)`, for `j` a loop's count of items taken (0, 1, ...): whether item `j`
+        is in the range, from the bounds as they are, where the loop tests it. A trip count
+        (`max(0, stop - start)`) is computed before the loop, which XLA:CPU compiles as a
+        kernel of its own (as long to compile as a small loop body)."""
+        start, stop, step = self.start, self.stop, self.step
+        if is_staged(step):
+            return j < self.trip_count()
+        if step > 0:
+            return (j if start == 0 and step == 1 else self.item(j)) < stop
+        return self.item(j) > stop
+
     def item(self, j):
         """Item `j` (a traced index, counted from 0) of the range."""
         if is_staged(self.start) or is_staged(self.step):
@@ -604,7 +616,7 @@ def for_stmt(
             staged(
                 lambda body, test, exit_, state, names: _indexed_while(
                     iterable.item,
-                    iterable.trip_count(),
+                    iterable,
                     body,
                     state,
                     names,
@@ -645,7 +657,7 @@ def for_stmt(
             indices = TracedRange(0, count, 1)
             return _indexed_while(
                 indices.item,
-                indices.trip_count(),
+                indices,
                 lambda j, *s: body(item(j), *s),
                 state,
                 names,
@@ -984,18 +996,21 @@ def _indexed_while(
 ):
     """`for j in range(count)`: `body(item_at(j), *state)` while `extra_test` holds and
     `exit_.test` does not; then, if the exit test stopped it, `exit_.on_exit` on that item.
-    `at_most`: a bound on a traced `count` (a list's capacity), which sizes the lists the loop
-    appends to."""
+    `count`: a number, or the `TracedRange` whose items are looped over (its length then
+    tested where the loop tests it, `TracedRange.before_end`). `at_most`: a bound on a traced
+    `count` (a list's capacity), which sizes the lists the loop appends to."""
+    items = count if isinstance(count, TracedRange) else None
 
     def more(j, s):
-        going = j < count
+        going = items.before_end(j) if items is not None else j < count
         if extra_test is None:
             return going
         test = staging.scalar_predicate(extra_test(*s), site, "loop test")
         return staging.both(going, test, tested=True)
 
     def last(j):  # an item in range where the loop has none left: what it computes is unused
-        return item_at(jnp.minimum(j, count - 1))
+        length = items.trip_count() if items is not None else count
+        return item_at(jnp.minimum(j, length - 1))
 
     def test(j, *s):
         if exit_ is None:

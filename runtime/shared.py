@@ -120,7 +120,8 @@ def _exact(pairs, first, second) -> list[tuple[int, int]]:
     """The pairs whose moving out of the branches (open jaxprs `first`, `second`) keeps every
     derivative the branches give: those whose floating-point outputs, where the rest of each
     branch reads them, reach the same outputs of the `if` in both, and linearly (`_uses`), or
-    that map a zero cotangent to exact zeros (`selects.zero_safe`).
+    that map a zero cotangent to exact zeros (`selects.zero_safe`), and pass it on to what
+    they read (judged through them).
 
     Moved out, an equation gets its cotangent from the branch taken plus one from the other,
     an array of zeros (a select's or a cond's transpose). In its branch it got the taken
@@ -133,14 +134,21 @@ def _exact(pairs, first, second) -> list[tuple[int, int]]:
     derivative: `jnp.sqrt(x)` on one path, `jnp.sqrt(x) * x` on the other, would make the
     taken branch's constant where the other's is not)."""
     pairs = list(pairs)
+    safe = {i for i, _ in pairs if selects.zero_safe(first.eqns[i])}
     while True:
-        moved_first, moved_second = {i for i, _ in pairs}, {j for _, j in pairs}
-        uses_first = _uses([e for i, e in enumerate(first.eqns) if i not in moved_first], first)
-        uses_second = _uses([e for j, e in enumerate(second.eqns) if j not in moved_second], second)
+        # What each value reaches through the branch as it is left, and through the zero-safe
+        # equations that move: they pass a zero on to what they read (a moved `jnp.sqrt(x)`
+        # under a moved `+ 1.0` gets the zeros the `+ 1.0` gets).
+        passing_first = {i for i, _ in pairs if i not in safe}
+        passing_second = {j for i, j in pairs if i not in safe}
+        uses_first = _uses([e for i, e in enumerate(first.eqns) if i not in passing_first], first)
+        uses_second = _uses(
+            [e for j, e in enumerate(second.eqns) if j not in passing_second], second
+        )
         failing = {
             i
             for i, j in pairs
-            if not selects.zero_safe(first.eqns[i])
+            if i not in safe
             and any(
                 _use(uses_first, v) is None or _use(uses_first, v) != _use(uses_second, w)
                 for v, w in zip(first.eqns[i].outvars, second.eqns[j].outvars)

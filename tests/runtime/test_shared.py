@@ -352,3 +352,31 @@ def test_second_derivatives_where_one_path_scales_a_shared_value_are_eagers():
     expected = jax.hessian(sqrt_or_scaled)(jnp.float32(0.0))
     actual = jax.jit(jax.hessian(transpiler.convert(sqrt_or_scaled)))(jnp.float32(0.0))
     np.testing.assert_array_equal(actual, expected)  # -inf, not NaN
+
+
+def under_a_moved_sum(x):
+    if x < 0.5:
+        z = jnp.sqrt(x) + 1.0  # the sum is zero-safe; what it reads is not
+        y = x * 2.0
+    else:
+        z = jnp.sqrt(x) + 1.0
+        y = z * x
+    return y
+
+
+def under_a_moved_negation(x):
+    if x < 0.5:
+        z = -jnp.log(x)
+        y = x * 2.0
+    else:
+        z = -jnp.log(x)
+        y = z * x
+    return y
+
+
+@pytest.mark.parametrize("fn", [under_a_moved_sum, under_a_moved_negation])
+def test_a_value_read_by_a_moved_zero_safe_equation_is_judged_through_it(fn):
+    # (helper 147) The `+ 1.0` moved, and the sqrt under it, which the branches read only
+    # through it: the zero the `+ 1.0` got from the branch not taken reached sqrt's derivative.
+    check_grad(fn, jnp.float32(0.0))
+    check_grad(fn, jnp.float32(2.0))
