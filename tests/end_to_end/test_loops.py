@@ -1029,3 +1029,35 @@ def test_the_first_test_is_pythons_where_the_promoted_state_would_test_otherwise
     for x in (3.0, 0.25, 0.6):
         check_jit(doubling, jnp.float32(x))
     check_vmap(doubling, jnp.array([3.0, 0.25, 0.6]))
+
+
+def sum_over_range(x, n):
+    total = 0.0
+    for i in range(n):
+        total = total + x * i
+    return total
+
+
+def sum_over_stepped_range(x, n):
+    total = 0.0
+    for i in range(2, n, 3):
+        total = total + x * i
+    return total
+
+
+def sum_over_falling_range(x, n):
+    total = 0.0
+    for i in range(n, 1, -2):
+        total = total + x * i
+    return total
+
+
+@pytest.mark.parametrize("fn", [sum_over_range, sum_over_stepped_range, sum_over_falling_range])
+def test_a_range_with_a_traced_bound_is_tested_in_the_loop(fn):
+    # Its trip count (`max(0, n - start)`) computed before the loop was a kernel XLA:CPU
+    # compiles on its own; the loop's condition tests each item against the bound instead.
+    jaxpr = jax.make_jaxpr(transpiler.convert(fn))(1.5, 7)
+    assert {e.primitive.name for e in jaxpr.jaxpr.eqns} <= {"while", "custom_jvp_call"}
+    for n in (-3, 0, 1, 2, 7, 8, 10):
+        check_jit(fn, 1.5, n)
+    check_grad(fn, 1.5, 7)
