@@ -1061,3 +1061,28 @@ def test_a_range_with_a_traced_bound_is_tested_in_the_loop(fn):
     for n in (-3, 0, 1, 2, 7, 8, 10):
         check_jit(fn, 1.5, n)
     check_grad(fn, 1.5, 7)
+
+
+def march_bounded(t_end, rate):
+    t = 0.0
+    while t < t_end:
+        transpiler.loop_options(max_iterations=50)
+        t = t + rate * 0.5
+    return t
+
+
+def doubling_bounded(x):
+    k = 0
+    while 2 ** (k - 1) < x:
+        transpiler.loop_options(max_iterations=10)
+        k += 1
+    return k
+
+
+def test_a_first_test_on_python_numbers_of_a_bounded_loop_is_pythons():
+    for t_end in (3.0, 0.0, -1.0):
+        check_jit(march_bounded, jnp.float32(t_end), jnp.float32(0.7))
+    check_grad(march_bounded, jnp.float32(3.0), jnp.float32(0.7), argnums=1)
+    check_vmap(march_bounded, jnp.array([3.0, 0.0]), jnp.array([0.7, 0.5]))
+    for x in (3.0, 0.25, 0.6):
+        check_jit(doubling_bounded, jnp.float32(x))
