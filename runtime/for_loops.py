@@ -21,8 +21,8 @@ import numpy as np
 from jax import lax
 
 from runtime import carry as carry_
+from runtime import control_flow, errors, exits, identity, log, peeling, sequences, staging
 from runtime import effects as effects_
-from runtime import errors, exits, identity, log, peeling, sequences, staging
 from runtime import lists as lists_
 from runtime.carry import Carry
 from runtime.control_flow import staged_cond
@@ -864,7 +864,8 @@ def _python_for(
 
 def _masked(go, body, state, names, site):
     """The staged form of `if go: state = body(*state)`: one iteration that may do nothing."""
-    return staged_cond(go, body, lambda *s: s, state, names, site, refused=effects_.loop_aliased())
+    keep = control_flow.keeping_state(len(state))  # (computes nothing: traced in no jaxpr)
+    return staged_cond(go, body, keep, state, names, site, refused=effects_.loop_aliased())
 
 
 def _should_scan(seq, state) -> bool:
