@@ -56,16 +56,19 @@ class TracedRange:
         return jnp.maximum(0, span)
 
     def before_end(self, j):
-        """`j < len(self)`, for `j` a loop's count of items taken (0, 1, ...): whether item `j`
-        is in the range, from the bounds as they are, where the loop tests it. A trip count
-        (`max(0, stop - start)`) is computed before the loop, which XLA:CPU compiles as a
-        kernel of its own (as long to compile as a small loop body)."""
+        """`j < len(self)`, for `j` a loop's count of items taken (0, 1, ...), computed where
+        the loop tests it (called in its condition): for a step of 1 or -1 from the bounds as
+        they are (`j < stop`, `start + j < stop`), not a trip count (`max(0, stop - start)`)
+        computed before the loop, which XLA:CPU compiles as a kernel of its own (as long to
+        compile as a small loop body)."""
         start, stop, step = self.start, self.stop, self.step
-        if is_staged(step):
+        if is_staged(step) or step not in (1, -1):
+            # (item `len(self)`, past the last, may not fit the dtype: `range(2**31 - 4, n,
+            # 2)` would wrap around to a negative item, below `stop`)
             return j < self.trip_count()
-        if step > 0:
-            return (j if start == 0 and step == 1 else self.item(j)) < stop
-        return self.item(j) > stop
+        if step == 1:
+            return (j if type(start) is int and start == 0 else start + j) < stop
+        return start - j > stop
 
     def item(self, j):
         """Item `j` (a traced index, counted from 0) of the range."""

@@ -1086,3 +1086,28 @@ def test_a_first_test_on_python_numbers_of_a_bounded_loop_is_pythons():
     check_vmap(march_bounded, jnp.array([3.0, 0.0]), jnp.array([0.7, 0.5]))
     for x in (3.0, 0.25, 0.6):
         check_jit(doubling_bounded, jnp.float32(x))
+
+
+def sum_from_traced_start(s, n):
+    total = 0
+    for i in range(s, n):
+        for j in range(i, n, 2):
+            total += i * j
+    return total
+
+
+def last_item_near_the_int32_limit(n):
+    last = -1
+    for i in range(2**31 - 4, n, 2):
+        last = i
+    return last
+
+
+def test_ranges_with_a_traced_start_or_items_near_the_int32_limit():
+    # (helper 148) `start == 0` of a traced start was asked its truth; the item after the last
+    # of `range(2**31 - 4, n, 2)` wrapped around below `n`, and the loop ran on.
+    for s, n in ((2, 5), (0, 4), (5, 2), (-3, 3)):
+        check_jit(sum_from_traced_start, jnp.int32(s), jnp.int32(n))
+    check_vmap(sum_from_traced_start, jnp.array([2, 0, 5]), jnp.array([5, 4, 2]))
+    for n in (2**31 - 1, 2**31 - 3, 0):
+        check_jit(last_item_near_the_int32_limit, jnp.int32(n))
