@@ -44,15 +44,18 @@ class TracedRange:
         self.start, self.stop, self.step = start, stop, step
 
     def trip_count(self):
+        """The number of items, `ceil((stop - start) / step)` or 0, computed so that no
+        intermediate passes the bounds' own range (`stop - start + step - 1` did, for
+        `range(n, 2**31 - 1, 2**30)`: no items where Python has two)."""
         start, stop, step = self.start, self.stop, self.step
         if is_staged(step):
             step_sign = jnp.sign(step)
-            return jnp.maximum(0, (stop - start + step - step_sign) // step)
+            return jnp.maximum(0, (stop - start - step_sign) // step + 1)
         # A Python step (as nearly always): no sign, and no division by 1.
         span = stop - start if step > 0 else start - stop
         magnitude = abs(step)
         if magnitude != 1:
-            span = (span + magnitude - 1) // magnitude
+            span = (span - 1) // magnitude + 1
         return jnp.maximum(0, span)
 
     def before_end(self, j):

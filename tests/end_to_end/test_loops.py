@@ -1111,3 +1111,25 @@ def test_ranges_with_a_traced_start_or_items_near_the_int32_limit():
     check_vmap(sum_from_traced_start, jnp.array([2, 0, 5]), jnp.array([5, 4, 2]))
     for n in (2**31 - 1, 2**31 - 3, 0):
         check_jit(last_item_near_the_int32_limit, jnp.int32(n))
+
+
+def count_huge_steps(n):
+    count = 0
+    for _ in range(n, 2**31 - 1, 2**30):
+        count += 1
+    return count
+
+
+def count_traced_steps(n, k):
+    count = 0
+    for _ in range(n, 2**31 - 1, k):
+        count += 1
+    return count
+
+
+def test_trip_counts_near_the_int32_limit():
+    # (helper 148, older) `stop - start + step - 1` passed 2**31 - 1: no iterations for two.
+    for n in (0, 2**30, 2**31 - 2, 2**31 - 1):
+        check_jit(count_huge_steps, jnp.int32(n))
+    for n, k in ((0, 2**30), (5, 2**30 + 1), (2**31 - 3, 1)):
+        check_jit(count_traced_steps, jnp.int32(n), jnp.int32(k))
