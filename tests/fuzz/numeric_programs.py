@@ -382,6 +382,11 @@ class _Generator(ProgramWriter):
                     "int(jnp.abs(y)) % 3",
                     "acc % 4",
                     f"int({self.simple_cond(ctx, 1)}) + 1",
+                    # traced starts and steps other than 1 (items tested against the bound)
+                    "acc % 3, int(jnp.abs(y)) % 5",
+                    "int(x) % 4, 7, 2",
+                    "6, acc % 4, -1",
+                    "5, int(x) % 3 - 1, -2",
                 ]
             )
             static = bound.isdigit()
