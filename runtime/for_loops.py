@@ -481,6 +481,8 @@ def range_(*args):
             raise errors.python_error(
                 TypeError(f"'{kind}' object cannot be interpreted as an integer")
             )
+        if is_staged(arg) and not _fits_int(dtype):
+            _check_fits_int(arg)
     # Its items, its length and its bounds are Python ints: weakly typed int32s, however the
     # bounds are typed (`h * len(range(n))` of a uint8 `h` is a uint8, as in Python).
     args = [python_int(a) for a in args]
@@ -501,6 +503,32 @@ def python_int(value):
 
 
 _INT = jnp.result_type(int)  # what JAX makes a Python int: int32 (int64 with jax_enable_x64)
+
+
+def _fits_int(dtype) -> bool:
+    """Whether every value of integer (or bool) `dtype` fits the int a staged range counts in."""
+    if jnp.issubdtype(dtype, jnp.bool_):
+        return True
+    held, counted = jnp.iinfo(dtype), jnp.iinfo(_INT)
+    return counted.min <= held.min and held.max <= counted.max
+
+
+def _check_fits_int(bound) -> None:
+    """A check, when the program runs, that a traced bound of a wider dtype (a uint32) fits the
+    int the staged range counts in: cast to it, a larger one would wrap around (a uint32 3e9
+    to a negative int32: no iteration, where Python runs them)."""
+    counted = jnp.iinfo(_INT)
+    dtype = np.dtype(jnp.result_type(bound)).name
+
+    def error(value):
+        return OverflowError(
+            f"range() bound {int(value)} (a traced {dtype}) does not fit the "
+            f"{np.dtype(_INT).name} a staged loop over a range counts in; cast it to "
+            f"{np.dtype(_INT).name} where it fits, or loop over another range"
+        )
+
+    # (only unsigned dtypes are wider: the int counted in is JAX's widest signed one)
+    staging.check_when_run(lambda value: value > counted.max, error, bound)
 
 
 def _check_step(step) -> None:

@@ -1133,3 +1133,24 @@ def test_trip_counts_near_the_int32_limit():
         check_jit(count_huge_steps, jnp.int32(n))
     for n, k in ((0, 2**30), (5, 2**30 + 1), (2**31 - 3, 1)):
         check_jit(count_traced_steps, jnp.int32(n), jnp.int32(k))
+
+
+def count_to_unsigned(n):
+    c = 0
+    last = -1
+    for i in range(0, n, 1000000000):
+        c += 1
+        last = i
+    return c, last
+
+
+def test_an_unsigned_bound_past_int32_raises_where_it_would_wrap():
+    # (helper 149) A uint32 bound of 3e9, made an int32, wrapped to a negative number: no
+    # iteration, where Python runs three. Where it fits, the loop is Python's.
+    converted = jax.jit(transpiler.convert(count_to_unsigned))
+    assert [int(v) for v in converted(jnp.uint32(2_500_000_000 - 500_000_000))] == [
+        2,
+        1_000_000_000,
+    ]
+    with pytest.raises(Exception, match="range.. bound 3000000000 .a traced uint32. does not fit"):
+        jax.block_until_ready(converted(jnp.uint32(3_000_000_000)))
