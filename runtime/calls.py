@@ -232,6 +232,39 @@ def caller(
     return call
 
 
+def managed(call, manager):
+    """`manager` as the context manager of a `with` in converted code: where it is a user's
+    (a class of theirs with `__enter__` and `__exit__` written in Python), one whose
+    `__enter__` and `__exit__` are called through `call`, converted, as the code around them
+    is: their prints are staged, in order with the statement's (Python calls them implicitly,
+    as they are: under `jax.jit` a print in them printed while the function was traced, before
+    everything the program prints). Others (a `contextlib.contextmanager`'s) as they are."""
+    kind = type(manager)
+    enter, exit_ = getattr(kind, "__enter__", None), getattr(kind, "__exit__", None)
+    if not (
+        _user_class(kind)
+        and isinstance(enter, types.FunctionType)
+        and isinstance(exit_, types.FunctionType)
+    ):
+        return manager
+    return _Managed(call, manager, enter, exit_)
+
+
+class _Managed:
+    """A user's context manager whose `__enter__` and `__exit__` are called converted."""
+
+    __slots__ = ("_call", "_manager", "_enter", "_exit")
+
+    def __init__(self, call, manager, enter, exit_):
+        self._call, self._manager, self._enter, self._exit = call, manager, enter, exit_
+
+    def __enter__(self):
+        return self._call(self._enter, self._manager)
+
+    def __exit__(self, *exc):
+        return self._call(self._exit, self._manager, *exc)
+
+
 def _refuse_identity_search(fn, args) -> None:
     """StagingError where `fn` (`ps.remove(best)`, `ps.index(best)`), which looks for an
     argument among items by identity first and then by `==`, was given an object a staged

@@ -595,3 +595,40 @@ def test_a_write_python_would_refuse_raises_its_type_error_in_the_branch_taken()
     with pytest.raises(Exception, match=r"write\(\) argument must be str, not int"):
         compiled(io.StringIO(), jnp.float32(1.0))
         jax.effects_barrier()
+
+
+class Loud:
+    def __init__(self, tag):
+        self.tag = tag
+
+    def __enter__(self):
+        print("enter", self.tag)
+        return 2
+
+    def __exit__(self, *exc):
+        print("exit", self.tag)
+        return False
+
+
+def prints_around_a_context(x):
+    print("start")
+    with Loud("a") as k:
+        print("inside", k)
+        if x > 0:
+            with Loud("b"):
+                x = x * k
+    print("end")
+    return x
+
+
+@pytest.mark.parametrize("x", [1.0, -1.0])
+def test_prints_of_enter_and_exit_are_in_order_with_the_functions(x, capfd):
+    # (effects fuzz e1922) Python calls a context manager's __enter__ and __exit__ itself: run
+    # as they were, under jax.jit their prints came while the function was traced, before the
+    # staged prints of the code around them.
+    expected = prints_around_a_context(x)
+    eager = capfd.readouterr().out
+    got = jax.jit(transpiler.convert(prints_around_a_context))(x)
+    jax.block_until_ready(got)
+    assert capfd.readouterr().out == eager
+    assert float(got) == expected

@@ -120,6 +120,19 @@ class _CallTrees(Transformer):
         self.function_names.pop()
         self.unknown_names.pop()
 
+    def visit_With(self, node):
+        """`with m:` as `with rt__.managed(m):`: a user's context manager has its `__enter__`
+        and `__exit__` run converted (`runtime.calls.managed`), as Python calls them where
+        the statement is, not while the function is traced."""
+        node = self.generic_visit(node)
+        if self.convert_calls:
+            for item in node.items:
+                managed = templates.replace_as_expression(
+                    f"{RUNTIME}.managed(m)", m=item.context_expr
+                )
+                item.context_expr = managed
+        return node
+
     def visit_Call(self, node):
         node = self.generic_visit(node)
         func = node.func
