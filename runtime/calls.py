@@ -229,40 +229,65 @@ def caller(
             effects.made(result)
         return result
 
+    call.managed = functools.partial(managed, call, is_library)  # `rt__.managed`
     return call
 
 
-def managed(call, manager):
-    """`manager` as the context manager of a `with` in converted code: where it is a user's
-    (a class of theirs with `__enter__` and `__exit__` written in Python), one whose
-    `__enter__` and `__exit__` are called through `call`, converted, as the code around them
-    is: their prints are staged, in order with the statement's (Python calls them implicitly,
-    as they are: under `jax.jit` a print in them printed while the function was traced, before
-    everything the program prints). Others (a `contextlib.contextmanager`'s) as they are."""
+def managed(call, is_library, manager):
+    """`manager` as the context manager of a `with` in converted code: one whose `__enter__`
+    and `__exit__` are those Python's `with` would call (looked up on its type, bound as
+    descriptors bind: a static method gets no instance), called through `call` where the class
+    is the user's, converted as the code around them is: their prints are staged, in order with
+    the statement's (Python calls them implicitly, as they are: under `jax.jit` a print in
+    them printed while the function was traced, before everything the program prints).
+    A library's (`contextlib.contextmanager`, `open`) are called as they are.
+
+    An exception of the converter's own (`staging.CANNOT_STAGE`: a refusal, a retrace, JAX's
+    error for a tracer where Python needs a value) leaves the statement whatever `__exit__`
+    returns: a `contextlib.suppress(Exception)` or an `__exit__` returning True would swallow
+    what tells that the code cannot be staged as written (the refusal, or the fall back to
+    Python that it starts), and the program would go on without the body's changes."""
     kind = type(manager)
-    enter, exit_ = getattr(kind, "__enter__", None), getattr(kind, "__exit__", None)
-    if not (
-        _user_class(kind)
-        and isinstance(enter, types.FunctionType)
-        and isinstance(exit_, types.FunctionType)
-    ):
-        return manager
-    return _Managed(call, manager, enter, exit_)
+    enter, exit_ = _special(manager, kind, "__enter__"), _special(manager, kind, "__exit__")
+    users = any(_users_code(method, is_library) for method in (enter, exit_))
+    return _Managed(call if users else None, enter, exit_)
+
+
+def _users_code(method, is_library) -> bool:
+    """Whether `method` (bound, or a static method's function) is a function of the user's."""
+    function = getattr(method, "__func__", method)
+    return isinstance(function, types.FunctionType) and not is_library(function)
+
+
+def _special(manager, kind, name):
+    """`manager`'s special method `name`, as Python's `with` finds it: on its type."""
+    for base in kind.__mro__:
+        if name in vars(base):
+            method = vars(base)[name]
+            get = getattr(type(method), "__get__", None)
+            return get(method, manager, kind) if get is not None else method
+    raise errors.python_error(
+        TypeError(f"'{kind.__name__}' object does not support the context manager protocol")
+    )
 
 
 class _Managed:
-    """A user's context manager whose `__enter__` and `__exit__` are called converted."""
+    """A context manager's `__enter__` and `__exit__`, bound; called through `call` (the
+    user's, converted) or as they are (a library's, `call` None)."""
 
-    __slots__ = ("_call", "_manager", "_enter", "_exit")
+    __slots__ = ("_call", "_enter", "_exit")
 
-    def __init__(self, call, manager, enter, exit_):
-        self._call, self._manager, self._enter, self._exit = call, manager, enter, exit_
+    def __init__(self, call, enter, exit_):
+        self._call, self._enter, self._exit = call, enter, exit_
 
     def __enter__(self):
-        return self._call(self._enter, self._manager)
+        return self._enter() if self._call is None else self._call(self._enter)
 
     def __exit__(self, *exc):
-        return self._call(self._exit, self._manager, *exc)
+        suppress = self._exit(*exc) if self._call is None else self._call(self._exit, *exc)
+        if isinstance(exc[1], staging.CANNOT_STAGE):
+            return False  # the converter's own: it goes on whatever the manager says
+        return suppress
 
 
 def _refuse_identity_search(fn, args) -> None:

@@ -55,7 +55,7 @@ def namespace(converter: Callable) -> runtime_calls.Runtime:
         libraries.host_effect,
         libraries.takes_functions,
     )
-    operators["managed"] = functools.partial(runtime_calls.managed, operators["call"])
+    operators["managed"] = operators["call"].managed
     return runtime_calls.Runtime(**operators)
 
 

@@ -632,3 +632,89 @@ def test_prints_of_enter_and_exit_are_in_order_with_the_functions(x, capfd):
     jax.block_until_ready(got)
     assert capfd.readouterr().out == eager
     assert float(got) == expected
+
+
+class CountsItsArguments:
+    @staticmethod
+    def __enter__(*args):
+        return len(args)
+
+    def __exit__(self, *exc):
+        return False
+
+
+class SuppressesValueErrors:
+    def __enter__(self):
+        return self
+
+    @staticmethod
+    def __exit__(*exc):
+        return exc[0] is ValueError
+
+
+def static_enter(x):
+    with CountsItsArguments() as n:
+        y = x + n
+    return y
+
+
+def static_exit(x):
+    with SuppressesValueErrors():
+        raise ValueError("dropped")
+    return x + 1
+
+
+def test_static_enter_and_exit_get_no_instance():
+    # (helper 150) Python binds a static __enter__ to nothing: it was given the manager.
+    assert float(jax.jit(transpiler.convert(static_enter))(1.0)) == static_enter(1.0) == 1.0
+    assert float(jax.jit(transpiler.convert(static_exit))(1.0)) == static_exit(1.0) == 2.0
+
+
+def enters_without_a_call(x, cm):
+    with cm:
+        y = x * 2
+    return y
+
+
+def test_a_with_in_a_function_with_no_call_is_converted_too(capfd):
+    # (helper 150) The pass that rewrites `with` ran only in functions holding a call.
+    transpiler.jit(enters_without_a_call, static_argnums=1)
+    expected = enters_without_a_call(1.0, Loud("c"))
+    eager = capfd.readouterr().out
+    got = jax.jit(transpiler.convert(enters_without_a_call), static_argnums=1)(1.0, Loud("c"))
+    jax.block_until_ready(got)
+    assert capfd.readouterr().out == eager
+    assert float(got) == expected
+
+
+SEEN = []
+
+
+class SuppressesAll:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return True
+
+
+def appends_in_a_suppressing_with(x):
+    with SuppressesAll():
+        if x > 0:
+            SEEN.append(1)
+    return x
+
+
+def appends_in_suppress(x):
+    with contextlib.suppress(Exception):
+        if x > 0:
+            SEEN.append(1)
+    return x
+
+
+@pytest.mark.parametrize("fn", [appends_in_a_suppressing_with, appends_in_suppress])
+def test_a_suppressing_manager_does_not_swallow_a_refusal(fn):
+    # (helper 150, older) The StagingError refusing the staged append to a global list was
+    # suppressed: the program went on without the append, where Python's made it.
+    with pytest.raises(StagingError):
+        jax.jit(transpiler.convert(fn))(1.0)

@@ -37,7 +37,7 @@ from transpiler.passes import logical_expressions
 from transpiler.transformer import Transformer
 
 # What the pipeline looks for before running this pass, and what it may add (features.py).
-APPLIES_TO = (gast.Call,)
+APPLIES_TO = (gast.Call, gast.With)
 
 STAGED_BUILTINS = frozenset(
     {
