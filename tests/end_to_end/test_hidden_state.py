@@ -718,3 +718,20 @@ def test_a_suppressing_manager_does_not_swallow_a_refusal(fn):
     # suppressed: the program went on without the append, where Python's made it.
     with pytest.raises(StagingError):
         jax.jit(transpiler.convert(fn))(1.0)
+
+
+def asserts_in_a_suppressing_with(x):
+    y = x * 1.0
+    with SuppressesAll():
+        y = x * 10
+        assert x > 0
+        y = x * 100
+    return y
+
+
+def test_a_check_made_at_once_under_vmap_is_not_suppressed_for_every_element():
+    # (helper 150, older) Under jax.vmap without jax.jit the staged assert fails at once for
+    # the batch: suppressed, every element took the path of the elements that fail it.
+    with pytest.raises(StagingError, match="inside a `with` whose manager's `__exit__`"):
+        jax.vmap(transpiler.convert(asserts_in_a_suppressing_with))(jnp.array([1.0, -1.0]))
+    assert float(transpiler.convert(asserts_in_a_suppressing_with)(-1.0)) == -10.0
