@@ -51,9 +51,9 @@ MAX_EQUATIONS = 24
 MAX_ELEMENTS = 2048
 """At most this many array elements computed by the equations of each branch."""
 
-# Primitives whose derivative never multiplies the cotangent by a value that depends on their
-# inputs: linear ones, masks, and those whose derivative is zero.
-_ZERO_SAFE = frozenset(
+# Primitives linear in each floating-point input, or masks of it (`max`, `clamp`): their
+# derivative passes a cotangent on multiplied by nothing that depends on their inputs.
+LINEAR = frozenset(
     {
         "add",
         "add_any",
@@ -80,13 +80,15 @@ _ZERO_SAFE = frozenset(
         "max",
         "min",
         "clamp",
-        "sign",
-        "floor",
-        "ceil",
-        "round",
-        "stop_gradient",
     }
 )
+
+# Primitives whose derivative is zero (JAX's symbolic zero): they pass no cotangent on.
+ZERO_DERIVATIVE = frozenset({"sign", "floor", "ceil", "round", "stop_gradient"})
+
+# Primitives whose derivative never multiplies the cotangent by a value that depends on their
+# inputs: linear ones, masks, and those whose derivative is zero.
+_ZERO_SAFE = LINEAR | ZERO_DERIVATIVE
 
 # Cheap primitives whose derivative does depend on an input: fine on integers and booleans,
 # where there is no derivative; on floats only in the forms `_products_with_a_literal` allows.

@@ -223,40 +223,12 @@ def _joined(*reaches):
     return frozenset().union(*reaches)
 
 
-_LINEAR = frozenset(
-    {
-        "add",
-        "add_any",
-        "sub",
-        "neg",
-        "convert_element_type",
-        "copy",
-        "copy_p",
-        "reshape",
-        "squeeze",
-        "expand_dims",
-        "broadcast_in_dim",
-        "transpose",
-        "rev",
-        "select_n",
-        "slice",
-        "dynamic_slice",
-        "dynamic_update_slice",
-        "gather",
-        "concatenate",
-        "pad",
-        "reduce_sum",
-        "cumsum",
-        "max",
-        "min",
-        "clamp",
-        "reduce_max",
-        "reduce_min",
-    }
-)
+# Linear in each floating-point input, or masks of it (`reduce_max` too: the cotangent goes to
+# where the maximum is).
+_LINEAR = selects.LINEAR | {"reduce_max", "reduce_min"}
 
 # Primitives whose derivative is JAX's symbolic zero: nothing reaches an output through them.
-_NO_DERIVATIVE = frozenset({"sign", "floor", "ceil", "round", "stop_gradient", "is_finite"})
+_NO_DERIVATIVE = selects.ZERO_DERIVATIVE | {"is_finite"}
 
 
 def _inexact(aval) -> bool:
