@@ -103,6 +103,15 @@ class Carry:
         lists = [i for i, v in enumerate(state) if _growable(v)]
         if not unset and not lists:
             return state
+        if not lists and all(_known_literal(state[i]) for i in unset):
+            # Bound to literals only (`converged = True` before a `break`): typed as they are,
+            # without tracing the body to see them (on a path Python never takes, it stays
+            # unbound where the program runs: `ld` raises there, as Python would).
+            state = list(state)
+            for i in unset:
+                zeros = staging.zeros_like(staging.shapes_of(staging.as_arrays(state[i].like)))
+                state[i] = MaybeUnbound(zeros, jnp.asarray(False), self.names[i])
+            return tuple(state)
         # Staged again after a `Promoted` (see `staged_with`), the loop probes the very same
         # state (the promotions are applied after): what the first probe found stands.
         sized = _SIZED.get()
@@ -662,6 +671,12 @@ class Replaced(staging.Retrace):
     def __init__(self, index: int):
         super().__init__(index)
         self.index = index
+
+
+def _known_literal(value) -> bool:
+    """Whether `value` is an unbound variable the function binds to literals of one kind only
+    (`Undefined.like`)."""
+    return type(value) is Undefined and value.like is not None and not value.deleted
 
 
 def _stand_in(typed: jax.ShapeDtypeStruct) -> bool:

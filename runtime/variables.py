@@ -14,11 +14,14 @@ class Undefined:
     `ld` raises the error Python would have raised.
     """
 
-    __slots__ = ("symbol_name", "deleted")
+    __slots__ = ("symbol_name", "deleted", "like")
 
-    def __init__(self, symbol_name: str, *, deleted: bool = False):
+    def __init__(self, symbol_name: str, *, deleted: bool = False, like=None):
         self.symbol_name = symbol_name
         self.deleted = deleted  # unbound by a `del` (see `deleted`), for errors
+        # The literal the function binds it to wherever it binds it (`converged = True`), if
+        # every binding is one of a kind: a staged loop sizes it by that, not a probe.
+        self.like = like
 
     def __repr__(self) -> str:
         return f"Undefined({self.symbol_name!r})"

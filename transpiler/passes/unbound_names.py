@@ -49,16 +49,71 @@ def transform(fn_node: gast.FunctionDef, ctx: PassContext) -> gast.FunctionDef:
             ctx.analyzed = None
             _Reads(names).visit_scope(scope)
             # A parameter is bound where the function starts (a `del` may unbind it later).
+            looped = _bound_in_loops(scope)
             inits = [
-                stmt
+                _placeholder(scope, name, name in looped)
                 for name in sorted(names - activity.params_of(scope.args))
-                for stmt in templates.replace(
-                    f"name = {RUNTIME}.Undefined(label)", name=name, label=templates.constant(name)
-                )
             ]
             start = structure.docstring_length(scope.body)
             scope.body[start:start] = inits
     return fn_node
+
+
+def _placeholder(scope: gast.FunctionDef, name: str, looped: bool) -> gast.stmt:
+    """`name = rt__.Undefined('name')`; for a name a loop binds (`looped`), with `like=` the
+    literal the function binds it to, where every binding of it is one (`converged = True`,
+    `converged = False`): a staged loop then knows the type the variable will have without
+    tracing its body first to see it."""
+    like = _only_literals(scope, name) if looped else None
+    if like is None:
+        (stmt,) = templates.replace(
+            f"name = {RUNTIME}.Undefined(label)", name=name, label=templates.constant(name)
+        )
+        return stmt
+    (stmt,) = templates.replace(
+        f"name = {RUNTIME}.Undefined(label, like=v)",
+        name=name,
+        label=templates.constant(name),
+        v=templates.constant(like),
+    )
+    return stmt
+
+
+def _bound_in_loops(scope: gast.FunctionDef) -> frozenset[str]:
+    """The names bound in the bodies of the loops of `scope`."""
+    return frozenset(
+        node.id
+        for loop in structure.walk_nodes(scope)
+        if isinstance(loop, (gast.For, gast.While))
+        for node in structure.walk_nodes(loop)
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store)
+    )
+
+
+def _only_literals(scope: gast.FunctionDef, name: str):
+    """A literal that every binding of `name` in `scope` (nested functions included) binds it
+    to, each a plain `name = <bool, int or float literal>` of one type; else None."""
+    literals, allowed = set(), set()
+    for node in structure.walk_nodes(scope):
+        if isinstance(node, gast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if structure.is_name(target, name) and isinstance(value, gast.Constant):
+                if type(value.value) not in (bool, int, float):
+                    return None
+                literals.add((type(value.value), value.value))
+                allowed.add(id(target))
+        elif isinstance(node, (gast.Global, gast.Nonlocal)) and name in node.names:
+            return None
+        elif getattr(node, "name", None) == name or getattr(node, "asname", None) == name:
+            return None  # a def, a class, an import, a match capture of that name
+        elif isinstance(node, gast.alias) and node.name.split(".")[0] == name:
+            return None
+    for node in structure.walk_nodes(scope):
+        binds = isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load)
+        if binds and node.id == name and id(node) not in allowed:
+            return None
+    kinds = {kind for kind, _ in literals}
+    return next(iter(literals))[1] if len(kinds) == 1 else None
 
 
 def _possibly_unbound_state(scope: gast.FunctionDef) -> frozenset[str]:
