@@ -44,19 +44,23 @@ class TracedRange:
         self.start, self.stop, self.step = start, stop, step
 
     def trip_count(self):
-        """The number of items, `ceil((stop - start) / step)` or 0, computed so that no
-        intermediate passes the bounds' own range (`stop - start + step - 1` did, for
-        `range(n, 2**31 - 1, 2**30)`: no items where Python has two)."""
+        """The number of items, `ceil((stop - start) / step)` or 0, as a Python int staged
+        code holds (a weakly typed int32). The span is taken unsigned, where it is exact
+        (`range(-2**30 - 1, 2**30 + 1, 2**30)` spans more than an int32 holds: three items)."""
         start, stop, step = self.start, self.stop, self.step
+        forward = step > 0
         if is_staged(step):
-            step_sign = jnp.sign(step)
-            return jnp.maximum(0, (stop - start - step_sign) // step + 1)
-        # A Python step (as nearly always): no sign, and no division by 1.
-        span = stop - start if step > 0 else start - stop
-        magnitude = abs(step)
-        if magnitude != 1:
+            ahead = jnp.where(forward, stop > start, start > stop)
+            low, high = jnp.where(forward, start, stop), jnp.where(forward, stop, start)
+        else:
+            ahead = stop > start if forward else start > stop
+            low, high = (start, stop) if forward else (stop, start)
+        unsigned = _UNSIGNED_INT
+        span = jnp.asarray(high).astype(unsigned) - jnp.asarray(low).astype(unsigned)
+        if is_staged(step) or abs(step) != 1:  # (no division by 1)
+            magnitude = jnp.asarray(abs(step)).astype(unsigned)  # (abs(-2**31) wraps to it)
             span = (span - 1) // magnitude + 1
-        return jnp.maximum(0, span)
+        return python_int(jnp.where(ahead, span.astype(_INT), 0))
 
     def before_end(self, j):
         """`j < len(self)`, for `j` a loop's count of items taken (0, 1, ...), computed where
@@ -503,6 +507,7 @@ def python_int(value):
 
 
 _INT = jnp.result_type(int)  # what JAX makes a Python int: int32 (int64 with jax_enable_x64)
+_UNSIGNED_INT = np.dtype(f"uint{np.dtype(_INT).itemsize * 8}")  # its width, unsigned
 
 
 def _fits_int(dtype) -> bool:

@@ -1154,3 +1154,16 @@ def test_an_unsigned_bound_past_int32_raises_where_it_would_wrap():
     ]
     with pytest.raises(Exception, match="range.. bound 3000000000 .a traced uint32. does not fit"):
         jax.block_until_ready(converted(jnp.uint32(3_000_000_000)))
+
+
+def count_wide_range(a):
+    count = 0
+    for _ in range(a, 2**30 + 1, 2**30):
+        count += 1
+    return count
+
+
+def test_a_range_spanning_more_than_int32_holds_counts_its_items():
+    # (review) `stop - start` wrapped in int32: no iteration where Python runs three.
+    for a in (-(2**30) - 1, -(2**31), 0, 2**30 + 1):
+        check_jit(count_wide_range, jnp.int32(a))
