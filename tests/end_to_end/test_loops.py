@@ -1167,3 +1167,59 @@ def test_a_range_spanning_more_than_int32_holds_counts_its_items():
     # (review) `stop - start` wrapped in int32: no iteration where Python runs three.
     for a in (-(2**30) - 1, -(2**31), 0, 2**30 + 1):
         check_jit(count_wide_range, jnp.int32(a))
+
+
+def search_with_else(xs, t):
+    for x in xs:
+        if x > t:
+            found = True
+            break
+    else:
+        found = False
+    return found
+
+
+def flag_on_a_python_false_path(xs, t, debug=False):
+    for x in xs:
+        if debug:
+            seen = 1
+        t = t + x
+    return t, seen
+
+
+def test_a_variable_bound_to_literals_only_is_typed_without_a_probe():
+    # `found` has no value before the loop; every binding is a bool literal: typed bool at once.
+    source = transpiler.to_source(search_with_else)
+    assert "rt__.Undefined('found', like=" in source
+    xs = jnp.array([0.5, 2.0, 1.0])
+    for t in (1.0, 3.0):
+        check_jit(search_with_else, xs, jnp.float32(t))
+    check_vmap(search_with_else, jnp.stack([xs, xs]), jnp.array([1.0, 3.0]))
+    # bound on no path Python takes: reading it raises where the program runs, as Python does
+    with pytest.raises(UnboundLocalError):
+        flag_on_a_python_false_path(xs, 0.0)
+    with pytest.raises(Exception, match="seen"):
+        jax.block_until_ready(jax.jit(transpiler.convert(flag_on_a_python_false_path))(xs, 0.0))
+
+
+def mixed_literals(xs):
+    for x in xs:
+        if x > 0:
+            flag = True
+        else:
+            flag = 1
+    return flag
+
+
+def unpacked(xs):
+    for x in xs:
+        if x > 0:
+            flag = True
+        else:
+            flag, other = False, x
+    return flag, other
+
+
+def test_only_one_kind_of_plain_literal_bindings_gives_a_type():
+    for fn in (mixed_literals, unpacked):
+        assert "like=" not in transpiler.to_source(fn)
