@@ -284,24 +284,20 @@ class _Managed:
         return self._enter() if self._call is None else self._call(self._enter)
 
     def __exit__(self, *exc):
-        suppress = self._exit(*exc) if self._call is None else self._call(self._exit, *exc)
         error = exc[1]
-        if error is None or isinstance(error, staging.CANNOT_STAGE):
-            return False if error is not None else suppress  # (the converter's own goes on)
-        if suppress and getattr(error, "_transpiler_when_run", False):
-            raise StagingError(
-                f"{type(error).__name__}: {error} — raised by a check the program makes when "
-                "it runs (a `raise`, an assert or an index under a traced condition), inside "
-                f"a `with` whose manager's `__exit__` suppresses it ({Site('with statement')}). "
-                "It is raised for the elements of a batch that take that path (under "
-                "jax.vmap), or after the compiled function returned (under jax.jit): no "
-                "context manager around staged code can suppress it for them alone. Test the "
-                "condition instead of suppressing the error."
-            ) from error
-        found = errors.as_cannot_stage(error) if suppress and isinstance(error, TypeError) else None
-        if found is not None:
-            raise found from error  # (a tracer hashed, say: what cannot be staged as written)
+        if isinstance(error, staging.CANNOT_STAGE):  # the converter's own: it goes on
+            try:
+                self._leave(*exc)
+            except Exception:  # noqa: BLE001 - the manager's, raised on its way: ours wins
+                pass
+            return False
+        suppress = self._leave(*exc)
+        if suppress and error is not None:
+            staging.raise_cannot_stage(error, "with")  # (a check made at once, under vmap)
         return suppress
+
+    def _leave(self, *exc):
+        return self._exit(*exc) if self._call is None else self._call(self._exit, *exc)
 
 
 def _refuse_identity_search(fn, args) -> None:

@@ -544,7 +544,7 @@ def _typed_as(aval, value):
     """`value` (a jaxpr's output, as run) with the weak type of `aval` (as traced)."""
     if not isinstance(value, jax.Array) or jax.typeof(value).weak_type == aval.weak_type:
         return value
-    return staging.python_number(value) if aval.weak_type else _strongly_typed(value)
+    return staging.python_number(value, aval.dtype) if aval.weak_type else _strongly_typed(value)
 
 
 def _python_constant(value):

@@ -525,11 +525,13 @@ def _check_fits_int(bound) -> None:
     counted = jnp.iinfo(_INT)
     dtype = np.dtype(jnp.result_type(bound)).name
 
+    where = Site("range").location()
+
     def error(value):
         return OverflowError(
-            f"range() bound {int(value)} (a traced {dtype}) does not fit the "
-            f"{np.dtype(_INT).name} a staged loop over a range counts in; cast it to "
-            f"{np.dtype(_INT).name} where it fits, or loop over another range"
+            f"range() bound {int(value)} (a traced {dtype}{f', {where}' if where else ''}) "
+            f"does not fit the {np.dtype(_INT).name} a staged loop over a range counts in; "
+            f"cast it to {np.dtype(_INT).name} where it fits, or loop over another range"
         )
 
     # (only unsigned dtypes are wider: the int counted in is JAX's widest signed one)

@@ -260,9 +260,8 @@ class Retest:
     state after), in place of a value computed outside the loop and carried in.
 
     XLA:CPU compiles anything a program computes outside its loop as a kernel of its own,
-    which costs as much to compile as a small loop body: the adaptive ODE's `while t < t_end`
-    from `t = 0.0` compiled in 33 ms with `0.0 < t_end` computed before the loop, in 24 ms
-    with it in the loop's condition (the hand-written loop's 22 ms)."""
+    which costs as much to compile as a small loop body (the adaptive ODE's `while t < t_end`
+    from `t = 0.0`: see docs/benchmarks.md, twenty-sixth run)."""
 
     def __init__(self, evaluate):
         self.jaxpr = jax.make_jaxpr(evaluate)()  # what it reads before the loop: constants

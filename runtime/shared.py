@@ -228,7 +228,7 @@ def _joined(*reaches):
 _LINEAR = selects.LINEAR | {"reduce_max", "reduce_min"}
 
 # Primitives whose derivative is JAX's symbolic zero: nothing reaches an output through them.
-_NO_DERIVATIVE = selects.ZERO_DERIVATIVE | {"is_finite"}
+_NO_DERIVATIVE = selects.ZERO_DERIVATIVE
 
 
 def _inexact(aval) -> bool:
@@ -264,7 +264,7 @@ def _alike(a, b) -> bool:
         try:
             if type(x) is not type(y) or not bool(x == y):
                 return False
-        except Exception:  # noqa: BLE001 - arrays (ambiguous truth), values that do not compare
+        except (TypeError, ValueError):  # arrays (ambiguous truth), values that do not compare
             return False
     return True
 

@@ -188,19 +188,24 @@ READ_TRACE = type(TRACE_CONTEXT).trace.fget
 (the property's getter called directly: in CPython 3.11 much cheaper than the property)."""
 
 
-def raise_cannot_stage(error: BaseException) -> None:
-    """Raises the "cannot stage" error that `error` (caught by an `except` of converted code)
-    stands for, if it stands for one (see `errors.as_cannot_stage`); else returns. An error a
-    staged check raised as the program ran (`raised_when_run`; under `jax.vmap` without `jit`,
-    at once) is refused there: it stands for some elements of a batch only."""
+def raise_cannot_stage(error: BaseException, catcher: str = "try") -> None:
+    """Raises the "cannot stage" error that `error` (caught by an `except` of converted code,
+    or suppressed by a context manager's `__exit__`: `catcher` "with") stands for, if it stands
+    for one (see `errors.as_cannot_stage`); else returns. An error a staged check raised as the
+    program ran (`raised_when_run`; under `jax.vmap` without `jit`, at once) is refused there:
+    it stands for some elements of a batch only."""
     if getattr(error, "_transpiler_when_run", False):
+        inside, handler = {
+            "try": ("a `try` whose `except` would catch it", "no `except`"),
+            "with": ("a `with` whose manager's `__exit__` suppresses it", "no context manager"),
+        }[catcher]
         raise StagingError(
             f"{type(error).__name__}: {error} — raised by a check the program makes when it "
-            "runs (a `raise`, an assert or an index under a traced condition), inside a `try` "
-            f"whose `except` would catch it ({Site('try statement')}). It is raised for the "
-            "elements of a batch that take that path (under jax.vmap), or after the compiled "
-            "function returned (under jax.jit): no `except` around staged code can handle it "
-            "for them alone. Test the condition instead of catching the error."
+            f"runs (a `raise`, an assert or an index under a traced condition), inside "
+            f"{inside} ({Site(f'{catcher} statement')}). It is raised for the elements of a "
+            "batch that take that path (under jax.vmap), or after the compiled function "
+            f"returned (under jax.jit): {handler} around staged code can handle it for them "
+            "alone. Test the condition instead of catching the error."
         ) from error
     explain_nnx(error)
     if not isinstance(error, TypeError):

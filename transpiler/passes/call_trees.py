@@ -21,6 +21,11 @@ its target declares a parameter for functions
 (`libraries.takes_functions`), or, for targets without a signature (`map`, `functools.reduce`),
 when an argument may be a function: a lambda, a nested `def`, a global user function, or a
 parameter of the function given first (the function-first convention of `map` and `reduce`).
+
+A `with` statement's managers go through `rt__.managed`, whose `__enter__` and `__exit__` are
+called through `rt__.call` where they are the user's (Python calls them implicitly):
+
+    with Timer() as t:      ->   with rt__.managed(rt__.call(Timer)) as t:
 """
 
 from __future__ import annotations
