@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.extend import core as jax_core
 
 from runtime import checkpointed, selects
 
@@ -44,13 +45,34 @@ step's outputs of every equation, the most reverse mode stores): the scan runs e
 however soon the loop stops, where the checkpointed loop runs those it takes."""
 
 
+class Retest:
+    """A loop's first test: its evaluation on the state before the loop (Python numbers as
+    Python has them), which did nothing that evaluating it again repeats, as a closed jaxpr
+    that the staged loop's condition evaluates in its first iteration (and the test of its own
+    state after), in place of a value computed outside the loop and carried in.
+
+    XLA:CPU compiles anything a program computes outside its loop as a kernel of its own,
+    which costs as much to compile as a small loop body (the adaptive ODE's `while t < t_end`
+    from `t = 0.0`: see docs/benchmarks.md, twenty-sixth run)."""
+
+    def __init__(self, evaluate):
+        self.jaxpr = jax.make_jaxpr(evaluate)()  # what it reads before the loop: constants
+
+    def __call__(self, consts=None):
+        """The test's value (a scalar bool), computed where this is called (with `consts` in
+        place of the values it read before the loop: a `jax.custom_jvp`'s arguments)."""
+        consts = self.jaxpr.consts if consts is None else consts
+        closed = jax_core.ClosedJaxpr(self.jaxpr.jaxpr, list(consts))
+        return jax_core.jaxpr_as_fun(closed)()[0]
+
+
 def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implied=False):
     """`x = init; while i < max_iterations and cond_fun(x): x = body_fun(x)`; the final `x`.
 
     `first`: the test's value on `init` (a traced bool), evaluated already where the test's
     evaluations must not be repeated (its effects, see `runtime.loops`); then the loop carries
     the test's value, evaluated after each iteration that may be followed by another. Or a
-    `loops.Retest` (the test as Python evaluated it before the loop, on Python numbers the
+    `Retest` (the test as Python evaluated it before the loop, on Python numbers the
     loop's state promotes): a bound the test implies evaluates it in the loop's first
     condition; otherwise it is computed before the loop and carried as a value.
     `implied`: `max_iterations` is a bound the test itself implies (its counter); raises
@@ -72,12 +94,12 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implie
             return lax.cond(more, lambda: cond(x, consts), lambda: jnp.asarray(False))
         return more & cond(x, consts)
 
-    retest = first if callable(first) else None
+    retest = first if isinstance(first, Retest) else None
     if retest is not None:
         first = retest.jaxpr.consts  # (arguments of the custom derivative below, as values)
 
     def primal(body_consts, cond_consts, init, going):
-        if implied and retest is not None:  # (see `loops.Retest`)
+        if implied and retest is not None:  # (see `Retest`)
 
             def retested(c):
                 return lax.select(c[0], retest(going), cond(c[1], cond_consts))

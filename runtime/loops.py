@@ -12,7 +12,6 @@ import operator
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jax.extend import core as jax_core
 
 from runtime import (
     bounded,
@@ -145,7 +144,7 @@ def while_stmt(
         if is_staged(pred):  # staged at once: the loop's condition tests both
             if first is None and (not clean or is_staged(stop)):
                 first = pred  # the exit test's evaluation is carried in too, with it
-            if isinstance(first, Retest):
+            if isinstance(first, bounded.Retest):
                 first = pred  # (joined with the exit test's value, carried in)
             if first is not None:
                 first = logical.and_(first, lambda: logical.not_(stop))
@@ -235,9 +234,9 @@ def _with_exit_flag(stop, test, body, state, names, max_iterations, checkpoints)
 def _first_test(test, state, names, test_reads, compared, functions, site):
     """(the test's value on `state`, what the staged loop is given as its first test): None
     where the loop's condition can evaluate it again, as a hand-written loop does (see
-    `peeling.watched`, `peeling.tests_the_same`); a `Retest` where it may evaluate it again
-    but not on the state it gives (Python numbers it promotes: `t = 0.0`); else the value
-    itself, carried into the loop."""
+    `peeling.watched`, `peeling.tests_the_same`); a `bounded.Retest` where it may evaluate it
+    again but not on the state it gives (Python numbers it promotes: `t = 0.0`); else the
+    value itself, carried into the loop."""
 
     def pred_of(state):
         return staging.condition(test(*state))
@@ -249,29 +248,10 @@ def _first_test(test, state, names, test_reads, compared, functions, site):
         return pred, pred
     if peeling.tests_the_same(state, names, test_reads, compared):
         return pred, None
-    retest = Retest(lambda: staging.scalar_predicate(pred_of(state), site, "loop condition"))
+    retest = bounded.Retest(
+        lambda: staging.scalar_predicate(pred_of(state), site, "loop condition")
+    )
     return pred, (pred if retest.jaxpr.effects else retest)  # (a check: made once, carried)
-
-
-class Retest:
-    """A loop's first test: its evaluation on the state before the loop (Python numbers as
-    Python has them), which did nothing that evaluating it again repeats, as a closed jaxpr
-    that the staged loop's condition evaluates in its first iteration (and the test of its own
-    state after), in place of a value computed outside the loop and carried in.
-
-    XLA:CPU compiles anything a program computes outside its loop as a kernel of its own,
-    which costs as much to compile as a small loop body (the adaptive ODE's `while t < t_end`
-    from `t = 0.0`: see docs/benchmarks.md, twenty-sixth run)."""
-
-    def __init__(self, evaluate):
-        self.jaxpr = jax.make_jaxpr(evaluate)()  # what it reads before the loop: constants
-
-    def __call__(self, consts=None):
-        """The test's value (a scalar bool), computed where this is called (with `consts` in
-        place of the values it read before the loop: a `jax.custom_jvp`'s arguments)."""
-        consts = self.jaxpr.consts if consts is None else consts
-        closed = jax_core.ClosedJaxpr(self.jaxpr.jaxpr, list(consts))
-        return jax_core.jaxpr_as_fun(closed)()[0]
 
 
 def check_count(value, option: str, least: int, site: Site) -> int | None:
@@ -379,9 +359,9 @@ def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, fi
             dynamic = iteration(dynamic)
             return evaluate(dynamic), dynamic  # the test's effects too, while it loops
 
-    if isinstance(first, Retest) and jax.make_jaxpr(evaluate)(carry.init).effects:
+    if isinstance(first, bounded.Retest) and jax.make_jaxpr(evaluate)(carry.init).effects:
         first = first()  # a check of the test's is made on the loop's states only: carried
-    if isinstance(first, Retest):
+    if isinstance(first, bounded.Retest):
         # The first condition evaluates the test as Python did, the others on the loop's state.
         def retested(looping):
             fresh, dynamic = looping
@@ -430,7 +410,7 @@ def _bounded_while_once(test, body, state, names, site, max_iterations, first, i
             return carry.check(outs, dynamic)
 
     going = first
-    if first is not None and not isinstance(first, Retest):
+    if first is not None and not isinstance(first, bounded.Retest):
         going = staging.scalar_predicate(first, site, "loop condition")
     final = bounded.while_loop(evaluate, iteration, carry.init, max_iterations, going, implied)
     return carry.finish(final)
