@@ -1226,3 +1226,25 @@ def unpacked(xs):
 def test_only_one_kind_of_plain_literal_bindings_gives_a_type():
     for fn in (mixed_literals, unpacked):
         assert "like=" not in transpiler.to_source(fn)
+
+
+def flag_with_a_large_literal_elsewhere(x, n):
+    i = 0
+    while i < n:
+        if x[i] > 2:
+            v = 1.5
+            break
+        i += 1
+    else:
+        v = 0.5
+    if n is None:
+        v = 1e39  # never bound here: no dtype need hold it
+    return v
+
+
+def test_the_type_of_literals_is_their_zeros_not_one_of_them():
+    # (helper 152) One of the literals, chosen in set order, typed the loop: 1e39 at times,
+    # which no float32 holds, and the loop was refused.
+    assert "like=0.0" in transpiler.to_source(flag_with_a_large_literal_elsewhere)
+    check_jit(flag_with_a_large_literal_elsewhere, jnp.array([1.0, 5.0, 3.0, 0.0]), 2)
+    check_jit(flag_with_a_large_literal_elsewhere, jnp.array([1.0, 5.0, 3.0, 0.0]), jnp.int32(4))

@@ -91,8 +91,9 @@ def _bound_in_loops(scope: gast.FunctionDef) -> frozenset[str]:
 
 
 def _only_literals(scope: gast.FunctionDef, name: str):
-    """A literal that every binding of `name` in `scope` (nested functions included) binds it
-    to, each a plain `name = <bool, int or float literal>` of one type; else None."""
+    """The zero of the one type (bool, int or float) of the literals every binding of `name`
+    in `scope` (nested functions included) binds it to, each a plain `name = <literal>`; else
+    None."""
     literals, allowed = set(), set()
     for node in structure.walk_nodes(scope):
         if isinstance(node, gast.Assign) and len(node.targets) == 1:
@@ -104,7 +105,7 @@ def _only_literals(scope: gast.FunctionDef, name: str):
                 allowed.add(id(target))
         elif isinstance(node, (gast.Global, gast.Nonlocal)) and name in node.names:
             return None
-        elif getattr(node, "name", None) == name or getattr(node, "asname", None) == name:
+        elif name in (getattr(node, k, None) for k in ("name", "asname", "rest")):
             return None  # a def, a class, an import, a match capture of that name
         elif isinstance(node, gast.alias) and node.name.split(".")[0] == name:
             return None
@@ -113,7 +114,8 @@ def _only_literals(scope: gast.FunctionDef, name: str):
         if binds and node.id == name and id(node) not in allowed:
             return None
     kinds = {kind for kind, _ in literals}
-    return next(iter(literals))[1] if len(kinds) == 1 else None
+    # (the type is what counts: its zero, which every dtype of the kind holds)
+    return kinds.pop()() if len(kinds) == 1 else None
 
 
 def _possibly_unbound_state(scope: gast.FunctionDef) -> frozenset[str]:
