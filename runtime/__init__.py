@@ -37,7 +37,7 @@ from runtime.lists import (
     list_update,
     stack_list,
 )
-from runtime.logical import and_, and_or, in_, is_, is_not, not_, not_in, or_
+from runtime.logical import and_, and_or, in_, is_, is_not, match_guard, not_, not_in, or_
 from runtime.loops import while_stmt
 from runtime.powers import pow_
 from runtime.staging import CANNOT_STAGE, raise_cannot_stage
@@ -64,6 +64,7 @@ __all__ = [
     "is_not",
     "len_",
     "let_go",
+    "match_guard",
     "handed_list",
     "list_append",
     "list_item",

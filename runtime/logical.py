@@ -141,6 +141,22 @@ def _evaluated_where(b, truth, when: bool):
 _RAISES = object()  # `_evaluated_where`: the right operand raised
 
 
+def match_guard(value):
+    """A guard of a `match` that runs as Python (sequence, mapping or class patterns), as its
+    case tests it; a StagingError where it is traced: Python's `match` tests it while the
+    function is traced, and cannot branch on a value known only when the program runs."""
+    value = staging.condition(value)
+    if is_staged(value):
+        raise StagingError(
+            f"a case's guard is {describe(value)}, traced ({Site('match statement')}), in a "
+            "`match` whose patterns run as Python (sequence, mapping or class patterns): "
+            "Python's `match` decides which case runs while the function is traced, and "
+            "cannot branch on a value known only when the program runs. Test it in the "
+            "case's body (`case {...}: if cond: ...`), which is staged, or match values only."
+        )
+    return value
+
+
 def not_(a):
     """Functional form of `not a`."""
     a = staging.condition(a)

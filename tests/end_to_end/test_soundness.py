@@ -563,6 +563,22 @@ def test_match():
     check_python(first_match, [1, 3])
 
 
+def guarded_mapping(x, d):
+    match d:
+        case {"a": v} if v > 1:
+            return x + v
+        case _:
+            return x
+
+
+def test_a_traced_guard_of_a_match_that_runs_as_python_is_refused_naming_it():
+    # A mapping pattern keeps the `match` Python's, which tests its guard while tracing: JAX's
+    # TracerBoolConversionError came with the note for code that is not converted.
+    assert transpiler.convert(guarded_mapping)(1.0, {"a": 2}) == guarded_mapping(1.0, {"a": 2})
+    with pytest.raises(StagingError, match=r"a case's guard is bool\[\], traced .*match statement"):
+        jax.jit(transpiler.convert(guarded_mapping))(1.0, {"a": 0.5})
+
+
 def raise_in_try(x):
     try:
         if x > 10:

@@ -14,7 +14,9 @@
 
 So a traced subject stages, as an `if` would. The tests are the pattern's own: `==` for a value,
 `is` for None/True/False; a capture binds the subject only when its case is tried, before its
-guard, as Python does. A `match` with sequence, mapping or class patterns stays Python.
+guard, as Python does. A `match` with sequence, mapping or class patterns stays Python; its
+guards go through `rt__.match_guard`, which refuses a traced one with a StagingError naming
+the statement (Python's `match` cannot branch on it).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import gast
 
 from transpiler import structure, templates
 from transpiler.context import PassContext
+from transpiler.naming import RUNTIME
 from transpiler.transformer import Transformer
 
 # What the pipeline looks for before running this pass, and what it may add (features.py).
@@ -56,6 +59,11 @@ class _MatchStatements(Transformer):
     def visit_Match(self, node):
         node = self.generic_visit(node)
         if not all(_simple(case.pattern) for case in node.cases):
+            for case in node.cases:  # Python's: a traced guard is refused, naming the match
+                if case.guard is not None:
+                    case.guard = templates.replace_as_expression(
+                        f"{RUNTIME}.match_guard(guard)", guard=case.guard
+                    )
             return node
         if isinstance(node.subject, gast.Name):
             subject, bind = node.subject.id, []
