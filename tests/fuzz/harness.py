@@ -82,7 +82,7 @@ GENERATORS: dict[str, Callable[[int], str]] = {
     "effects": effects_programs.program,
 }
 INPUTS = [(0, 0), (3, 7), (50, 2), (-4, 11), (96, 96)]
-MODES = ("python", "jit", "vmap", "grad")
+MODES = ("python", "jit", "vmap", "grad", "hessian")
 REFUSALS = (StagingError, transpiler.ConversionError)
 RANK = {"pass": 0, "skip": 0, "refusal": 1, "failure": 2}
 
@@ -732,6 +732,9 @@ def _check(module, source, modes, inputs, timeout) -> Checked:
 #   original per input (rows whose eager run raised are skipped).
 # - grad: where the eager first output is a float, `jax.jit(jax.grad(first, (0, 1)))` of the
 #   converted function against `jax.grad(first, (0, 1))` of the original run eagerly.
+# - hessian: the same of `jax.hessian(first, (0, 1))`, its four second derivatives (a
+#   derivative JAX skips where a cotangent is its symbolic zero, computed on one path only, is
+#   where moving work out of a branch could differ: `runtime/shared.py`).
 #
 # `compare_numeric`, leaf by leaf (tuples must have the same length):
 # - dtype: a leaf's dtype is `jnp.asarray(v).dtype` (a Python float is float32, an int int32,
@@ -844,6 +847,8 @@ def compare_numeric(mode, ref: Run, got: Run, xy, labels) -> Outcome:
             name = labels[i] if isinstance(e, tuple | list) and i < len(labels) else str(i)
             if mode == "grad":
                 name = ("d/dx", "d/dy")[i] if i < 2 else str(i)
+            elif mode == "hessian":
+                name = ("d2/dx2", "d2/dxdy", "d2/dydx", "d2/dy2")[i] if i < 4 else str(i)
             kind, text = problem
             return Outcome(
                 mode,
@@ -935,10 +940,10 @@ def _check_numeric(module, source, modes, inputs, timeout) -> Checked:
             outs.append(o)
         results.append(_worst_numeric(outs, "vmap"))
 
-    if "grad" in modes:
-        grad_of_converted = (
-            jax.jit(jax.grad(_first_output(converted), (0, 1))) if converted is not None else None
-        )
+    for mode, derive in (("grad", _gradient_of_first), ("hessian", _hessian_of_first)):
+        if mode not in modes:
+            continue
+        of_converted = jax.jit(derive(converted)) if converted is not None else None
         outs = []
         for xy in inputs:
             ref = eager[xy]
@@ -946,19 +951,28 @@ def _check_numeric(module, source, modes, inputs, timeout) -> Checked:
             if ref.exc is not None or not (
                 isinstance(value, tuple) and value and _is_float_leaf(value[0])
             ):
-                outs.append(Outcome("grad", "skip", "first output is no float", f"input {xy}"))
+                outs.append(Outcome(mode, "skip", "first output is no float", f"input {xy}"))
                 continue
-            ref_grad = run(
-                module,
-                jax.grad(_first_output(f), (0, 1)),
-                _staged_args(xy),
-                state=False,
-                timeout=timeout,
-            )
-            got = converted_run(grad_of_converted, _staged_args(xy))
-            outs.append(site(compare_numeric("grad", ref_grad, got, xy, labels), got.exc))
-        results.append(_worst_numeric(outs, "grad"))
+            reference = run(module, derive(f), _staged_args(xy), state=False, timeout=timeout)
+            got = converted_run(of_converted, _staged_args(xy))
+            outs.append(site(compare_numeric(mode, reference, got, xy, labels), got.exc))
+        results.append(_worst_numeric(outs, mode))
     return Checked(results, reference_ok)
+
+
+def _gradient_of_first(fn):
+    return jax.grad(_first_output(fn), (0, 1))
+
+
+def _hessian_of_first(fn):
+    """The second derivatives of `fn`'s first output by (x, y), as one flat tuple: d2/dx2,
+    d2/dxdy, d2/dydx, d2/dy2."""
+    second = jax.hessian(_first_output(fn), (0, 1))
+
+    def flat(x, y):
+        return tuple(jax.tree_util.tree_leaves(second(x, y)))
+
+    return flat
 
 
 @dataclasses.dataclass(frozen=True)
@@ -973,7 +987,7 @@ class Spec:
 
 
 INT_SPEC = Spec(INPUTS, ("python", "jit", "vmap"), _check)
-NUMERIC_SPEC = Spec(NUMERIC_INPUTS, ("python", "jit", "vmap", "grad"), _check_numeric)
+NUMERIC_SPEC = Spec(NUMERIC_INPUTS, ("python", "jit", "vmap", "grad", "hessian"), _check_numeric)
 SPECS: dict[str, Spec] = {
     "programs": INT_SPEC,
     "model": INT_SPEC,

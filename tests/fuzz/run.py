@@ -2,10 +2,10 @@
 
     python -m tests.fuzz.run --seeds N [--start S] [--generator NAME] [--jobs J]
                              [--show K] [--minimise-budget SECONDS]
-                             [--modes python,jit,vmap,grad]
+                             [--modes python,jit,vmap,grad,hessian]
 
 Generators: `programs`, `model` (Python ints; modes python, jit, vmap) and `numeric` (floats
-and mixed dtypes against eager JAX; modes python, jit, vmap, grad). A mode a generator's spec
+and mixed dtypes against eager JAX; modes python, jit, vmap, grad, hessian). A mode a generator's spec
 does not have is left out for it.
 
 Prints, per generator, a table of outcomes per mode (pass / refusal / failure), the failure
