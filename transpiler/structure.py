@@ -167,6 +167,24 @@ def is_name(node: gast.AST, name: str) -> bool:
     return isinstance(node, gast.Name) and node.id == name
 
 
+def binds(stmt: gast.stmt, names: set[str]) -> bool:
+    """Whether `stmt` itself (not its nested blocks) binds or deletes one of `names`: any Name
+    of them not read (a target, a `:=`, a `del`, a loop's item, an `except ... as`, a
+    parameter), a `global` or `nonlocal` of it, a `def` or `class` of that name, an import as
+    that name, a match capture (`case c`, `case [*c]`, `case {**c}`)."""
+    for node in own_nodes(stmt):
+        if isinstance(node, gast.Name) and node.id in names and not isinstance(node.ctx, gast.Load):
+            return True
+        if isinstance(node, (gast.Global, gast.Nonlocal)) and set(node.names) & names:
+            return True
+        if isinstance(node, gast.alias):
+            if (node.asname or node.name.split(".")[0]) in names:
+                return True  # `import c`, `from m import x as c`
+        elif getattr(node, "name", None) in names or getattr(node, "rest", None) in names:
+            return True  # `def c(): ...`, `class c`, `case c`, `case [*c]`, `case {**c}`
+    return False
+
+
 def walk(stmts: list[gast.stmt]) -> Iterator[gast.stmt]:
     """Every statement of this scope in source order, nested blocks included, nested scopes' not
     (the `def` or `class` statement itself is yielded)."""

@@ -80,7 +80,7 @@ def _counts(loop: gast.While, counter: str, bound: gast.expr, scope: Scope) -> b
             return False  # a nested function or class: it may bind them
         if stmt is increments[0]:
             continue
-        if _binds(stmt, names):
+        if structure.binds(stmt, names):
             return False
     return True
 
@@ -106,23 +106,6 @@ def _adds_one(stmt: gast.stmt, counter: str) -> bool:
     return any(
         structure.is_name(a, counter) and one(b) and b.value == 1 for a, b in (pair, pair[::-1])
     )
-
-
-def _binds(stmt: gast.stmt, names: set[str]) -> bool:
-    """Whether `stmt` itself (not its nested blocks) binds or deletes one of `names`: any Name
-    of them not read (a target, a `:=`, a `del`, a loop's item, an `except ... as`), a `def`
-    or `class` of that name, an import as that name."""
-    for node in structure.own_nodes(stmt):
-        if isinstance(node, gast.Name) and node.id in names and not isinstance(node.ctx, gast.Load):
-            return True
-        if isinstance(node, (gast.Global, gast.Nonlocal)) and set(node.names) & names:
-            return True
-        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
-            if node.name in names:
-                return True  # `def c(): ...`
-        if isinstance(node, gast.alias) and (node.asname or node.name.split(".")[0]) in names:
-            return True  # `import c`, `from m import x as c`
-    return False
 
 
 def _mentions(node: gast.AST, names: set[str]) -> bool:

@@ -94,28 +94,16 @@ def _only_literals(scope: gast.FunctionDef, name: str):
     """The zero of the one type (bool, int or float) of the literals every binding of `name`
     in `scope` (nested functions included) binds it to, each a plain `name = <literal>`; else
     None."""
-    literals, allowed = set(), set()
-    for node in structure.walk_nodes(scope):
-        if isinstance(node, gast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-            if structure.is_name(target, name) and isinstance(value, gast.Constant):
-                if type(value.value) not in (bool, int, float):
-                    return None
-                literals.add((type(value.value), value.value))
-                allowed.add(id(target))
-        elif isinstance(node, (gast.Global, gast.Nonlocal)) and name in node.names:
+    kinds = set()
+    for stmt in structure.walk_all(scope.body):
+        value = getattr(stmt, "value", None)
+        plain = isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
+        if plain and structure.is_name(stmt.targets[0], name) and isinstance(value, gast.Constant):
+            kinds.add(type(value.value))
+        elif structure.binds(stmt, {name}):
             return None
-        elif name in (getattr(node, k, None) for k in ("name", "asname", "rest")):
-            return None  # a def, a class, an import, a match capture of that name
-        elif isinstance(node, gast.alias) and node.name.split(".")[0] == name:
-            return None
-    for node in structure.walk_nodes(scope):
-        binds = isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load)
-        if binds and node.id == name and id(node) not in allowed:
-            return None
-    kinds = {kind for kind, _ in literals}
     # (the type is what counts: its zero, which every dtype of the kind holds)
-    return kinds.pop()() if len(kinds) == 1 else None
+    return kinds.pop()() if len(kinds) == 1 and kinds <= {bool, int, float} else None
 
 
 def _possibly_unbound_state(scope: gast.FunctionDef) -> frozenset[str]:

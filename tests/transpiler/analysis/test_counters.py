@@ -84,6 +84,9 @@ def test_a_counter_the_test_bounds(source, expected):
         "def f(x, n):\n i = 0\n while i < n:\n  i += 1\n  import n",
         "def f(x, n):\n i = 0\n while i < n:\n  i += 1\n  def i():\n   pass",
         "def f(x, n):\n i = 0\n while i < n:\n  i += 1\n  class n:\n   pass",
+        # bound by a match capture
+        "def f(x, n):\n i = 0\n while i < n:\n  i += 1\n  match x:\n   case [*i]:\n    pass",
+        "def f(x, n):\n i = 0\n while i < n:\n  i += 1\n  match x:\n   case {**n}:\n    pass",
     ],
 )
 def test_no_bound(source):
