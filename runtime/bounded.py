@@ -65,6 +65,16 @@ class Retest:
         closed = jax_core.ClosedJaxpr(self.jaxpr.jaxpr, list(consts))
         return jax_core.jaxpr_as_fun(closed)()[0]
 
+    def condition(self, later, consts=None):
+        """The condition of a loop that carries `(fresh, state)`, `fresh` true until its first
+        iteration: this test while fresh, `later(state)` after."""
+
+        def test(looping):
+            fresh, state = looping
+            return lax.select(fresh, self(consts), later(state))
+
+        return test
+
 
 def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implied=False):
     """`x = init; while i < max_iterations and cond_fun(x): x = body_fun(x)`; the final `x`.
@@ -100,9 +110,7 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implie
 
     def primal(body_consts, cond_consts, init, going):
         if implied and retest is not None:  # (see `Retest`)
-
-            def retested(c):
-                return lax.select(c[0], retest(going), cond(c[1], cond_consts))
+            retested = retest.condition(lambda x: cond(x, cond_consts), going)
 
             def stepped(c):
                 return jnp.asarray(False), body(c[1], body_consts)

@@ -524,7 +524,6 @@ def _check_fits_int(bound) -> None:
     to a negative int32: no iteration, where Python runs them)."""
     counted = jnp.iinfo(_INT)
     dtype = np.dtype(jnp.result_type(bound)).name
-
     where = Site("range").location()
 
     def error(value):

@@ -11,7 +11,6 @@ import operator
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from runtime import (
     bounded,
@@ -242,9 +241,7 @@ def _first_test(test, state, names, test_reads, compared, functions, site):
         return staging.condition(test(*state))
 
     pred, clean = peeling.watched(lambda: pred_of(state), state, names, functions)
-    if not is_staged(pred):
-        return pred, pred
-    if not clean:
+    if not (clean and is_staged(pred)):
         return pred, pred
     if peeling.tests_the_same(state, names, test_reads, compared):
         return pred, None
@@ -363,9 +360,7 @@ def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, fi
         first = first()  # a check of the test's is made on the loop's states only: carried
     if isinstance(first, bounded.Retest):
         # The first condition evaluates the test as Python did, the others on the loop's state.
-        def retested(looping):
-            fresh, dynamic = looping
-            return lax.select(fresh, first(), evaluate(dynamic))
+        retested = first.condition(evaluate)
 
         def body_fun(looping):
             with staging.tracing_loop_body(lambda: retested(looping), trip_count):

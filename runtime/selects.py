@@ -208,9 +208,9 @@ def zero_safe(eqn) -> bool:
     """Whether `eqn` maps a zero cotangent to exact zeros whatever its inputs (rule 3): it
     has no floating-point output, or its derivative multiplies by nothing its inputs give
     (a call: every equation of its jaxpr)."""
-    if eqn.primitive.name in _CALLS:
-        return all(zero_safe(inner) for inner in eqn.params["jaxpr"].jaxpr.eqns)
     name = eqn.primitive.name
+    if name in _CALLS:
+        return all(zero_safe(inner) for inner in eqn.params["jaxpr"].jaxpr.eqns)
     return not _differentiable(eqn) or name in _ZERO_SAFE or _scaled_by_literal(eqn)
 
 

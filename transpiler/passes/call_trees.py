@@ -132,10 +132,9 @@ class _CallTrees(Transformer):
         node = self.generic_visit(node)
         if self.convert_calls:
             for item in node.items:
-                managed = templates.replace_as_expression(
-                    f"{RUNTIME}.managed(m)", m=item.context_expr
+                item.context_expr = templates.replace_as_expression(
+                    f"{RUNTIME}.managed(manager)", manager=item.context_expr
                 )
-                item.context_expr = managed
         return node
 
     def visit_Call(self, node):
