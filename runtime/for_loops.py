@@ -21,7 +21,17 @@ import numpy as np
 from jax import lax
 
 from runtime import carry as carry_
-from runtime import control_flow, errors, exits, identity, log, peeling, sequences, staging
+from runtime import (
+    collected,
+    control_flow,
+    errors,
+    exits,
+    identity,
+    log,
+    peeling,
+    sequences,
+    staging,
+)
 from runtime import effects as effects_
 from runtime import lists as lists_
 from runtime.carry import Carry
@@ -563,6 +573,7 @@ def for_stmt(
     aliased=(),
     stores=(),
     owned=(),
+    collects=(),
     construct="for loop",
 ):
     """Functional form of a for statement.
@@ -598,7 +609,9 @@ def for_stmt(
     dicts other names may reach and change in place; `stores`: the body's stores of such a
     container into another, refused when staged; `owned`: the variables whose containers no
     other name can see; `construct`: what errors call the loop, a
-    "list comprehension" the comprehensions pass wrote as one).
+    "list comprehension" the comprehensions pass wrote as one). `collects`: the variables
+    holding lists the body appends one item to in every iteration and does nothing else with,
+    which a scan gives as its stacked outputs (see `runtime.collected`).
     """
     # What staged choices left, let go of before and after the loop (`identity.letting_go`,
     # here by hand: a wrapper's arguments would count as a holder of the iterator).
@@ -752,7 +765,17 @@ def for_stmt(
         with lists_.keeping_items(indexed_lists):
             out = staged(
                 lambda body, test, exit_, state, names: _scan(
-                    seq, k, n, body, test, state, names, site, max_iterations is None, exit_
+                    seq,
+                    k,
+                    n,
+                    body,
+                    test,
+                    state,
+                    names,
+                    site,
+                    max_iterations is None,
+                    exit_,
+                    collects,
                 ),
                 state,
                 unfired,
@@ -923,9 +946,9 @@ _SCAN_REFUSED = (
 )
 
 
-def _scan(seq, k, n, body, test, state, names, site, stop_early=True, exit_=None):
+def _scan(seq, k, n, body, test, state, names, site, stop_early=True, exit_=None, collects=()):
     try:
-        return _staged_scan(seq, k, n, body, state, names, site, test, stop_early, exit_)
+        return _staged_scan(seq, k, n, body, state, names, site, test, stop_early, exit_, collects)
     except (TypeError, ValueError, IndexError, OverflowError) as e:
         # The index as a dict key or a shape, or times an int no int32 holds, say: the loop
         # runs as Python.
@@ -960,7 +983,9 @@ def _log_unrolled(site, reason: str, count) -> None:
         )
 
 
-def _staged_scan(seq, k, n, body, state, names, site, extra_test, stop_early=True, exit_=None):
+def _staged_scan(
+    seq, k, n, body, state, names, site, extra_test, stop_early=True, exit_=None, collects=()
+):
     """The rest of the loop, items k..n-1. With a traced `extra_test` (a `break`), it stops
     early where it can (`stop_early`): a while loop over the index; with
     `loop_options(max_iterations=N)` it stays a scan whose iterations after the `break` are
@@ -974,24 +999,50 @@ def _staged_scan(seq, k, n, body, state, names, site, extra_test, stop_early=Tru
             xs, to_item, n - k, body, state, names, site, extra_test, exit_, bound
         )
     return carry_.staged_with(
-        lambda state: _scan_once(xs, to_item, n - k, body, state, names, site, extra_test),
+        lambda state: _scan_once(
+            xs, to_item, n - k, body, state, names, site, extra_test, collects
+        ),
         state,
         names,
     )
 
 
-def _scan_once(xs, to_item, count, body, state, names, site, extra_test):
-    def step(item, s):
-        if extra_test is None:
-            return body(item, *s)
-        return _masked(extra_test(*s), lambda *s: body(item, *s), s, names, site)
+def _scan_once(xs, to_item, count, body, state, names, site, extra_test, collects=()):
+    """The scan. The lists `collects` names (see `runtime.collected`) are its stacked outputs
+    where the body appends one item to each per iteration; else carried as any list."""
+    found = collected.collectors(state, names, collects) if extra_test is None else {}
+    if found:
+        try:
+            return _scan_traced(xs, to_item, count, body, state, names, site, None, found)
+        except collected.NotCollected:
+            pass
+    return _scan_traced(xs, to_item, count, body, state, names, site, extra_test, {})
 
-    first = jax.tree_util.tree_map(lambda x: x[0], xs)
+
+def _scan_traced(xs, to_item, count, body, state, names, site, extra_test, collectors):
+    """The scan; `collectors` (see `_scan_once`) stand for their lists, whose windows the scan
+    carries after the state."""
+    windows = [(i, c.first_window()) for i, c in collectors.items() if c.depth]
+    size = len(state)
+
+    def step(item, s):
+        s, carried = s[:size], iter(s[size:])
+        for collector in collectors.values():
+            collector.start(next(carried) if collector.depth else ())
+        if extra_test is None:
+            outs = body(item, *s)
+        else:
+            outs = _masked(extra_test(*s), lambda *s: body(item, *s), s, names, site)
+        rows = {i: collector.row() for i, collector in collectors.items()}
+        following = [collectors[i].next_window(rows[i]) for i, _ in windows]
+        return (*outs, *following), tuple(rows.values())
+
+    first = jax.tree_util.tree_map(_item_type, xs)  # (a probe traces the body abstractly)
     carry = Carry(
-        state,
-        names,
+        (*(collectors.get(i, v) for i, v in enumerate(state)), *(w for _, w in windows)),
+        (*names, *(f"{names[i]}[-{collectors[i].depth}:]" for i, _ in windows)),
         site,
-        probe=lambda s, x, j: step(to_item(x, j), s),
+        probe=lambda s, x, j: step(to_item(x, j), s)[0],
         trip_count=count,
         probe_args=(first, jnp.asarray(0)),
     )
@@ -999,11 +1050,19 @@ def _scan_once(xs, to_item, count, body, state, names, site, extra_test):
     def scan_body(scan_carry, x):
         j, dynamic = scan_carry
         with staging.tracing_loop(count), carry.giving(dynamic) as given:
-            outs = step(to_item(x, j), given)
-        return (j + 1, carry.check(outs, dynamic)), None
+            outs, rows = step(to_item(x, j), given)
+        return (j + 1, carry.check(outs, dynamic)), rows
 
-    final, _ = lax.scan(scan_body, (jnp.asarray(0), carry.init), xs, length=count)
-    return carry.finish(final[1], ran=count > 0)
+    final, rows = lax.scan(scan_body, (jnp.asarray(0), carry.init), xs, length=count)
+    state = list(carry.finish(final[1], ran=count > 0)[:size])
+    for (i, collector), items in zip(collectors.items(), rows):
+        state[i] = collector.staged(items)
+    return tuple(state)
+
+
+def _item_type(x) -> jax.ShapeDtypeStruct:
+    """The type of one item of array `x` (computing none: no slice left in the program)."""
+    return jax.ShapeDtypeStruct(x.shape[1:], x.dtype, weak_type=jax.typeof(x).weak_type)
 
 
 def _early_exit_loop(

@@ -109,7 +109,7 @@ class StagedList:
         )
         for i, item in enumerate(items):
             try:
-                value = _as_dtype(item, buffer.dtype)
+                value = as_dtype(item, buffer.dtype)
             except OverflowError:  # `[jnp.int8(1), 300]`: no int8 holds the Python int
                 name = origin.name if origin is not None else "the list"
                 where = Site("list").location()
@@ -389,7 +389,7 @@ class StagedList:
         if update is None:
             position = self._position(index, "list assignment index out of range")
         buffer = lax.dynamic_update_index_in_dim(
-            self.buffer, _as_dtype(value, self.buffer.dtype), position, 0
+            self.buffer, as_dtype(value, self.buffer.dtype), position, 0
         )
         return self._with(buffer=self._stored(buffer, value))
 
@@ -701,10 +701,14 @@ def _as_python_lists(tree, made: dict):
     return tree
 
 
-def list_item(target, index):
+def list_item(target, index, recent=None):
     """`target[index]` of a list the function keeps private. With a traced index, the program
     picks the item: a Python list is read as the staged list of its items (arrays of one type,
-    see `picked_by_program`; the index clamped, as a staged list's is)."""
+    see `picked_by_program`; the index clamped, as a staged list's is). `recent`: where the
+    conversion proved the index reads from the end (`best[i - 1]` is `best[-1]` in every
+    iteration of the loop that collects `best`, see `runtime.collected`)."""
+    if recent is not None and not isinstance(target, list | StagedList):
+        return target[recent]  # a collector, which holds the last items only
     if type(target) is list and is_staged(index):
         return picked_by_program(target, "an item")[index]
     return python_call(operator.getitem, target, index)  # an IndexError is the program's
@@ -869,7 +873,7 @@ def _joined_type(items, extra: jax.ShapeDtypeStruct | None = None) -> jax.ShapeD
     return jax.ShapeDtypeStruct(types[0].shape, dtype)
 
 
-def _as_dtype(value, dtype) -> jax.Array:
+def as_dtype(value, dtype) -> jax.Array:
     """`value` (an array, or a Python number checked to fit) as an array of `dtype`; a Python
     number made one directly (JAX would make 2**40 an int32 first, and overflow)."""
     if isinstance(value, (int, float, complex)):

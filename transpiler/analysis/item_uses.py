@@ -118,6 +118,102 @@ def counted_reads(loop: gast.For, sizes: Mapping[str, int]) -> tuple[frozenset[i
     return frozenset(proven), tuple(lists)
 
 
+def collected(loop: gast.For, names, owned, sizes: Mapping[str, int]) -> tuple:
+    """The lists of `names` (those of `owned`) that a scan of `loop` may give as its stacked
+    outputs (see runtime.collected), as `(name, depth)`: the body appends one item to the list
+    in a statement at its top (`out = rt__.list_append(out, y)`: not under an `if`, nor in a
+    nested loop, so in every iteration) and uses it in no other way than reading, before that
+    append, one of its last `depth` items: at a negative literal (`hs[-1]`), or at the index
+    plus a literal where the list was built just before the loop (`sizes`, see `counted_reads`:
+    `best[i - 2]` of `best = [a, b]` over `range(2, n)` is `best[-2]`). Those index reads are
+    marked with where they read from the end (`rt__.list_item(best, i - 2, recent=-2)`)."""
+    start = _range_start(loop)
+    index = loop.target.id if isinstance(loop.target, gast.Name) else None
+    bound = activity.of(loop.target).bound
+    if index is not None and _rebinds(loop.body, index):
+        index = None  # the body rebinds the index: `j` is not the iteration's
+    found = []
+    for name in names:
+        if name not in owned or name in bound:
+            continue
+        appends = [i for i, stmt in enumerate(loop.body) if _appends_to(stmt, name)]
+        if len(appends) != 1:
+            continue
+        counted = (index, start, sizes.get(name)) if start is not None else None
+        reads = _recent_reads(loop.body, name, appends[0], counted)
+        if reads is None:
+            continue
+        for node, at in reads:
+            if node is not None:
+                node.keywords.append(gast.keyword(arg="recent", value=gast.Constant(at, None)))
+        found.append((name, max((-at for _, at in reads), default=0)))
+    return tuple(found)
+
+
+def _rebinds(body: list[gast.stmt], name: str) -> bool:
+    statements = structure.walk(body)
+    stores = (n for s in statements for n in structure.own_nodes(s) if isinstance(n, gast.Name))
+    return any(not isinstance(n.ctx, gast.Load) and n.id == name for n in stores)
+
+
+def _recent_reads(body: list[gast.stmt], name: str, appended_at: int, counted):
+    """The reads of list `name` in `body` (see `collected`), as (the index read's call to mark
+    or None, where it reads from the end: -1 for the last item); None if `body` uses `name` in
+    any other way than those reads and the append (statement `appended_at` of `body`).
+    `counted`: (the loop's index, where its range starts, the list's size before the loop),
+    where reads at the index are proven so; else None."""
+    reads = []
+    for position, top in enumerate(body):
+        allowed: set[int] = set()
+        if position == appended_at:
+            allowed = {id(top.targets[0]), id(top.value.args[0])}
+        for node in structure.walk_nodes(top):
+            if isinstance(node, gast.Call) and naming.runtime_operator(node.func) == "list_item":
+                if len(node.args) != 2 or not structure.is_name(node.args[0], name):
+                    continue
+                if position > appended_at or node.keywords:
+                    return None
+                allowed.add(id(node.args[0]))
+                literal = _int_literal(node.args[1])
+                if literal is not None:
+                    if literal >= 0:
+                        return None
+                    reads.append((None, literal))
+                    continue
+                at = _from_end(node.args[1], counted)
+                if at is None:
+                    return None
+                reads.append((node, at))
+            elif (
+                isinstance(node, gast.Subscript)
+                and isinstance(node.ctx, gast.Load)
+                and structure.is_name(node.value, name)
+                and _int_literal(node.slice) is not None
+            ):
+                if position > appended_at or _int_literal(node.slice) >= 0:
+                    return None
+                allowed.add(id(node.value))
+                reads.append((None, _int_literal(node.slice)))
+            elif structure.is_name(node, name) and id(node) not in allowed:
+                return None
+    return reads
+
+
+def _from_end(node: gast.AST, counted) -> int | None:
+    """Where the read at index `node` (the loop's index plus a literal) reads from the end of
+    the list, before the iteration's append: at iteration `j` the list holds `size + j - start`
+    items, so `j + c` is `c + start - size` from the end, in range in every iteration where that
+    is in [-size, -1]; None where it is not, or `counted` is None or knows no size."""
+    if counted is None or None in counted:
+        return None
+    index, start, size = counted
+    offset = _offset(node, index)
+    if offset is None:
+        return None
+    at = offset + start - size
+    return at if -size <= at < 0 else None
+
+
 def _range_start(loop: gast.For) -> int | None:
     """Where `loop`'s range starts, if it is `range(stop)` or `range(start, stop[, 1])` with an
     int literal `start`; else None."""

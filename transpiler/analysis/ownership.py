@@ -142,6 +142,15 @@ class _Uses(Visitor):
             if isinstance(value, gast.Name):
                 self.copies.append((target.id, value.id))
             return
+        if (
+            isinstance(target, (gast.Tuple, gast.List))
+            and isinstance(value, (gast.Tuple, gast.List))
+            and len(target.elts) == len(value.elts)
+            and not any(isinstance(x, gast.Starred) for x in (*target.elts, *value.elts))
+        ):
+            for part, part_value in zip(target.elts, value.elts):  # `hs, ys = [], []`
+                self._assign(part, part_value)
+            return
         for node in structure.walk_nodes(target):  # unpacking, starred: not a plain assignment
             if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
                 self.assigned.setdefault(node.id, []).append(None)

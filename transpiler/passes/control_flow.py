@@ -426,7 +426,8 @@ class _ControlFlow(Transformer):
             live_after = live_after - {node.target.id}
             options.append(gast.keyword(arg="last_item", value=templates.constant(node.target.id)))
         # Reads of the lists built just before it, at the index, in range in every iteration.
-        proven, counted = item_uses.counted_reads(node, self.list_sizes.pop(id(node), {}))
+        sizes = self.list_sizes.pop(id(node), {})
+        proven, counted = item_uses.counted_reads(node, sizes)
         if item_uses.uses_items_as_python(node, live_after, enclosing, self._catches(), proven):
             true = templates.constant(True)
             options.append(gast.keyword(arg="items_as_python", value=true))
@@ -435,6 +436,10 @@ class _ControlFlow(Transformer):
         names, _, cells = self._state(node)
         options += self._restart_options(node, names) + self._aliased_option(node, names)
         options += self._stores_option(node, node.body)
+        if not anno.hasanno(node, _A.EXTRA_TEST) and _exit_guard(node) is None:
+            collects = item_uses.collected(node, names, self._owned(), sizes)
+            if collects:
+                options.append(gast.keyword(arg="collects", value=templates.constant(collects)))
         if anno.hasanno(node, _A.COMPREHENSION):  # the runtime's errors name it
             construct = templates.constant(anno.getanno(node, _A.COMPREHENSION))
             options.append(gast.keyword(arg="construct", value=construct))

@@ -35,7 +35,8 @@ def f(x, cfg, obj):
     w = rt__.call(helper, z)    # handed to a function
     u = [5]
     hist = rt__.list_append(hist, u)  # kept inside another list
-    a, b = [1], [2]             # bound by unpacking
+    a, b = [1], [2]             # owned: each bound to a new list by unpacking
+    c, e = [3], kept            # `e` reaches `kept`, which another name holds
     def g():
         return t
     do_return = False
@@ -47,8 +48,8 @@ def f(x, cfg, obj):
 
 def test_owned_names_are_the_lists_only_their_name_reaches():
     owned = ownership.owned_names(_function(OWNERSHIP))
-    assert {"best", "hist", "q"} <= owned
-    assert not owned & {"opts", "other", "alias", "kept", "z", "u", "a", "b", "t", "cfg", "x"}
+    assert {"best", "hist", "q", "a", "b", "c"} <= owned
+    assert not owned & {"opts", "other", "alias", "kept", "z", "u", "e", "t", "cfg", "x"}
     # The return value is the caller's to hold (and change in place): `retval = best` leaves
     # `best` owned, and `retval` is not.
     assert "retval" not in owned
