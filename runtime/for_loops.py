@@ -1010,7 +1010,10 @@ def _staged_scan(
 def _scan_once(xs, to_item, count, body, state, names, site, extra_test, collects=()):
     """The scan. The lists `collects` names (see `runtime.collected`) are its stacked outputs
     where the body appends one item to each per iteration; else carried as any list."""
-    found = collected.collectors(state, names, collects) if extra_test is None else {}
+    # Not staged again after a promotion (`carry.Promoted`): an item appended in the first
+    # iteration (`outs.append(h)`, `h = 1` before the loop) would take the promoted type.
+    plain = extra_test is None and not carry_._PROMOTIONS.get()
+    found = collected.collectors(state, names, collects) if plain else {}
     if found:
         try:
             return _scan_traced(xs, to_item, count, body, state, names, site, None, found)

@@ -368,3 +368,40 @@ def test_the_collector_refuses_any_other_number_of_appends():
     c.append((jnp.ones(2), jnp.ones(2)))  # not an array: the carried list's error says so
     with pytest.raises(collected.NotCollected):
         c.row()
+
+
+def weak_window(xs):
+    hs = [100]
+    for _ in xs:
+        hs.append(hs[-1] + 10)
+    return hs[-1] + jnp.int8(1)
+
+
+def first_item_before_a_promotion(xs):
+    outs = []
+    h = 1
+    for x in xs:
+        outs.append(h)
+        h = h * x
+    return outs[0] + jnp.int8(127)
+
+
+def fibonacci_plus(n):
+    best = [0, 1]
+    for i in range(2, 6):
+        best.append(best[i - 1] + best[i - 2] + n)
+    return best
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (weak_window, (jnp.arange(1.0, 5.0),)),
+        (first_item_before_a_promotion, (jnp.arange(1.0, 5.0),)),
+        (fibonacci_plus, (1,)),
+    ],
+)
+def test_python_numbers_keep_their_types_through_a_promotion(fn, args):
+    # Helper 153: a loop staged again after a promotion collects nothing (its first items would
+    # take the promoted type: int8 -115 read as int32 141).
+    check_jit(fn, *args)
