@@ -66,7 +66,11 @@ class Collector:
         they are (NotCollected where there are fewer: Python's read would fail)."""
         if len(self.items) < self.depth:
             raise NotCollected(self.name)
-        return tuple(staging.as_arrays(x) for x in self.items[len(self.items) - self.depth :])
+        return tuple(staging.as_arrays(x) for x in self._last_items())
+
+    def _last_items(self) -> list:
+        """The items before the loop that the window starts with."""
+        return self.items[len(self.items) - self.depth :]
 
     def start(self, window: tuple = ()) -> None:
         """Before each trace of the body: nothing appended yet (a probe of the body, traced
@@ -90,9 +94,7 @@ class Collector:
             raise NotCollected(self.name) from None
         # (The items as they were before the loop, not as the window carries them: a loop
         # staged again with its state promoted carries them promoted.)
-        if any(
-            lists_.item_type([x]) != element for x in self.items[len(self.items) - self.depth :]
-        ):
+        if any(lists_.item_type([x]) != element for x in self._last_items()):
             raise NotCollected(self.name)
         if not _holds(element, [x for x in self.items if type(x) is int]):
             raise NotCollected(self.name)  # `[300]`, then int8 items: refused as carried

@@ -96,24 +96,25 @@ def counted_reads(loop: gast.For, sizes: Mapping[str, int]) -> tuple[frozenset[i
     if start is None or not isinstance(loop.target, gast.Name):
         return frozenset(), ()
     index = loop.target.id
-    statements = list(structure.walk(loop.body))
-    stores = (n for s in statements for n in structure.own_nodes(s) if isinstance(n, gast.Name))
-    if any(not isinstance(n.ctx, gast.Load) and n.id == index for n in stores):
+    if _rebinds(loop.body, index):
         return frozenset(), ()  # the body rebinds the index: `j` is not the iteration's
+    statements = list(structure.walk(loop.body))
     proven: set[int] = set()
     lists: list[str] = []
     for name, size in sizes.items():
         appends = [i for i, stmt in enumerate(loop.body) if _appends_to(stmt, name)]
         if len(appends) != 1 or sum(_appends_to(s, name) for s in statements) != 1:
             continue
-        reads = _counted_reads_of(loop.body, name, index, appends[0])
-        if not reads:
+        reads = _reads_of(loop.body, name, index, appends[0])
+        # (At a literal index, `row[-1]`: the staged list's, checked as it runs.)
+        counted = [(call, offset, after) for call, offset, after in reads or () if call]
+        if not counted:
             continue
         if all(
             offset < size - start + after and start + offset + size + after >= 0
-            for _, offset, after in reads
+            for _, offset, after in counted
         ):
-            proven.update(id(node) for node, _, _ in reads)
+            proven.update(id(call.args[1]) for call, _, _ in counted)
             lists.append(name)
     return frozenset(proven), tuple(lists)
 
@@ -139,8 +140,7 @@ def collected(loop: gast.For, names, owned, sizes: Mapping[str, int]) -> tuple:
         appends = [i for i, stmt in enumerate(loop.body) if _appends_to(stmt, name)]
         if len(appends) != 1:
             continue
-        counted = (index, start, sizes.get(name)) if start is not None else None
-        reads = _recent_reads(loop.body, name, appends[0], counted)
+        reads = _recent_reads(loop.body, name, appends[0], index, start, sizes.get(name))
         if reads is None:
             continue
         for node, at in reads:
@@ -156,62 +156,64 @@ def _rebinds(body: list[gast.stmt], name: str) -> bool:
     return any(not isinstance(n.ctx, gast.Load) and n.id == name for n in stores)
 
 
-def _recent_reads(body: list[gast.stmt], name: str, appended_at: int, counted):
+def _recent_reads(body: list[gast.stmt], name: str, appended_at: int, index, start, size):
     """The reads of list `name` in `body` (see `collected`), as (the index read's call to mark
     or None, where it reads from the end: -1 for the last item); None if `body` uses `name` in
-    any other way than those reads and the append (statement `appended_at` of `body`).
-    `counted`: (the loop's index, where its range starts, the list's size before the loop),
-    where reads at the index are proven so; else None."""
+    any other way than those reads before its append (statement `appended_at` of `body`).
+    Reads at `index` (the loop's; None if it is not the iteration's) plus a literal are proven
+    so where the range starts at `start` and the list held `size` items before the loop: at
+    iteration `j` it holds `size + j - start`, so `j + c` is `c + start - size` from the end,
+    in range in every iteration where that is in [-size, -1]."""
+    reads = _reads_of(body, name, index, appended_at)
+    found = []
+    for call, at, after in reads or ():
+        if call is not None:
+            if call.keywords or None in (start, size):  # (marked by an enclosing loop)
+                return None
+            at = at + start - size
+            if not -size <= at:
+                return None
+        if after or at >= 0:
+            return None
+        found.append((call, at))
+    return None if reads is None else found
+
+
+def _reads_of(body: list[gast.stmt], name: str, index: str | None, appended_at: int):
+    """The reads of list `name` in `body`, at a literal index (`row[-1]`, `rt__.list_item(row,
+    -1)`) or at `index + c` (`rt__.list_item(row, j - 1)`), as (the call reading at `index + c`
+    or None, the literal or `c`, 1 if after the append else 0); None if `body` uses `name` in
+    any other way than those reads and the append (statement `appended_at` of `body`), or
+    reads it at another index."""
     reads = []
     for position, top in enumerate(body):
+        after = int(position > appended_at)
         allowed: set[int] = set()
         if position == appended_at:
             allowed = {id(top.targets[0]), id(top.value.args[0])}
         for node in structure.walk_nodes(top):
             if isinstance(node, gast.Call) and naming.runtime_operator(node.func) == "list_item":
-                if len(node.args) != 2 or not structure.is_name(node.args[0], name):
-                    continue
-                if position > appended_at or node.keywords:
-                    return None
-                allowed.add(id(node.args[0]))
-                literal = _int_literal(node.args[1])
-                if literal is not None:
-                    if literal >= 0:
+                if len(node.args) == 2 and structure.is_name(node.args[0], name):
+                    allowed.add(id(node.args[0]))
+                    literal = _int_literal(node.args[1])
+                    if literal is not None:
+                        reads.append((None, literal, after))
+                        continue
+                    offset = None if index is None else _offset(node.args[1], index)
+                    if offset is None:
                         return None
-                    reads.append((None, literal))
-                    continue
-                at = _from_end(node.args[1], counted)
-                if at is None:
-                    return None
-                reads.append((node, at))
+                    reads.append((node, offset, after))
             elif (
                 isinstance(node, gast.Subscript)
                 and isinstance(node.ctx, gast.Load)
                 and structure.is_name(node.value, name)
                 and _int_literal(node.slice) is not None
             ):
-                if position > appended_at or _int_literal(node.slice) >= 0:
-                    return None
-                allowed.add(id(node.value))
-                reads.append((None, _int_literal(node.slice)))
+                allowed.add(id(node.value))  # `row[-1]`, as the lists pass leaves it
+                reads.append((None, _int_literal(node.slice), after))
             elif structure.is_name(node, name) and id(node) not in allowed:
                 return None
     return reads
-
-
-def _from_end(node: gast.AST, counted) -> int | None:
-    """Where the read at index `node` (the loop's index plus a literal) reads from the end of
-    the list, before the iteration's append: at iteration `j` the list holds `size + j - start`
-    items, so `j + c` is `c + start - size` from the end, in range in every iteration where that
-    is in [-size, -1]; None where it is not, or `counted` is None or knows no size."""
-    if counted is None or None in counted:
-        return None
-    index, start, size = counted
-    offset = _offset(node, index)
-    if offset is None:
-        return None
-    at = offset + start - size
-    return at if -size <= at < 0 else None
 
 
 def _range_start(loop: gast.For) -> int | None:
@@ -248,38 +250,6 @@ def _appends_to(stmt: gast.stmt, name: str) -> bool:
         and len(stmt.value.args) == 2
         and structure.is_name(stmt.value.args[0], name)
     )
-
-
-def _counted_reads_of(body: list[gast.stmt], name: str, index: str, appended_at: int):
-    """The reads of list `name` at `index + c` in `body`, as (index node, c, 1 if after the
-    append else 0); None if `body` uses `name` in any other way than those reads, reads at a
-    literal index, and the append (statement `appended_at` of `body`)."""
-    reads = []
-    for position, top in enumerate(body):
-        after = int(position > appended_at)
-        allowed: set[int] = set()
-        if position == appended_at:
-            allowed = {id(top.targets[0]), id(top.value.args[0])}
-        for node in structure.walk_nodes(top):
-            if isinstance(node, gast.Call) and naming.runtime_operator(node.func) == "list_item":
-                if len(node.args) == 2 and structure.is_name(node.args[0], name):
-                    allowed.add(id(node.args[0]))
-                    if _int_literal(node.args[1]) is not None:
-                        continue  # `row[-1]`: checked as the program runs
-                    offset = _offset(node.args[1], index)
-                    if offset is None:
-                        return None
-                    reads.append((node.args[1], offset, after))
-            elif (
-                isinstance(node, gast.Subscript)
-                and isinstance(node.ctx, gast.Load)
-                and structure.is_name(node.value, name)
-                and _int_literal(node.slice) is not None
-            ):
-                allowed.add(id(node.value))  # `row[-1]`, as the lists pass leaves it
-            elif structure.is_name(node, name) and id(node) not in allowed:
-                return None
-    return reads
 
 
 def _offset(node: gast.AST, index: str) -> int | None:
