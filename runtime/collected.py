@@ -63,10 +63,13 @@ class Collector:
 
     def first_window(self) -> tuple:
         """The items the window holds when the loop starts: the last `depth` before it, as
-        they are (NotCollected where there are fewer: Python's read would fail)."""
-        if len(self.items) < self.depth:
+        they are. NotCollected where there are fewer (Python's read would fail), or where one
+        is not a JAX array: a Python number computes as Python's (`True + True` is 2, an int
+        grows past int32, `1.0 / 0.0` raises), and `None` is no array at all."""
+        last = self._last_items()
+        if len(last) < self.depth or not all(isinstance(x, jax.Array) for x in last):
             raise NotCollected(self.name)
-        return tuple(staging.as_arrays(x) for x in self._last_items())
+        return tuple(last)
 
     def _last_items(self) -> list:
         """The items before the loop that the window starts with."""

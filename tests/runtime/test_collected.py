@@ -405,3 +405,62 @@ def test_python_numbers_keep_their_types_through_a_promotion(fn, args):
     # Helper 153: a loop staged again after a promotion collects nothing (its first items would
     # take the promoted type: int8 -115 read as int32 141).
     check_jit(fn, *args)
+
+
+def grows_past_int32(xs, c):
+    hs = [2**20]
+    for _ in xs:
+        hs.append(hs[-1] * 2048 + c)
+    return hs
+
+
+def divides_by_a_python_zero(xs, c):
+    hs = [0.0]
+    for _ in xs:
+        hs.append(1.0 / hs[-1] + c)
+    return hs
+
+
+def adds_python_bools(xs):
+    hs = [True]
+    for x in xs:
+        hs.append((hs[-1] + hs[-1]) & (x > 0))
+    return hs
+
+
+def inverts_a_python_bool(xs):
+    hs = [True]
+    for x in xs:
+        hs.append(~hs[-1] | (x < 0))
+    return hs
+
+
+def starts_from_none(xs):
+    hs = [None]
+    for x in xs:
+        prev = hs[-1]
+        hs.append(x if prev is None else prev + x)
+    return hs[1:]
+
+
+@pytest.mark.parametrize(
+    "fn, args, error",
+    [
+        (grows_past_int32, (jnp.arange(1.0, 4.0), 1), OverflowError),
+        (divides_by_a_python_zero, (jnp.arange(1.0, 4.0), 1.0), ZeroDivisionError),
+        (adds_python_bools, (jnp.arange(1, 5),), None),
+        (inverts_a_python_bool, (jnp.arange(1, 5),), None),
+        (starts_from_none, (jnp.arange(1.0, 4.0),), None),
+    ],
+)
+def test_a_window_starts_from_arrays_only(fn, args, error):
+    # Helper 154: a Python number read from the window computed as an array (wrapped in int32,
+    # divided by zero, `True + True` a bool), and `None` raised JAX's ValueError: those lists are
+    # carried as before, their first reads Python's.
+    if error is None:
+        check_jit(fn, *args)
+        return
+    with pytest.raises(error):
+        jax.jit(fn)(*args)
+    with pytest.raises(error):
+        jax.jit(transpiler.convert(fn))(*args)
