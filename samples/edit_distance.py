@@ -5,8 +5,11 @@ nested `for i in range(1, len_a + 1):` / `for j in range(1, len_b + 1):` loops. 
 arguments, traced under `jit`, so both loops become `lax.while_loop`s over a counter (the inner
 one inside the outer one); the `0 if a[i - 1] == b[j - 1] else 1` a select. `edit_distance_rows`
 keeps one row as a Python list built by `append` in an inner loop over the padded width, inside
-the staged outer loop: the inner loop reads the row at `j - 1`, in range in every iteration, so it
-is one `lax.scan` too (see docs/semantics.md on loops over ranges). `edit_distances` batches pairs of sequences
+the staged outer loop. The inner loop reads the row at `j - 1`, in range in every iteration, but
+its first item is the outer loop's index `i` (an int as Python has it, weakly typed) and the
+items appended are int32 arrays: one array of the row's items would read `row[0]` as an int32,
+not as `i`, so the inner loop runs unrolled over the padded width (see docs/semantics.md on
+loops over ranges). `edit_distances` batches pairs of sequences
 with `jax.vmap`, which batches the loops: each pair runs its own trip counts.
 """
 
