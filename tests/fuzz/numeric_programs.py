@@ -10,7 +10,8 @@ value `u`, and a list `vals` of floats; statements are assignments through `jnp`
 `if`/`elif`/`else`, `while` loops bounded by a counter, `for` over Python and traced ranges
 (`range(int(x) % 4)`), `break`/`continue`/early `return`, ternaries, `and`/`or` (as tests and
 as values), conditional appends reduced by `sum`/`len`/`max`, `if`/`else` whose branches
-compute one expression of the values before it and use it differently. `f` returns a tuple whose first
+compute one expression of the values before it and use it differently, lists a loop only appends
+to and reads at its last items. `f` returns a tuple whose first
 item is the float `t` (differentiated in the harness's grad mode).
 
 What the programs avoid, because docs/semantics.md and docs/limitations.md document that the
@@ -318,15 +319,18 @@ class _Generator(ProgramWriter):
 
     def shared(self, indent: int, ctx: _Ctx) -> None:
         """An `if` whose branches compute one expression of the values before it and use it
-        differently (computed once, before the `if`: `runtime/shared.py`), some with an
-        unbounded derivative (`sqrt` at 0), which the path taken computes either way."""
+        differently (computed once, before the `if`: `runtime/shared.py`), some with a steep
+        derivative (`sqrt` near 0), which the path taken computes either way."""
         v = self.pick(FLOATS)
         e = self.pick(
             [
                 f"jnp.tanh({self.fexpr(ctx, 1)})",
                 f"jnp.exp(-jnp.abs({self.fexpr(ctx, 1)}))",
                 "jnp.log(jnp.abs(x) + 0.5)",
-                "jnp.sqrt(jnp.abs(y))",
+                # steep at 0, not unbounded: a later statement may replace what it went into on
+                # the path taken (limitations: 0 * inf is NaN there; tests/runtime/test_shared.py
+                # has the unbounded case)
+                "jnp.sqrt(jnp.abs(y) + 1e-3)",
                 f"jnp.sqrt(jnp.abs({self.fexpr(ctx, 1)}) + 0.25) * {self.pick(FACTORS)}",
             ]
         )
@@ -351,6 +355,36 @@ class _Generator(ProgramWriter):
         self.emit(indent, "else:")
         self.emit(indent + 1, second)
 
+    def collect(self, indent: int, ctx: _Ctx) -> None:
+        """A list a loop only appends to, one item an iteration at the top of its body, read
+        before the append at its last items (`hs[-1]`, `hs[-2]`) or, after a range from a
+        literal start, at the index (`hs[i - 1]`): a staged scan gives its items as stacked
+        outputs and carries the items read (runtime/collected.py). Items before the loop are
+        arrays, Python floats, ints or bools; the list is read after the loop."""
+        hs, e = self.fresh("hs"), self.fresh("e")
+        before = ["x", "jnp.sin(y)", "0.5", "1", "True", "u", "jnp.float32(0.25)", "t"]
+        items = [self.pick(before) for _ in range(self.rng.randint(1, 3))]
+        self.emit(indent, f"{hs} = [{', '.join(items)}]")
+        counted = self.chance(0.35)
+        if counted:
+            start = len(items)
+            self.emit(indent, f"for {e} in range({start}, {start + self.rng.randint(0, 4)}):")
+            reads = [f"{hs}[{e} - {k}]" for k in range(1, len(items) + 1)]
+        else:
+            over = self.pick(["jnp.stack([x, y, x * y * 0.25])", "range(3)", "jnp.zeros(0)"])
+            self.emit(indent, f"for {e} in {over}:")
+            reads = [f"{hs}[-{k}]" for k in range(1, len(items) + 1)]
+        inner = ctx.nest(loop=False, bounded=False, names=ctx.names)
+        if self.chance(0.4):
+            self.assign(indent + 1, inner)
+        read = self.pick(reads + [self.pick(DYADIC)])
+        value = f"{read} * {self.pick(FACTORS)} + {e} * {self.pick(FACTORS)}"
+        if self.chance(0.5):
+            value += f" + {self.fexpr(inner, 1)}"
+        self.emit(indent + 1, f"{hs}.append(min(max({value}, -{CLAMP}), {CLAMP}))")
+        after = self.pick([f"{hs}[-1]", f"sum({hs})", f"{hs}[0]", f"len({hs})"])
+        self.emit(indent, f"t = min(max(t + {after} * 0.5, -{CLAMP}), {CLAMP})")
+
     def ret(self) -> str:
         items = self.return_items[:]
         items[0] = self.pick(["t + 1.0", "t * 0.5", "-t", "t"])
@@ -358,6 +392,8 @@ class _Generator(ProgramWriter):
 
     def statement(self, indent: int, ctx: _Ctx) -> None:
         r = self.rng.random()
+        if ctx.depth == 0 and self.chance(0.2):
+            self.collect(indent, ctx)
         if ctx.bounded and self.chance(0.15):
             self.emit(indent, f"if {self.cond(ctx)}:")
             self.emit(indent + 1, f"vals.append({self.fexpr(ctx)})")
