@@ -165,7 +165,25 @@ class StagedList:
     def known_length(self) -> int | None:
         if self.static_length is not None:
             return self.static_length
-        return None if is_staged(self.length) else int(self.length)
+        if is_staged(self.length):
+            return None
+        if self.batched():
+            raise self._as_batch()
+        return int(self.length)
+
+    def batched(self) -> bool:
+        """Whether this is the batch of lists `jax.vmap` returns (a length per example)."""
+        return not is_staged(self.length) and jnp.ndim(self.length) > 0
+
+    def _as_batch(self) -> StagingError:
+        name = self.origin.name
+        lengths = np.asarray(self.length).tolist()
+        return StagingError(
+            f"'{name}' is a batch of lists (jax.vmap returned one per example, of lengths "
+            f"{lengths}): as one value it has no Python length or items. Use "
+            f"transpiler.padded({name}) for (buffers, lengths), each buffer with zeros after "
+            "its last item."
+        )
 
     def append(self, item):
         raise StagingError(
@@ -543,6 +561,8 @@ class StagedList:
         return self.stacked("an array", strong=True)  # as `jnp.asarray` of the list
 
     def __repr__(self) -> str:
+        if self.batched():
+            return f"StagedList(lengths={self.length}, buffers={staging.describe(self.buffer)})"
         if self.known_length() is not None:  # as the Python list it stands for prints
             return repr(list(self))
         return f"StagedList(length={self.length}, buffer={staging.describe(self.buffer)})"

@@ -1660,3 +1660,31 @@ def test_a_list_strongly_typed_in_one_branch_stays_so_under_vmap():
     x, y = jnp.array([0.0, 2.0, 3.0]), jnp.array([0.5, 1.0, 2.0])
     checks.check_vmap(sum_after_two_conditional_appends, x, y)
     checks.check_jit(sum_after_two_conditional_appends, 2.0, 0.5)
+
+
+def decode_until_zero(table, start):
+    tok, out = start, [start]
+    for _ in range(8):
+        nxt = jnp.argmax(table[tok])
+        out.append(nxt)
+        if nxt == 0:
+            break
+        tok = nxt
+    return out
+
+
+def test_a_batch_of_lists_vmap_returns_names_padded_where_python_would_need_one_length():
+    # Helper 155: NumPy's "only scalar arrays can be converted" for len(), items, iteration.
+    table = jnp.array([[0, 1, 5, 2], [0, 0, 0, 9], [0, 0, 0, 9], [9, 0, 0, 0]], jnp.float32)
+    out = jax.vmap(transpiler.convert(decode_until_zero))(
+        jnp.stack([table] * 3), jnp.array([1, 2, 3])
+    )
+    eager = [decode_until_zero(table, jnp.int32(s)) for s in (1, 2, 3)]
+    for use in (len, list, lambda o: o[0], lambda o: o[1:], jnp.stack, bool):
+        with pytest.raises(StagingError, match=r"batch of lists .* lengths \[3, 3, 2\].*padded"):
+            use(out)
+    assert "lengths=[3 3 2]" in repr(out)
+    buffers, lengths = transpiler.padded(out)
+    assert lengths.tolist() == [len(e) for e in eager]
+    for row, n, e in zip(buffers, lengths, eager):
+        np.testing.assert_array_equal(row[:n], np.stack(e))
