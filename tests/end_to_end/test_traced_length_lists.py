@@ -1688,3 +1688,23 @@ def test_a_batch_of_lists_vmap_returns_names_padded_where_python_would_need_one_
     assert lengths.tolist() == [len(e) for e in eager]
     for row, n, e in zip(buffers, lengths, eager):
         np.testing.assert_array_equal(row[:n], np.stack(e))
+
+
+def positives(x):
+    out = []
+    for i in range(x.shape[0]):
+        if x[i] > 0:
+            out.append(x[i])
+    return out
+
+
+def test_a_list_of_traced_length_jit_returns_is_right_on_every_call():
+    # JAX caches a jitted function's output structure on its first call (its dispatch fast
+    # path flattens what the list unflattens to): later calls, of other lengths, must see the
+    # same structure (helper 156, against a list rebuilt as a Python list outside the trace).
+    converted = jax.jit(transpiler.convert(positives))
+    for x in ([1.0, -2.0, 3.0, -4.0], [1.0, -2.0, 3.0, -4.0], [-1.0] * 4, [1.0, 2.0, 3.0, -4.0]):
+        out = converted(jnp.array(x))
+        eager = positives(jnp.array(x))
+        assert len(out) == len(eager)
+        assert [float(v) for v in out] == [float(v) for v in eager]
