@@ -27,7 +27,7 @@ import numpy as np
 from jax import lax
 from jax.extend import core as jax_core
 
-from runtime import checkpointed, selects
+from runtime import checkpointed, selects, staging
 
 
 class Unbounded(Exception):
@@ -56,7 +56,8 @@ class Retest:
     from `t = 0.0`: see docs/benchmarks.md, twenty-sixth run)."""
 
     def __init__(self, evaluate):
-        self.jaxpr = jax.make_jaxpr(evaluate)()  # what it reads before the loop: constants
+        # What it reads before the loop: constants.
+        self.jaxpr = staging.jaxpr_of(lambda: [evaluate()])
 
     def __call__(self, consts=None):
         """The test's value (a scalar bool), computed where this is called (with `consts` in

@@ -247,7 +247,7 @@ class Carry:
             self.never_bound.update(i for i in unset if outs[i] is probe_state[i])
             return [staging.as_arrays(bound[i]) for i in found]
 
-        shapes = dict(zip(found, jax.eval_shape(run, carried, probe_args)))
+        shapes = dict(zip(found, staging.eval_shape(run, carried, probe_args)))
         return shapes, probe_state
 
     def _staged_list(self, index, value, probed, trip_count):

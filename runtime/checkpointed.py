@@ -52,8 +52,8 @@ def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOIN
     quiet = body
     if body.effects:
         with staging.quiet():
-            # A new function object: `jax.make_jaxpr` caches traces by function, and would
-            # not see that this one is to be quiet.
+            # A new function object (`jax.make_jaxpr`, where `staging.jaxpr_of` falls back to
+            # it, caches traces by function, and would not see that this one is to be quiet).
             quiet = Traced(lambda x: body_fun(x), init)
     cond = Traced(cond_fun, init)
     if not has_inexact((init, body.consts, cond.consts)):
@@ -127,7 +127,7 @@ class Traced:
 
     def __init__(self, fn, init):
         trees = []
-        closed = jax.make_jaxpr(staging.flattened(fn, trees))(init)
+        closed = staging.jaxpr_of(staging.flattened(fn, trees), init)
         self.jaxpr, self.consts, self.effects = closed.jaxpr, tuple(closed.consts), closed.effects
         self.out_tree = trees[0]
 

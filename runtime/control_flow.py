@@ -452,15 +452,16 @@ def _cond_or_select(pred, true_fn, false_fn, log_site=None, false_keeps=False) -
     what both compute alike is computed once, before them (`runtime.shared`).
     `log_site`: where to log which it became. `false_keeps`: `false_fn` gives back values it
     was given (see `keeping_state`): it runs here, computing nothing, with no trace of its own
-    (a `jax.make_jaxpr` costs as much as a few operations)."""
+    (a trace of its own costs as much as a few operations)."""
     trees = []
-    true_jaxpr, leaves = jax.make_jaxpr(staging.flattened(true_fn, trees), return_shape=True)()
+    true_jaxpr = staging.jaxpr_of(staging.flattened(true_fn, trees))
+    leaves = true_jaxpr.out_avals
     treedef = trees[0]
     if false_keeps:
         kept = jax.tree_util.tree_leaves(false_fn())
         false_jaxpr, run_false = None, lambda: kept
     else:
-        false_jaxpr = jax.make_jaxpr(staging.flattened(false_fn, trees))()
+        false_jaxpr = staging.jaxpr_of(staging.flattened(false_fn, trees))
         true_jaxpr, false_jaxpr = shared.hoisted(true_jaxpr, false_jaxpr)
         run_false = jax_core.jaxpr_as_fun(false_jaxpr)
     run_true = jax_core.jaxpr_as_fun(true_jaxpr)

@@ -356,7 +356,7 @@ def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, fi
             dynamic = iteration(dynamic)
             return evaluate(dynamic), dynamic  # the test's effects too, while it loops
 
-    if isinstance(first, bounded.Retest) and jax.make_jaxpr(evaluate)(carry.init).effects:
+    if isinstance(first, bounded.Retest) and _effects(evaluate, carry.init):
         first = first()  # a check of the test's is made on the loop's states only: carried
     if isinstance(first, bounded.Retest):
         # The first condition evaluates the test as Python did, the others on the loop's state.
@@ -456,3 +456,8 @@ def implied_bound(counted, state, names) -> int | None:
         if staging.is_array_leaf(leaf)
     )
     return left if left * size <= bounded.IMPLIED_BYTES else None
+
+
+def _effects(fn, *args):
+    """The effects of `fn(*args)` (a print in a loop's test), traced."""
+    return staging.jaxpr_of(staging.flattened(fn, []), *args).effects

@@ -891,6 +891,45 @@ def _nodes(tree):
     return jax.tree_util.tree_leaves(tree, is_leaf=lambda x: isinstance(x, Held))
 
 
+def jaxpr_of(fn, *args) -> jax_core.ClosedJaxpr:
+    """`jax.make_jaxpr(fn)(*args)`: `fn` (giving a list of arrays) traced on abstract values
+    of `args`' leaves; what it closes over (the enclosing trace's values) are the constants.
+    Traced directly, without the `jax.jit` that `jax.make_jaxpr` builds around `fn` each call
+    (its signature, caches and argument checks cost a few times what a small branch's own
+    operations do); `jax.make_jaxpr` where JAX no longer offers the direct way."""
+    if _trace_to_jaxpr is None:
+        return jax.make_jaxpr(fn)(*args)
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    debug = jax_core.DebugInfo(
+        "staged code", getattr(fn, "__name__", "branch"), ("",) * len(leaves), None
+    )
+
+    def flat(*leaves_):
+        return fn(*jax.tree_util.tree_unflatten(tree, leaves_))
+
+    avals = [jax.typeof(leaf) for leaf in leaves]
+    jaxpr, _, consts = _trace_to_jaxpr(_linear_util.wrap_init(flat, debug_info=debug), avals)
+    return jax_core.ClosedJaxpr(jaxpr, consts)
+
+
+def eval_shape(fn, *args):
+    """`jax.eval_shape(fn, *args)` (the types of what `fn` gives, as `jax.ShapeDtypeStruct`s),
+    traced as `jaxpr_of` traces."""
+    trees = []
+    closed = jaxpr_of(flattened(fn, trees), *args)
+    shapes = [
+        jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in closed.out_avals
+    ]
+    return jax.tree_util.tree_unflatten(trees[0], shapes)
+
+
+try:
+    from jax.extend import linear_util as _linear_util
+    from jax.interpreters.partial_eval import trace_to_jaxpr_dynamic as _trace_to_jaxpr
+except ImportError:  # pragma: no cover - a JAX without them: `jax.make_jaxpr`
+    _trace_to_jaxpr = None
+
+
 def flattened(fn, trees: list):
     """`fn` giving the leaves of its output, each call's tree structure appended to `trees`:
     traced so (`jax.make_jaxpr`), the shapes JAX gives back are leaves, not the output's
