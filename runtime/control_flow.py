@@ -292,7 +292,8 @@ def staged_cond(
     inputs=None,
 ):
     """`lax.cond` over functions of the state; returns the outputs. `names` label the outputs.
-    `logged`: log the lowering (`if → lax.cond`, or a select) as the statement's own. `aliased`
+    `logged`: log the lowering (`if → lax.cond`, or a select) as the statement's own (a string:
+    with it after the lowering). `aliased`
     (an `if` statement's, a conditional expression's): the lists and dicts its variables come
     out holding keep their identity (see `_identities`). `refused`: variables that may not come
     out holding different lists or dicts on the two paths (a loop's, in its masked iteration:
@@ -407,11 +408,14 @@ def _cond_once(
 
     true_branch = branch(if_true, "true")
     false_branch = branch(if_false, "false")
+    note = logged if isinstance(logged, str) else ""
     if "true" in fixes.raised:  # the branch that raises goes second: it gives what the other does
-        dynamic = _cond_or_select(staging.negated(pred), false_branch, true_branch, logged and site)
+        dynamic = _cond_or_select(
+            staging.negated(pred), false_branch, true_branch, logged and site, note=note
+        )
     else:
         keeps = getattr(if_false, "keeps_state", False)
-        dynamic = _cond_or_select(pred, true_branch, false_branch, logged and site, keeps)
+        dynamic = _cond_or_select(pred, true_branch, false_branch, logged and site, keeps, note)
     dynamic = iter(dynamic)
     for key, (_, _, finish) in probes.items():
         finish(appended["true"][key], appended["false"][key])
@@ -446,13 +450,13 @@ def keeping_state(n: int):
     return keep
 
 
-def _cond_or_select(pred, true_fn, false_fn, log_site=None, false_keeps=False) -> list:
+def _cond_or_select(pred, true_fn, false_fn, log_site=None, false_keeps=False, note="") -> list:
     """`lax.cond(pred, true_fn, false_fn)`; a select of both branches where that computes the
     same values and derivatives at less cost (`runtime.selects`). Each branch is traced once;
     what both compute alike is computed once, before them (`runtime.shared`).
-    `log_site`: where to log which it became. `false_keeps`: `false_fn` gives back values it
-    was given (see `keeping_state`): it runs here, computing nothing, with no trace of its own
-    (a trace of its own costs as much as a few operations)."""
+    `log_site`: where to log which it became (`note` after it). `false_keeps`: `false_fn` gives
+    back values it was given (see `keeping_state`): it runs here, computing nothing, with no
+    trace of its own (a trace of its own costs as much as a few operations)."""
     trees = []
     true_jaxpr = staging.jaxpr_of(staging.flattened(true_fn, trees))
     leaves = true_jaxpr.out_avals
@@ -496,7 +500,7 @@ def _cond_or_select(pred, true_fn, false_fn, log_site=None, false_keeps=False) -
             outs = lax.cond(pred, run_true, run_false)
         lowering = "lax.cond"
     if log_site:
-        log.staged(log_site, lowering)
+        log.staged(log_site, lowering + note)
     return jax.tree_util.tree_unflatten(treedef, outs)
 
 

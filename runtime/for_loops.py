@@ -913,7 +913,6 @@ def _python_for(
         except StopIteration:
             return state
         if is_staged(go):
-            log.staged(site, "lax.cond (this iteration, after a traced break)")
             state = effects.run(
                 state,
                 names,
@@ -928,7 +927,9 @@ def _python_for(
 def _masked(go, body, state, names, site):
     """The staged form of `if go: state = body(*state)`: one iteration that may do nothing."""
     keep = control_flow.keeping_state(len(state))  # (computes nothing: traced in no jaxpr)
-    return staged_cond(go, body, keep, state, names, site, refused=effects_.loop_aliased())
+    note = " (this iteration, after a traced break)"
+    refused = effects_.loop_aliased()
+    return staged_cond(go, body, keep, state, names, site, logged=note, refused=refused)
 
 
 def _should_scan(seq, state) -> bool:

@@ -32,7 +32,9 @@ selected. The branch not taken then computes at the constant 1 (its value is dis
 every derivative path from an input into it passes through the mask, a select, which gives an
 exact zero whatever the branch's derivative is there (a NaN included): values and derivatives
 of every order are the cond's. Inputs that are not floating point carry no derivative and are
-not masked.
+not masked. The masks cost as many elements as the masked inputs hold: above
+`MAX_ELEMENTS` (a branch reading one entry of a large table it closes over) the branch stays a
+cond.
 
 Anything else stays a `lax.cond`.
 """
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.extend import core as jax_core
@@ -175,10 +178,22 @@ def lowering(jaxprs) -> tuple[str, ...] | None:
     kinds = []
     for closed in jaxprs:
         kind = None if closed.effects else _cheap(closed.jaxpr, [0, 0])
+        if kind == "guarded select" and _masked_elements(closed.consts) > MAX_ELEMENTS:
+            kind = None  # masking its inputs would cost more than the branch
         if kind is None:
             return None
         kinds.append(kind)
     return tuple(kinds)
+
+
+def _masked_elements(values) -> int:
+    """The elements a guarded select masks of `values` (a branch's inputs): those of its traced
+    floating-point arrays (the others have no derivative)."""
+    return sum(
+        _count(np.shape(v))
+        for v in values
+        if isinstance(v, jax.core.Tracer) and masked_input(v.dtype)
+    )
 
 
 def _cheap(jaxpr, spent: list[int]) -> str | None:

@@ -177,6 +177,45 @@ def test_only_the_branch_that_needs_it_is_masked():
     assert graph.count("select_n") == 2  # the mask of sqrt's input, and the choice
 
 
+def sqrt_of_an_entry(table, x):
+    if x > 0:
+        y = jnp.sqrt(table[2] * x)
+    else:
+        y = x + 1.0
+    return y
+
+
+def test_a_guarded_select_masking_more_than_the_branch_computes_stays_a_cond():
+    # The guarded branch reads one entry of `table` but closes over all of it: masking it would
+    # select MAX_ELEMENTS values in every run (3-4x a cond's time in a loop of such `if`s).
+    small = jnp.linspace(0.5, 2.0, 8)
+    large = jnp.linspace(0.5, 2.0, selects.MAX_ELEMENTS + 1)
+    assert "cond[" not in primitives(sqrt_of_an_entry, small, 1.0)
+    assert "cond[" in primitives(sqrt_of_an_entry, large, 1.0)
+    for table in (small, large):
+        for x in (-1.0, 0.0, 2.0):
+            check_jit(sqrt_of_an_entry, table, x)
+            check_grad(sqrt_of_an_entry, table, x)
+
+
+def layers_until_small(h, weights):
+    for w in weights:
+        h = jnp.tanh(w @ h)
+        if jnp.linalg.norm(h) < 0.5:
+            break
+    return h
+
+
+def test_iterations_after_a_traced_break_log_what_they_became(caplog):
+    weights = [jnp.eye(3) * s for s in (0.9, 0.5, 0.2)]
+    h = jnp.ones(3)
+    with caplog.at_level("INFO", logger="astgraph"):
+        check_jit(layers_until_small, h, weights)
+    found = [r.getMessage() for r in caplog.records if "after a traced break" in r.getMessage()]
+    # A matrix product is no cheap branch: each iteration after the first is a cond.
+    assert len(found) == 2 and all("for → lax.cond (this iteration" in m for m in found), found
+
+
 def flagged(x, threshold):
     hit = False
     count = 0
