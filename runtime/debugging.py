@@ -171,6 +171,4 @@ def assert_(test, msg=None):
         message = shown.render(list(concrete)) if values else shown
         return AssertionError(f"{message} ({where})" if where else message)
 
-    staging.check_when_run(
-        lambda value, *_: np.logical_not(value), error, test, *values, kind="assert"
-    )
+    staging.check_when_run(lambda value, *_: value ^ True, error, test, *values, kind="assert")

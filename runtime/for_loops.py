@@ -1085,6 +1085,18 @@ def _early_exit_loop(
     )
 
 
+def _first_runs(count, extra_test, exit_, state) -> bool:
+    """Whether the first iteration of `_indexed_while`'s loop is known to run: there are items
+    (a Python count), and no `break` or `return` stopped the loop before it (its flags, known
+    now). (An exit test is evaluated on the first item: not known before the loop.)"""
+    if not isinstance(count, int) or count < 1 or exit_ is not None:
+        return False
+    if extra_test is None:
+        return True
+    first = extra_test(*state)
+    return not staging.is_staged(first) and bool(first)
+
+
 def _indexed_while(
     item_at,
     count,
@@ -1133,6 +1145,7 @@ def _indexed_while(
         max_iterations,
         checkpoints,
         trip_count=count if isinstance(count, int) else at_most,
+        ran=_first_runs(count, extra_test, exit_, state),
     )
     j, state = final[0], final[1:]
     if exit_ is None:

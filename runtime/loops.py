@@ -281,21 +281,24 @@ def staged_while(
     *,
     first=None,
     implied=None,
+    ran=False,
 ):
     """`trip_count`: at most that many iterations run (known for a `for` loop that may stop
     early); lists the body appends to get room for that many. `first`: the test's value on
     `state`, if it was evaluated already (it is not evaluated again). `implied` (an
     `Implied`): `max_iterations` is the bound the test's counter implies (see
-    `implied_bound`), dropped where `bounded.while_loop` finds it costs too much."""
+    `implied_bound`), dropped where `bounded.while_loop` finds it costs too much. `ran`: the
+    first iteration is known to run (a `for` over items that a `break` stops), so what every
+    iteration binds is bound after the loop (no check when the program runs)."""
     try:
         if max_iterations is not None:
             try:
                 return _bounded_while(
-                    test, body, state, names, site, max_iterations, first, implied is not None
+                    test, body, state, names, site, max_iterations, first, implied is not None, ran
                 )
             except bounded.Unbounded:
                 implied.taken = False  # unbounded, as the user wrote it
-        return _while_loop(test, body, state, names, site, checkpoints, trip_count, first)
+        return _while_loop(test, body, state, names, site, checkpoints, trip_count, first, ran)
     except staging.CANNOT_STAGE:
         raise
     except Exception as e:  # noqa: BLE001 - the user's exception, raised if the loop runs
@@ -311,17 +314,19 @@ def staged_while(
         return staged_cond(test(*state), raise_it, lambda *s: s, state, names, site)
 
 
-def _while_loop(test, body, state, names, site, checkpoints, trip_count=None, first=None):
+def _while_loop(
+    test, body, state, names, site, checkpoints, trip_count=None, first=None, ran=False
+):
     return carry_.staged_with(
         lambda state: _while_loop_once(
-            test, body, state, names, site, checkpoints, trip_count, first
+            test, body, state, names, site, checkpoints, trip_count, first, ran
         ),
         state,
         names,
     )
 
 
-def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, first):
+def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, first, ran):
     """The loop. With `first`, the test's value on `state`, evaluated already (a `while`
     statement evaluates it to tell that the loop is staged), the test's value is carried: the
     test of each iteration's state is evaluated at the end of the body, and the loop's
@@ -348,7 +353,7 @@ def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, fi
                 return iteration(dynamic)
 
         final = checkpointed.while_loop(evaluate, body_fun, carry.init, checkpoints=k, site=site)
-        return carry.finish(final)
+        return carry.finish(final, ran=ran)
 
     def carried_body(looping):
         going, dynamic = looping
@@ -368,28 +373,30 @@ def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, fi
 
         looping = (jnp.asarray(True), carry.init)
         _, final = checkpointed.while_loop(retested, body_fun, looping, checkpoints=k, site=site)
-        return carry.finish(final)
+        return carry.finish(final, ran=ran)
     going = staging.scalar_predicate(first, site, "loop condition")
     _, final = checkpointed.while_loop(
         lambda looping: looping[0], carried_body, (going, carry.init), checkpoints=k, site=site
     )
-    return carry.finish(final)
+    return carry.finish(final, ran=ran)
 
 
-def _bounded_while(test, body, state, names, site, max_iterations, first=None, implied=False):
+def _bounded_while(
+    test, body, state, names, site, max_iterations, first=None, implied=False, ran=False
+):
     """A while loop of at most `max_iterations` iterations: a `lax.while_loop`, differentiated
-    as a scan of that many masked steps (see `runtime.bounded`). `first`, `implied`: as for
-    `staged_while`."""
+    as a scan of that many masked steps (see `runtime.bounded`). `first`, `implied`, `ran`: as
+    for `staged_while`."""
     return carry_.staged_with(
         lambda state: _bounded_while_once(
-            test, body, state, names, site, max_iterations, first, implied
+            test, body, state, names, site, max_iterations, first, implied, ran
         ),
         state,
         names,
     )
 
 
-def _bounded_while_once(test, body, state, names, site, max_iterations, first, implied):
+def _bounded_while_once(test, body, state, names, site, max_iterations, first, implied, ran):
     carry = Carry(
         state, names, site, probe=lambda s: body(*s), trip_count=max_iterations, stops_early=True
     )
@@ -408,7 +415,7 @@ def _bounded_while_once(test, body, state, names, site, max_iterations, first, i
     if first is not None and not isinstance(first, bounded.Retest):
         going = staging.scalar_predicate(first, site, "loop condition")
     final = bounded.while_loop(evaluate, iteration, carry.init, max_iterations, going, implied)
-    return carry.finish(final)
+    return carry.finish(final, ran=ran)
 
 
 MAX_IMPLIED_ITERATIONS = 512

@@ -296,12 +296,14 @@ def filtering_host_effects(effects: HostEffects):
         _host_effects.reset(token)
 
 
-def host_callback(fn, *args, ordered: bool = False, kind: str = "check") -> None:
+def host_callback(fn, *args, ordered: bool = False, kind: str = "check", when=None) -> None:
     """`jax.debug.callback(fn, *args)`: an effect of the program when it runs (a print, a
     check), unless traced quietly (see `quiet`) or dropped (see `filtering_host_effects`).
 
     `kind` says what it is: "print", "assert", "raise" (a `raise` in a staged branch), or
-    "check" (a run-time check Python makes too: an index in range, a variable bound).
+    "check" (a run-time check Python makes too: an index in range, a variable bound). `when`:
+    a traced bool; the call is made only where it holds (a `lax.cond`; under `jax.vmap`, whose
+    `cond` of a batched predicate runs both branches, always).
     """
     if _quiet.get():
         return
@@ -314,7 +316,14 @@ def host_callback(fn, *args, ordered: bool = False, kind: str = "check") -> None
         effects.met.append((kind, Site(kind).location(), dropped))
         if dropped:
             return
-    jax.debug.callback(fn, *args, ordered=ordered)
+    if when is None:
+        jax.debug.callback(fn, *args, ordered=ordered)
+        return
+
+    def call():
+        jax.debug.callback(fn, *args, ordered=ordered)
+
+    lax.cond(when, call, lambda: None)
 
 
 # JAX logs the exception a callback raises ("jax.debug.callback failed", with a traceback into
@@ -357,7 +366,25 @@ def check_when_run(failing, error, *operands, kind: str = "check") -> None:
         if np.any(np.logical_and(taken, failing(*values))):
             raise raised_when_run(error(*values))
 
-    host_callback(check, branch_taken(), *operands, ordered=ordered_effects(), kind=kind)
+    taken = branch_taken()
+    fails = _failing(failing, taken, operands)
+    if fails is False:
+        return  # it cannot fail: `failing` is false of the values, known now
+    host_callback(check, taken, *operands, ordered=ordered_effects(), kind=kind, when=fails)
+
+
+def _failing(failing, taken, operands):
+    """Whether the check fails, computed in the program (a traced bool); False where that is
+    known now; None where `failing` computes on NumPy values only. A host call costs tens of
+    microseconds of every run of a small program (and a transfer from a GPU): the program makes
+    it only where the check fails (see `host_callback`'s `when`)."""
+    try:
+        fails = jnp.any(jnp.logical_and(taken, failing(*operands)))
+    except Exception:  # noqa: BLE001 - NumPy's functions of tracers, `bool` of one: on the host
+        return None
+    if not is_staged(fails):
+        return False if not fails else None
+    return fails
 
 
 def ordered_effects() -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import jax
-import numpy as np
 
 
 class Undefined:
@@ -87,7 +86,7 @@ class MaybeUnbound:
             error = _unbound(name)
             return UnboundLocalError(f"{error} (in converted code at {where})") if where else error
 
-        staging.check_when_run(lambda bound: np.logical_not(bound), error, self.bound)
+        staging.check_when_run(lambda bound: bound ^ True, error, self.bound)
         return self.value
 
     def __repr__(self) -> str:

@@ -1248,3 +1248,62 @@ def test_the_type_of_literals_is_their_zeros_not_one_of_them():
     assert "like=0.0" in transpiler.to_source(flag_with_a_large_literal_elsewhere)
     check_jit(flag_with_a_large_literal_elsewhere, jnp.array([1.0, 5.0, 3.0, 0.0]), 2)
     check_jit(flag_with_a_large_literal_elsewhere, jnp.array([1.0, 5.0, 3.0, 0.0]), jnp.int32(4))
+
+
+def settle(x):
+    for i in range(100):  # noqa: B007 - read after the loop
+        h = jnp.tanh(x) * 2
+        x = x * 0.9 + h
+        if x > 5.0:
+            break
+    return x, i, h
+
+
+def settle_some(x, n):
+    for i in range(n):  # noqa: B007 - a traced count: maybe no iteration
+        x = x * 0.5
+    return x, i
+
+
+def bound_on_some_iterations(xs):
+    for x in xs:
+        if x > 1.0:
+            big = x
+        if x > 3.0:
+            break
+    return big
+
+
+def test_what_every_iteration_of_a_loop_stopped_by_a_break_binds_needs_no_check():
+    # A `for` over a Python count with a traced `break` runs its first iteration: its index and
+    # what every iteration binds are bound after it, with no check (a host call in every run).
+    for x in (0.5, 4.0, 9.0):
+        check_jit(settle, jnp.float32(x))
+    check_grad(lambda x: settle(x)[0], jnp.float32(0.5))
+    check_vmap(settle, jnp.array([0.5, 4.0, 9.0]))
+    assert "callback" not in primitives(settle, jnp.float32(0.5))
+
+
+def test_a_variable_a_loop_may_leave_unbound_is_checked_when_the_program_runs():
+    f = jax.jit(transpiler.convert(settle_some))
+    assert_tree_close(f(jnp.float32(4.0), 3), settle_some(jnp.float32(4.0), 3))
+    with pytest.raises(Exception, match="'i'"):
+        jax.block_until_ready(f(jnp.float32(4.0), 0))
+    g = jax.jit(transpiler.convert(bound_on_some_iterations))
+    xs = jnp.array([0.5, 2.0, 4.0])
+    assert float(g(xs)) == float(bound_on_some_iterations(xs)) == 4.0
+    with pytest.raises(Exception, match="'big'"):
+        jax.block_until_ready(g(jnp.array([0.5, 0.25, 0.75])))
+    with pytest.raises(UnboundLocalError):
+        bound_on_some_iterations(jnp.array([0.5, 0.25, 0.75]))
+
+
+def test_a_check_that_cannot_fail_makes_no_host_call_unless_it_fails():
+    # The check (is 'i' bound?) is computed in the program; the host is called only where it
+    # fails: a `cond` around the callback, not a callback in every run.
+    graph = primitives(settle_some, jnp.float32(4.0), 3)
+    assert "cond[" in graph and "debug_callback" in graph
+    batched = jax.jit(jax.vmap(transpiler.convert(settle_some), in_axes=(0, None)))
+    assert_tree_close(batched(jnp.array([4.0, 8.0]), 2)[0], jnp.array([1.0, 2.0]))
+    with pytest.raises(Exception, match="'i'"):
+        jax.block_until_ready(batched(jnp.array([4.0, 8.0]), 0))
