@@ -755,8 +755,11 @@ def for_stmt(
             seq.taken = count
 
     # Python items the body uses as Python values stay Python: no scan hands it tracers (the
-    # index of `enumerate` over a traced array is a Python int too).
-    if items_as_python:
+    # index of `enumerate` over a traced array is a Python int too; "items": it uses only the
+    # items of an `enumerate` so, rows of a traced array there, arrays either way).
+    if items_as_python == "items":
+        may_scan = not seq.python_items()
+    elif items_as_python:
         may_scan = not seq.python_parts()
     else:
         may_scan = seq.staged() or seq.exact_as_arrays()

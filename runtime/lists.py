@@ -211,10 +211,13 @@ class StagedList:
             )
         held = self._taking_dtype_of(item)
         row = jnp.asarray(item, held.buffer.dtype)
-        grown = held if self.fixed else held.resized(self.capacity + 1, fixed=False)
+        known = self.known_length()
+        # Room after its items already (made for an append under a traced condition: the
+        # `if` staged it with room for one), or a row more.
+        room = self.fixed or (known is not None and known < self.capacity)
+        grown = held if room else held.resized(self.capacity + 1, fixed=False)
         buffer = lax.dynamic_update_index_in_dim(grown.buffer, row, self.length, 0)
         buffer = held._stored(buffer, item)
-        known = self.known_length()
         return self._with(
             buffer=buffer,
             length=self.length + 1,

@@ -196,6 +196,12 @@ def _masked_elements(values) -> int:
     )
 
 
+def cheap(closed) -> bool:
+    """Whether computing `closed` (a closed jaxpr) costs less than a `lax.cond` around it:
+    rule 2 above, whatever its derivatives."""
+    return not closed.effects and _cheap(closed.jaxpr, [0, 0]) is not None
+
+
 def _cheap(jaxpr, spent: list[int]) -> str | None:
     """How the equations of `jaxpr` may be selected (see `lowering`). `spent`: [equations,
     elements] so far, updated."""

@@ -50,6 +50,11 @@ class Sequence:
         too."""
         return not self.staged()
 
+    def python_items(self) -> bool:
+        """Whether the items themselves, the index of `enumerate` aside, are Python's (see
+        `python_parts`)."""
+        return self.python_parts()
+
     def scan_inputs(self, k: int):
         """(xs, to_item): `lax.scan` inputs for items k.., and `to_item(x, j)` rebuilding item
         k + j from its slice `x` of xs (or from the counter `j` when xs is None)."""
@@ -190,6 +195,9 @@ class Tail(Sequence):
     def python_parts(self):
         return self.base.python_parts()
 
+    def python_items(self):
+        return self.base.python_items()
+
     def scan_inputs(self, k):
         return self.base.scan_inputs(self.skip + k)
 
@@ -222,6 +230,9 @@ class Enumerated(OneShot):
 
     def python_parts(self):
         return True  # the index
+
+    def python_items(self):
+        return self.base.python_parts()
 
     def scan_inputs(self, k):
         xs, item = self.base.scan_inputs(k)

@@ -1307,3 +1307,32 @@ def test_a_check_that_cannot_fail_makes_no_host_call_unless_it_fails():
     assert_tree_close(batched(jnp.array([4.0, 8.0]), 2)[0], jnp.array([1.0, 2.0]))
     with pytest.raises(Exception, match="'i'"):
         jax.block_until_ready(batched(jnp.array([4.0, 8.0]), 0))
+
+
+def energy(a, x):
+    return jnp.sum(jnp.tanh(a @ x) ** 2)
+
+
+def backtracking(a, x, d, e0):
+    step = 1.0  # a Python float: the first test is Python's, the others the loop's
+    while energy(a, x + step * d) > e0:
+        step = step * 0.5
+    return x + step * d
+
+
+def test_a_costly_first_test_is_computed_once_per_iteration():
+    # The first test (on the Python float) and the loop's (on the carried step) are chosen by a
+    # cond where the test holds a matrix product: a select computed both in every iteration.
+    a = jnp.eye(8) * 2.0
+    x, d = jnp.ones(8), -jnp.ones(8) * 0.9
+    e0 = jnp.float32(3.0)
+    assert "cond[" in primitives(backtracking, a, x, d, e0)
+    check_jit(backtracking, a, x, d, e0)
+    check_vmap(
+        backtracking,
+        jnp.stack([a, a * 0.5]),
+        jnp.stack([x, x]),
+        jnp.stack([d, d]),
+        jnp.array([3.0, 1.0]),
+    )
+    check_grad(lambda x: jnp.sum(backtracking(a, x, d, e0)), x)

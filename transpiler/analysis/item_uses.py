@@ -54,13 +54,27 @@ def uses_items_as_python(
     enclosing: frozenset[str] = frozenset(),
     catches: bool = False,
     proven: frozenset[int] = frozenset(),
-) -> bool:
+) -> bool | str:
     """Whether the body of `loop` (or its extra test) uses an item as a Python value; or the
     code after it (`live_after`: names read after the loop) reads the last item. `enclosing`:
     the indices of the `for` loops over ranges around it. `catches`: the function has a `try`,
     whose handlers may read the text of an exception the loop raises (as Python text).
-    `proven`: the reads of lists at the index shown in range (`counted_reads`)."""
-    tainted = _names(loop.target)
+    `proven`: the reads of lists at the index shown in range (`counted_reads`). `"items"`: of
+    `for i, x in enumerate(xs)`, only `x` is so used (Python's where `xs` is a Python list;
+    rows of an array, and arrays either way, where it is one)."""
+    index = _index_part(loop)
+    if index is None:
+        return _uses_as_python(loop, loop.target, live_after, enclosing, catches, proven)
+    if _uses_as_python(loop, index, live_after, enclosing, catches, proven):
+        return True
+    if _uses_as_python(loop, loop.target, live_after, enclosing, catches, proven):
+        return "items"
+    return False
+
+
+def _uses_as_python(loop, target, live_after, enclosing, catches, proven) -> bool:
+    """`uses_items_as_python` of the names of `target` (the loop's, or a part of it)."""
+    tainted = _names(target)
     if tainted & live_after:
         return True  # read after the loop, where no analysis of ours follows it
     # The index of `range(n)` (or of a range from a constant >= 0) is never negative: `x ** i`
@@ -75,7 +89,27 @@ def uses_items_as_python(
     for stmt in statements:
         if isinstance(stmt, gast.For) and range_loop(stmt):
             indices |= index_names(stmt)
-    return _Statements(statements, counter, indices, catches, proven).used_as_python(tainted)
+    # Of `for i, x in enumerate(xs)` staged, `x` is an array (a row of xs, or an array of a
+    # list of them): `x * i` is one either way (not where the body rebinds `x`).
+    rows = _names(loop.target) - tainted if target is not loop.target else set()
+    if rows:
+        rows -= {n for stmt in statements for t, _ in _bindings(stmt) for n in _names(t)}
+    found = _Statements(statements, counter, indices, catches, proven, frozenset(rows))
+    return found.used_as_python(tainted)
+
+
+def _index_part(loop: gast.For) -> gast.expr | None:
+    """The index of `for i, x in enumerate(xs)`: a Python int where Python's loop runs,
+    whatever `xs` is; None for other loops."""
+    target = loop.target
+    if (
+        isinstance(loop.iter, gast.Call)
+        and naming.runtime_operator(loop.iter.func) == "enumerate_"
+        and isinstance(target, gast.Tuple)
+        and len(target.elts) == 2
+    ):
+        return target.elts[0]
+    return None
 
 
 def counted_reads(loop: gast.For, sizes: Mapping[str, int]) -> tuple[frozenset[int], tuple]:
@@ -314,11 +348,18 @@ class _Statements:
     feed an array computation (asked again for each variable of a loop's state)."""
 
     def __init__(
-        self, statements, counter=None, indices=frozenset(), catches=False, proven=frozenset()
+        self,
+        statements,
+        counter=None,
+        indices=frozenset(),
+        catches=False,
+        proven=frozenset(),
+        rows=frozenset(),
     ):
         self.statements = statements
         self.counter, self.indices, self.catches = counter, indices, catches
         self.proven = proven  # `counted_reads`
+        self.rows = rows  # names holding arrays either way (`x` of `enumerate`)
         # (names a binding binds, names its value passes on: `_passed`, the value)
         self.bindings = [
             (_names(target), _passed(value), value)
@@ -371,16 +412,35 @@ class _Statements:
     def scalars(self, items: set[str]) -> tuple[frozenset[str], frozenset[str]]:
         """`items` and the names every binding of which makes of them with Python's
         arithmetic only, literals aside (`k = i + 1`, `b = i % 2 == 0`): a Python number or
-        bool where Python's loop runs; and those of them that hold bools (`b`)."""
+        bool where Python's loop runs; and those of them that hold bools (`b`). A list or tuple
+        every binding in the body makes of such values (`best = [i, best[0]]`) counts as
+        `best[]`, for its items (`best[0]`): a scalar where all of them are, a bool where one
+        may be."""
         values: dict[str, list] = {}
         for bound, _, value in self.bindings:
             for name in bound:
                 values.setdefault(name, []).append(value)
+        displays = {
+            name: [e for v in vs for e in v.elts]
+            for name, vs in values.items()
+            if all(_literal_display(v) for v in vs)
+        }
         scalars, bools = set(items), set()
         while True:
             grown = {n for n, vs in values.items() if all(_python_scalar(v, scalars) for v in vs)}
             grown |= set(items)
             truths = {n for n in grown if all(_bool_like(v, bools) for v in values.get(n, [None]))}
+            # A list made of its own items (`best = [i, best[0]]`) is one of scalars unless an
+            # item of another kind goes in: assumed of scalars, until one is found not to be.
+            held = set(displays)
+            while True:
+                known = grown | {f"{n}[]" for n in held}
+                kept = {n for n in held if all(_python_scalar(e, known) for e in displays[n])}
+                if kept == held:
+                    break
+                held = kept
+            grown |= {f"{n}[]" for n in held}
+            truths |= {f"{n}[]" for n in held if any(_bool_like(e, bools) for e in displays[n])}
             if grown == scalars and truths == bools:
                 return frozenset(scalars), frozenset(bools)
             scalars, bools = grown, truths
@@ -392,7 +452,7 @@ class _Statements:
         tainted = self.closure(tainted)
         floats = self.floats(tainted)
         ints = frozenset(tainted - floats)
-        self._known = (scalars, bools, self.displays)
+        self._known = (scalars, bools, self.displays, self.rows)
         for stmt in self.statements:
             if isinstance(stmt, structure.SCOPES) and _reads(stmt, tainted):
                 return True  # a nested function reads an item: it may do anything with it
@@ -569,6 +629,7 @@ def _array_use(
     scalars: frozenset[str] = frozenset(),
     bools: frozenset[str] = frozenset(),
     displays: frozenset[str] = frozenset(),
+    rows: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether this read of an item feeds an array computation, where a tracer is exact: its
     value (or what arithmetic makes of it) is compared, indexes an array, goes into a JAX
@@ -581,10 +642,12 @@ def _array_use(
     that hold Python numbers or bools made of items, `bools` those of them that hold bools
     (`_Statements.scalars`), whose arithmetic is not an array's (`~b` of a Python bool is -2,
     of a traced one False; `i * 10**9` wraps around in int32); `displays`: those
-    holding tuples, lists, sets or dicts the body builds, whose items are what was put in."""
+    holding tuples, lists, sets or dicts the body builds, whose items are what was put in;
+    `rows`: names holding arrays either way (the items of `enumerate` over an array)."""
     node, parent = name, parents.get(id(name))
     sliced = False  # passed through a slice bound: `m[:, :i]` needs a static bound
     while parent is not None:
+        held_float = floated  # what `node` holds, before `parent` computes with it
         floated = floated or _makes_float(parent, ints)
         if _python_scalar(node, scalars) and not _as_arrays(parent, node, bools):
             return False  # Python's arithmetic of a number or bool, not an array's
@@ -597,6 +660,13 @@ def _array_use(
             constant = isinstance(exponent, gast.Constant) and type(exponent.value) is int
             if not (counted or (constant and exponent.value >= 0)):
                 return False
+        if isinstance(parent, gast.BinOp) and _an_array(
+            parent.left if parent.right is node else parent.right, ints | {name.id}, rows
+        ):
+            # `xs[i] * i`: with an item of what the index read (an array: a Python list, tuple
+            # or dict read at a tracer raises, and the loop runs as Python), an array either
+            # way, whatever is done with it.
+            return not held_float and not isinstance(parent.op, (gast.Div, gast.FloorDiv, gast.Mod))
         if isinstance(parent, gast.BinOp) and parent.right is node:
             if isinstance(parent.op, gast.Pow):
                 # `2 ** -i` is a float in Python, an int power staged; `10 ** i` grows past
@@ -618,8 +688,10 @@ def _array_use(
             # raises there (`k[:, None]` of a Python int, an IndexError staged: under a `try`,
             # no). Not an item of a tuple the body built (`p[0]` of `p = (i, 1)`: the Python
             # int), nor `k[None]` of a Python number (an error in Python only).
-            if catches or _holds_display(node, displays) or _python_scalar(node, scalars):
+            if catches or _python_scalar(node, scalars):
                 return False
+            if _holds_display(node, displays) and not _python_scalar(parent, scalars):
+                return False  # (an item of one of Python scalars: followed on, as one)
         elif isinstance(parent, gast.Subscript):
             if sliced or isinstance(node, gast.Slice):
                 return False  # `x[:i]`, `m[:, :i]` need a static bound
@@ -652,12 +724,31 @@ def _array_use(
     return True
 
 
+def _an_array(node: gast.AST, names, rows) -> bool:
+    """Whether `node` is an array where Python's loop runs too: an item read at an index made
+    of `names` (`_read_at`), or a name of `rows`."""
+    return _read_at(node, names) or (isinstance(node, gast.Name) and node.id in rows)
+
+
+def _read_at(node: gast.AST, names) -> bool:
+    """Whether `node` is an item read at an index that reads one of `names` (`xs[i]`,
+    `m[i, 0]`), of an array (not of a list, tuple or dict the code writes out)."""
+    if not isinstance(node, gast.Subscript) or isinstance(node.slice, gast.Slice):
+        return False
+    if isinstance(node.value, (gast.Tuple, gast.List, gast.Dict, gast.Constant)):
+        return False
+    return any(isinstance(n, gast.Name) and n.id in names for n in structure.walk_nodes(node.slice))
+
+
 def _python_scalar(node: gast.AST | None, scalars) -> bool:
     """Whether `node` is a Python number or bool made of `scalars` and literals only, as
     Python computes it (the names `scalars` hold them): arithmetic, comparisons, boolean
-    operations and casts of them."""
+    operations and casts of them, an item of a list or tuple of them (`p[0]`, `p[]` in
+    `scalars`: see `_Statements.scalars`)."""
     if isinstance(node, gast.Name):
         return node.id in scalars
+    if isinstance(node, gast.Subscript):
+        return _display_item(node) in scalars
     if isinstance(node, gast.Constant):
         return type(node.value) in (bool, int, float, complex)
     if isinstance(node, gast.UnaryOp):
@@ -677,14 +768,30 @@ def _python_scalar(node: gast.AST | None, scalars) -> bool:
     return False
 
 
+def _literal_display(value: gast.AST) -> bool:
+    """Whether `value` is a list or tuple written out item by item (`[i, p[0]]`, no `*`)."""
+    return isinstance(value, (gast.List, gast.Tuple)) and not any(
+        isinstance(e, gast.Starred) for e in value.elts
+    )
+
+
+def _display_item(node: gast.Subscript) -> str | None:
+    """`"p[]"` for an item of the name `p` at one index (`p[0]`, `p[k]`; not a slice)."""
+    if isinstance(node.value, gast.Name) and not isinstance(node.slice, gast.Slice):
+        return f"{node.value.id}[]"
+    return None
+
+
 _SCALAR_CASTS = frozenset({"int_", "float_", "bool_", "min_", "max_", "abs_"})
 
 
 def _bool_like(node: gast.AST | None, bools) -> bool:
     """Whether `node` gives a bool (where it gives a Python scalar): a comparison, a `not`, an
-    `and`/`or` of bools, a name `bools` holds."""
+    `and`/`or` of bools, a name `bools` holds, an item of a list or tuple that may hold one."""
     if isinstance(node, gast.Name):
         return node.id in bools
+    if isinstance(node, gast.Subscript):
+        return _display_item(node) in bools
     if isinstance(node, gast.Constant):
         return type(node.value) is bool
     if isinstance(node, gast.Compare) or (

@@ -428,9 +428,12 @@ class _ControlFlow(Transformer):
         # Reads of the lists built just before it, at the index, in range in every iteration.
         sizes = self.list_sizes.pop(id(node), {})
         proven, counted = item_uses.counted_reads(node, sizes)
-        if item_uses.uses_items_as_python(node, live_after, enclosing, self._catches(), proven):
-            true = templates.constant(True)
-            options.append(gast.keyword(arg="items_as_python", value=true))
+        as_python = item_uses.uses_items_as_python(
+            node, live_after, enclosing, self._catches(), proven
+        )
+        if as_python:
+            value = templates.constant(as_python)
+            options.append(gast.keyword(arg="items_as_python", value=value))
         elif counted:
             options.append(gast.keyword(arg="indexed_lists", value=templates.constant(counted)))
         names, _, cells = self._state(node)

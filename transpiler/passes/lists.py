@@ -360,6 +360,36 @@ def _plain_operation(node: gast.expr, names: frozenset[str], globals_: dict) -> 
     return True
 
 
+def _arrays_only(scope: gast.FunctionDef, globals_: dict) -> set[str]:
+    """The names every binding of which in `scope` is an array stacked by JAX or NumPy
+    (`table = jnp.stack(rows)`, `_stacks`): never a list."""
+    stacked, other, seen = set(), set(), set()
+    for node in activity.walk_scope(scope.body):
+        if (
+            isinstance(node, gast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], gast.Name)
+            and isinstance(node.value, gast.Call)
+            and _stacks(node.value, globals_)
+        ):
+            stacked.add(node.targets[0].id)
+            seen.add(id(node.targets[0]))
+        elif id(node) not in seen:
+            other.update(_bound_names(node))
+    return stacked - other - set(activity.params_of(scope.args))
+
+
+def _bound_names(node: gast.AST) -> list[str]:
+    """The names `node` itself binds (a store, a `del`, an import, a nested definition)."""
+    if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
+        return [node.id]
+    if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (gast.Import, gast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    return []
+
+
 def _stacks(call: gast.Call, globals_: dict) -> bool:
     """Whether `call` makes an array of its argument (`jnp.stack(rows)`, `np.asarray(rows)`):
     a JAX or NumPy function of `_STACKERS`, which keeps no reference to the list."""
@@ -420,6 +450,8 @@ class _Lists(Transformer):
                 )
             elif isinstance(call, gast.Subscript) and features.picks_by_expression(call):
                 indexed.add(call.value.id)  # `out[k]`: a traced `k` picks the item at run time
+        # (`table = jnp.stack(rows)`, then `table[t]`: an array's item, never a list's.)
+        indexed -= _arrays_only(node, self.globals)
         mutated = (appended | popped | indexed) & activity.local_names(node)
         private = private_lists(node, mutated, self.globals, self.return_values)
         self.scopes.append(private)

@@ -31,6 +31,13 @@ def loop(body: str) -> gast.For:
         "members = labels == i\nx = x + jnp.sum(m * members[:, None], axis=0)",
         "k = i + 1\nx = x + ~k - (-k)",  # ints: the same in int32
         "b = i % 2 == 0\nx = x + jnp.where(b & (i > 1), 1.0, 0.0)",
+        # an item of a list or tuple the body builds of Python scalars: followed as one
+        "pair = (i, 1)\nx = x + pair[0] * pair[1]",
+        "best = [i, best[0], best[1]]\nx = x + best[2]",
+        "p = (i + 1, i % 3)\nk = p[1]\nx = x + xs[k]",
+        # times an item read at the index: an array either way
+        "if xs[i] > t:\n    kept = rt__.list_append(kept, xs[i] * i)",
+        "kept = rt__.list_append(kept, i * m[i, 0] + 1)",
     ],
 )
 def test_array_uses(body):
@@ -68,9 +75,13 @@ def test_array_uses(body):
         "p = (i, -1)\nx = x + 2.0 ** p[1] * i",
         "k = (i, 0)\nx = x + jnp.sum(xs[: k[0]])",
         "p = (i, 2)\nx = x + rt__.call(helper, p[0])",
-        # an item of a tuple the body built: the Python int itself
-        "pair = (i, 1)\nx = x + pair[0] * pair[1]",
+        # an item of a tuple the body built of other than Python scalars
         "rows = [[i, 1], [2, 3]]\nx = x + rows[0][0]",
+        "p = (i, xs)\nx = x + p[0]",
+        "p = (i, 1)\nx = x + p[:1][0]",
+        # an item of a tuple the body built of Python scalars, computed as Python does
+        "p = [i, 1]\nx = x + p[0] * 1000000000",
+        "p = [i > 2, 1]\nx = x + (p[0] + p[1])",
         "p = rt__.max_((i, 1), (0, 0))\nrt__.print_(p[0] / n)",  # one of the tuples (helper 144)
         "p = (i % 2 == 0, 2)\nx = x + (-p[0])",
         # what Python does with a bool made of the index: an int
@@ -82,6 +93,11 @@ def test_array_uses(body):
         "x = x + (i << 30)",
         # a Python number made of the index has no axes to index (`k[None]` raises)
         "k = i + 0\nx = x + jnp.sum(k[None])",
+        # into a list: a Python int there where Python's loop runs
+        "out = rt__.list_append(out, i)",
+        "out = rt__.list_append(out, xs[0] * i)",  # `xs` may be a list: not read at a tracer
+        "out = rt__.list_append(out, xs[i] / i)",  # `1 / i` raises in Python
+        "frac = i / 3\nout = rt__.list_append(out, xs[i] * frac)",  # a float64 in Python
     ],
 )
 def test_python_uses(body):
@@ -112,3 +128,27 @@ def test_an_index_read_after_the_loop_keeps_it_python():
     for_loop = loop("x = x + 1")
     assert item_uses.uses_items_as_python(for_loop, frozenset({"i"}))
     assert not item_uses.uses_items_as_python(for_loop, frozenset({"x"}))
+
+
+def enumerated(body: str) -> gast.For:
+    source = "for i, x in rt__.enumerate_(xs):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    return _marked(gast.parse(source).body[0])
+
+
+@pytest.mark.parametrize(
+    "body, found",
+    [
+        ("out = rt__.list_append(out, x)", "items"),  # the rows of an array: arrays either way
+        ("out = rt__.list_append(out, x * i)", "items"),
+        ("y = y + x * i", False),
+        ("name = str(x)", "items"),
+        ("name = str(i)", True),
+        ("out = rt__.list_append(out, i)", True),
+        ("x = i\nout = rt__.list_append(out, x * i)", True),  # `x` rebound: not the row
+    ],
+)
+def test_the_index_and_the_items_of_enumerate_apart(body, found):
+    # "items": only the items are used as Python values, Python's where `xs` is a Python list,
+    # arrays where it is an array (the runtime tells them apart); True: the index, Python's
+    # int either way.
+    assert item_uses.uses_items_as_python(enumerated(body)) == found
