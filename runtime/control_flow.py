@@ -520,16 +520,16 @@ def _strong(run, which: list[bool]):
 def _run_masked(closed, pred, taken_when: bool) -> list:
     """The branch `closed` (a closed jaxpr of no arguments) computed on its traced
     floating-point inputs where it is taken (`pred` is `taken_when`), on ones elsewhere: its
-    derivatives reach those inputs only through this mask (see `runtime.selects`)."""
+    derivatives reach those inputs only through this mask (see `runtime.selects`). Those that
+    reach no equation whose derivative needs it (`selects.masked`) are left as they are."""
 
     def mask(value):
-        if not (isinstance(value, jax.core.Tracer) and selects.masked_input(value.dtype)):
-            return value
         ones = lax.full_like(value, 1)  # the same dtype and weak type
         return lax.select(pred, value, ones) if taken_when else lax.select(pred, ones, value)
 
-    masked = jax_core.ClosedJaxpr(closed.jaxpr, [mask(c) for c in closed.consts])
-    return jax_core.jaxpr_as_fun(masked)()
+    needed = set(selects.masked(closed))
+    consts = [mask(c) if i in needed else c for i, c in enumerate(closed.consts)]
+    return jax_core.jaxpr_as_fun(jax_core.ClosedJaxpr(closed.jaxpr, consts))()
 
 
 def _literals(closed, outs) -> list:

@@ -107,9 +107,10 @@ class StagedList:
         buffer = staging.zeros_like(
             jax.ShapeDtypeStruct(shape, element.dtype, weak_type=element.weak_type)
         )
-        for i, item in enumerate(items):
+        values = []
+        for item in items:
             try:
-                value = as_dtype(item, buffer.dtype)
+                values.append(as_dtype(item, buffer.dtype))
             except OverflowError:  # `[jnp.int8(1), 300]`: no int8 holds the Python int
                 name = origin.name if origin is not None else "the list"
                 where = Site("list").location()
@@ -120,7 +121,8 @@ class StagedList:
                     "staged loop or branch). Make the items one wider dtype first "
                     "(jnp.int32(...)), or keep the number out of the list."
                 ) from None
-            buffer = buffer.at[i].set(value)
+        if values:  # one store of them all (`[0] * 256`: not 256 stores, one per item)
+            buffer = buffer.at[: len(values)].set(jnp.stack(values))
         return cls(buffer, jnp.asarray(len(items)), static_length=len(items), origin=origin)
 
     @property

@@ -178,7 +178,7 @@ def lowering(jaxprs) -> tuple[str, ...] | None:
     kinds = []
     for closed in jaxprs:
         kind = None if closed.effects else _cheap(closed.jaxpr, [0, 0])
-        if kind == "guarded select" and _masked_elements(closed.consts) > MAX_ELEMENTS:
+        if kind == "guarded select" and _masked_elements(closed) > MAX_ELEMENTS:
             kind = None  # masking its inputs would cost more than the branch
         if kind is None:
             return None
@@ -186,14 +186,35 @@ def lowering(jaxprs) -> tuple[str, ...] | None:
     return tuple(kinds)
 
 
-def _masked_elements(values) -> int:
-    """The elements a guarded select masks of `values` (a branch's inputs): those of its traced
-    floating-point arrays (the others have no derivative)."""
-    return sum(
-        _count(np.shape(v))
-        for v in values
-        if isinstance(v, jax.core.Tracer) and masked_input(v.dtype)
-    )
+def _masked_elements(closed) -> int:
+    """The elements a guarded select of the branch `closed` masks (see `masked`)."""
+    return sum(_count(np.shape(closed.consts[i])) for i in masked(closed))
+
+
+def masked(closed) -> list[int]:
+    """The positions of the inputs (constants) of the branch `closed` that a guarded select
+    masks: the traced floating-point ones (the others have no derivative) from which an
+    equation that does not map a zero cotangent to zeros (`zero_safe`: `v * v`, `sqrt`)
+    computes. An input that reaches the branch's outputs through zero-safe equations only
+    (`total + v * v`: `total`) gets exact zeros back unmasked, whatever it holds."""
+    jaxpr = closed.jaxpr
+    reaching = {v: {i} for i, v in enumerate(jaxpr.constvars)}  # var -> the inputs it is made of
+    needed: set[int] = set()
+    for eqn in jaxpr.eqns:
+        made_of = set().union(*(reaching.get(v, ()) for v in eqn.invars if not _literal(v)))
+        if made_of and not zero_safe(eqn):
+            needed |= made_of
+        for out in eqn.outvars:
+            reaching[out] = made_of
+    return [
+        i
+        for i in sorted(needed)
+        if isinstance(closed.consts[i], jax.core.Tracer) and masked_input(closed.consts[i].dtype)
+    ]
+
+
+def _literal(var) -> bool:
+    return isinstance(var, jax_core.Literal)
 
 
 def cheap(closed) -> bool:

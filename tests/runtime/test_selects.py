@@ -177,6 +177,34 @@ def test_only_the_branch_that_needs_it_is_masked():
     assert graph.count("select_n") == 2  # the mask of sqrt's input, and the choice
 
 
+def partly_guarded(x, total, scale):
+    if x > 0:
+        y = total + scale * 0.5 + jnp.sqrt(x)
+    else:
+        y = total - 1.0
+    return y
+
+
+def test_only_the_inputs_an_unbounded_derivative_reads_are_masked():
+    # `total` and `scale` reach the output through a sum and a product with 0.5 only: a zero
+    # cotangent comes back to them as zeros whatever they hold, unmasked (`sqrt(x)` needs `x`
+    # masked). The hand-written scan of a `continue` loop has 2 selects, not 21 (helper 157).
+    graph = primitives(partly_guarded, 1.0, 2.0, 3.0)
+    assert "cond[" not in graph and graph.count("select_n") == 2
+
+    def with_cond(x, total, scale):
+        return jax.lax.cond(x > 0, lambda: total + scale * 0.5 + jnp.sqrt(x), lambda: total - 1.0)
+
+    xs, totals = np.meshgrid([-1.0, 0.0, 4.0, np.inf, -np.inf, np.nan], [2.0, np.inf, np.nan])
+    args = (jnp.float32(xs.ravel()), jnp.float32(totals.ravel()), jnp.full(xs.size, 3.0))
+    f, g = transpiler.convert(partly_guarded), with_cond
+    for argnums in (0, 1, 2):
+        got = jax.jit(jax.vmap(jax.grad(f, argnums=argnums)))(*args)
+        np.testing.assert_array_equal(got, jax.vmap(jax.grad(g, argnums=argnums))(*args))
+    second = jax.jit(jax.vmap(jax.grad(jax.grad(f))))(*args)
+    np.testing.assert_array_equal(second, jax.vmap(jax.grad(jax.grad(g)))(*args))
+
+
 def sqrt_of_an_entry(table, x):
     if x > 0:
         y = jnp.sqrt(table[2] * x)
