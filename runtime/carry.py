@@ -341,10 +341,14 @@ class Carry:
         least = known if known is not None else value.least
         return carried._with(static_length=None, fixed=True, origin=origin, least=least)
 
-    def finish(self, dynamic, *, ran: bool = False):
+    def finish(self, dynamic, *, ran: bool = False, every_iteration: set | None = None):
         """The state after the loop: its lists can grow again; those that always grew get their
         length back as an int. `ran`: the loop ran at least once (a scan), so what every
-        iteration binds is bound."""
+        iteration binds is bound. `every_iteration`: a set, given the positions of what every
+        iteration binds."""
+        if every_iteration is not None:
+            every_iteration.clear()
+            every_iteration.update(self.bound_by_every_iteration)
         if ran:
             identity.runs_at_least_once()
         state = list(self.merge(dynamic))

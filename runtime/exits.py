@@ -20,6 +20,7 @@ pass would have written it (`flagged`): with a flag in its state, set where the 
 from __future__ import annotations
 
 from runtime import control_flow, effects, logical, staging
+from runtime.variables import MaybeUnbound
 
 
 class ExitMakesEffects(staging.Retrace):
@@ -77,13 +78,23 @@ class Exit:
             raise ExitMakesEffects()
         return staging.both(more, staging.negated(stop), tested=True)
 
-    def after(self, stopped, item, state, names, site):
+    def after(self, stopped, item, state, names, site, bound=()):
         """The state after the loop: `on_exit(item, *state)` where the loop `stopped` at `item`
-        because the exit test held there."""
+        because the exit test held there. `bound`: the positions of the state variables bound
+        where it did not stop there (a `MaybeUnbound` there: its value)."""
+        keep = control_flow.keeping_state(len(state))
+        if any(isinstance(state[i], MaybeUnbound) for i in bound):
+
+            def keep(*s):
+                return tuple(
+                    v.value if i in bound and isinstance(v, MaybeUnbound) else v
+                    for i, v in enumerate(s[: len(state)])
+                )
+
         return control_flow.staged_cond(
             stopped,
             lambda *s: self.on_exit(item, *s),
-            control_flow.keeping_state(len(state)),
+            keep,
             state,
             names,
             site,

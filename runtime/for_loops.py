@@ -1088,11 +1088,11 @@ def _early_exit_loop(
     )
 
 
-def _first_runs(count, extra_test, exit_, state) -> bool:
-    """Whether the first iteration of `_indexed_while`'s loop is known to run: there are items
-    (a Python count), and no `break` or `return` stopped the loop before it (its flags, known
-    now). (An exit test is evaluated on the first item: not known before the loop.)"""
-    if not isinstance(count, int) or count < 1 or exit_ is not None:
+def _first_runs(count, extra_test, state) -> bool:
+    """Whether `_indexed_while`'s loop takes its first item: there are items (a Python count),
+    and no `break` or `return` stopped the loop before it (its flags, known now). (Its first
+    iteration then runs, unless an exit test stops it at that item.)"""
+    if not isinstance(count, int) or count < 1:
         return False
     if extra_test is None:
         return True
@@ -1139,6 +1139,9 @@ def _indexed_while(
     def counted_body(j, *s):
         return (j + 1, *body(item_at(j), *s))
 
+    takes_first = _first_runs(count, extra_test, state)
+    every_iteration: set[int] = set()
+
     final = staged_while(
         test,
         counted_body,
@@ -1148,7 +1151,8 @@ def _indexed_while(
         max_iterations,
         checkpoints,
         trip_count=count if isinstance(count, int) else at_most,
-        ran=_first_runs(count, extra_test, exit_, state),
+        ran=exit_ is None and takes_first,
+        every_iteration=every_iteration,
     )
     j, state = final[0], final[1:]
     if exit_ is None:
@@ -1156,4 +1160,7 @@ def _indexed_while(
     stopped = more(j, state)  # not at the end of the items, nor by another `break`
     if max_iterations is not None:  # nor by the bound
         stopped = staging.both(stopped, j < max_iterations)
-    return exit_.after(stopped, last(j), state, names, site)
+    # Not stopped by the exit test, the loop ran an iteration at least, where it takes its first
+    # item: what every iteration binds is bound (`for row in xs: if f(row): break`, then `row`).
+    bound = {i - 1 for i in every_iteration} if takes_first else ()
+    return exit_.after(stopped, last(j), state, names, site, bound)

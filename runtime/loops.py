@@ -282,6 +282,7 @@ def staged_while(
     first=None,
     implied=None,
     ran=False,
+    every_iteration=None,
 ):
     """`trip_count`: at most that many iterations run (known for a `for` loop that may stop
     early); lists the body appends to get room for that many. `first`: the test's value on
@@ -289,16 +290,29 @@ def staged_while(
     `Implied`): `max_iterations` is the bound the test's counter implies (see
     `implied_bound`), dropped where `bounded.while_loop` finds it costs too much. `ran`: the
     first iteration is known to run (a `for` over items that a `break` stops), so what every
-    iteration binds is bound after the loop (no check when the program runs)."""
+    iteration binds is bound after the loop (no check when the program runs).
+    `every_iteration`: a set, given the positions of the state variables every iteration binds
+    (unbound before the loop): bound after it wherever an iteration ran."""
     try:
         if max_iterations is not None:
             try:
                 return _bounded_while(
-                    test, body, state, names, site, max_iterations, first, implied is not None, ran
+                    test,
+                    body,
+                    state,
+                    names,
+                    site,
+                    max_iterations,
+                    first,
+                    implied is not None,
+                    ran,
+                    every_iteration,
                 )
             except bounded.Unbounded:
                 implied.taken = False  # unbounded, as the user wrote it
-        return _while_loop(test, body, state, names, site, checkpoints, trip_count, first, ran)
+        return _while_loop(
+            test, body, state, names, site, checkpoints, trip_count, first, ran, every_iteration
+        )
     except staging.CANNOT_STAGE:
         raise
     except Exception as e:  # noqa: BLE001 - the user's exception, raised if the loop runs
@@ -315,18 +329,29 @@ def staged_while(
 
 
 def _while_loop(
-    test, body, state, names, site, checkpoints, trip_count=None, first=None, ran=False
+    test,
+    body,
+    state,
+    names,
+    site,
+    checkpoints,
+    trip_count=None,
+    first=None,
+    ran=False,
+    every_iteration=None,
 ):
     return carry_.staged_with(
         lambda state: _while_loop_once(
-            test, body, state, names, site, checkpoints, trip_count, first, ran
+            test, body, state, names, site, checkpoints, trip_count, first, ran, every_iteration
         ),
         state,
         names,
     )
 
 
-def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, first, ran):
+def _while_loop_once(
+    test, body, state, names, site, checkpoints, trip_count, first, ran, every_iteration=None
+):
     """The loop. With `first`, the test's value on `state`, evaluated already (a `while`
     statement evaluates it to tell that the loop is staged), the test's value is carried: the
     test of each iteration's state is evaluated at the end of the body, and the loop's
@@ -353,7 +378,7 @@ def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, fi
                 return iteration(dynamic)
 
         final = checkpointed.while_loop(evaluate, body_fun, carry.init, checkpoints=k, site=site)
-        return carry.finish(final, ran=ran)
+        return carry.finish(final, ran=ran, every_iteration=every_iteration)
 
     def carried_body(looping):
         going, dynamic = looping
@@ -373,30 +398,41 @@ def _while_loop_once(test, body, state, names, site, checkpoints, trip_count, fi
 
         looping = (jnp.asarray(True), carry.init)
         _, final = checkpointed.while_loop(retested, body_fun, looping, checkpoints=k, site=site)
-        return carry.finish(final, ran=ran)
+        return carry.finish(final, ran=ran, every_iteration=every_iteration)
     going = staging.scalar_predicate(first, site, "loop condition")
     _, final = checkpointed.while_loop(
         lambda looping: looping[0], carried_body, (going, carry.init), checkpoints=k, site=site
     )
-    return carry.finish(final, ran=ran)
+    return carry.finish(final, ran=ran, every_iteration=every_iteration)
 
 
 def _bounded_while(
-    test, body, state, names, site, max_iterations, first=None, implied=False, ran=False
+    test,
+    body,
+    state,
+    names,
+    site,
+    max_iterations,
+    first=None,
+    implied=False,
+    ran=False,
+    every_iteration=None,
 ):
     """A while loop of at most `max_iterations` iterations: a `lax.while_loop`, differentiated
-    as a scan of that many masked steps (see `runtime.bounded`). `first`, `implied`, `ran`: as
-    for `staged_while`."""
+    as a scan of that many masked steps (see `runtime.bounded`). `first`, `implied`, `ran`,
+    `every_iteration`: as for `staged_while`."""
     return carry_.staged_with(
         lambda state: _bounded_while_once(
-            test, body, state, names, site, max_iterations, first, implied, ran
+            test, body, state, names, site, max_iterations, first, implied, ran, every_iteration
         ),
         state,
         names,
     )
 
 
-def _bounded_while_once(test, body, state, names, site, max_iterations, first, implied, ran):
+def _bounded_while_once(
+    test, body, state, names, site, max_iterations, first, implied, ran, every_iteration=None
+):
     carry = Carry(
         state, names, site, probe=lambda s: body(*s), trip_count=max_iterations, stops_early=True
     )
@@ -415,7 +451,7 @@ def _bounded_while_once(test, body, state, names, site, max_iterations, first, i
     if first is not None and not isinstance(first, bounded.Retest):
         going = staging.scalar_predicate(first, site, "loop condition")
     final = bounded.while_loop(evaluate, iteration, carry.init, max_iterations, going, implied)
-    return carry.finish(final, ran=ran)
+    return carry.finish(final, ran=ran, every_iteration=every_iteration)
 
 
 MAX_IMPLIED_ITERATIONS = 512

@@ -927,9 +927,7 @@ def jaxpr_of(fn, *args) -> jax_core.ClosedJaxpr:
     if _trace_to_jaxpr is None:
         return jax.make_jaxpr(fn)(*args)
     leaves, tree = jax.tree_util.tree_flatten(args)
-    debug = jax_core.DebugInfo(
-        "staged code", getattr(fn, "__name__", "branch"), ("",) * len(leaves), None
-    )
+    debug = jax_core.DebugInfo("a staged branch or loop", "staged code", None, None)
 
     def flat(*leaves_):
         return fn(*jax.tree_util.tree_unflatten(tree, leaves_))

@@ -413,3 +413,35 @@ def test_an_item_of_a_stacked_list_read_at_the_index_keeps_the_loop_one_scan():
     assert graph.count("scan[") == 2 and graph.count("dynamic_slice") <= 3
     check_jit(backtrack, scores, state)
     check_vmap(backtrack, jnp.stack([scores, -scores]), jnp.array([2, 0]))
+
+
+def printed_fractions(x, n=3):
+    hist = [0, 0]
+    for i in range(3):
+        hist = [i, hist[0]]
+        print(hist[0] / n)
+        x = x + 1.0
+    return x
+
+
+def last_two_as_text(x):
+    last = [-1, -1]
+    for i in range(4):
+        last = [i, last[0]]
+        x = x + 1.0
+    return x, str(last[0]) + "," + str(last[1])
+
+
+def test_an_item_of_a_list_of_the_index_is_python_where_python_shows_it(capfd):
+    # A float made of it printed, text made of it after the loop: Python's int (helper 158).
+    jax.block_until_ready(jax.jit(transpiler.convert(printed_fractions))(jnp.float32(0.0)))
+    assert capfd.readouterr().out == "0.0\n0.3333333333333333\n0.6666666666666666\n"
+    got = []
+
+    def traced(x):
+        y, text = transpiler.convert(last_two_as_text)(x)
+        got.append(text)
+        return y
+
+    jax.jit(traced)(jnp.float32(0.0))
+    assert got == ["3,2"]

@@ -1336,3 +1336,36 @@ def test_a_costly_first_test_is_computed_once_per_iteration():
         jnp.array([3.0, 1.0]),
     )
     check_grad(lambda x: jnp.sum(backtracking(a, x, d, e0)), x)
+
+
+def first_over(xs, t):
+    for row in xs:
+        if row[0] > t:
+            break
+    return row
+
+
+def doubled_before_the_first_over(xs, t):
+    for row in xs:
+        if row[0] > t:
+            break
+        last = row * 2
+    return last
+
+
+def test_the_item_a_search_stops_at_needs_no_check_after_it():
+    # `for row in xs: if f(row): break`, then `row`: bound whether the loop stops at an item or
+    # runs them all (a Python count of them: it takes the first).
+    xs = jnp.arange(12.0).reshape(6, 2)
+    for t in (-1.0, 5.0, 100.0):  # stops at the first item, at the fourth, never
+        check_jit(first_over, xs, jnp.float32(t))
+    check_vmap(first_over, jnp.stack([xs, -xs]), jnp.array([5.0, 0.0]))
+    assert "callback" not in primitives(first_over, xs, jnp.float32(5.0))
+    # What only the iterations bind is unbound where it stops at the first item: checked.
+    f = jax.jit(transpiler.convert(doubled_before_the_first_over))
+    assert_tree_close(f(xs, jnp.float32(5.0)), doubled_before_the_first_over(xs, 5.0))
+    assert_tree_close(f(xs, jnp.float32(100.0)), doubled_before_the_first_over(xs, 100.0))
+    with pytest.raises(Exception, match="'last'"):
+        jax.block_until_ready(f(xs, jnp.float32(-1.0)))
+    with pytest.raises(UnboundLocalError):
+        doubled_before_the_first_over(xs, -1.0)

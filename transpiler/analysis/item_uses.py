@@ -54,25 +54,29 @@ def uses_items_as_python(
     enclosing: frozenset[str] = frozenset(),
     catches: bool = False,
     proven: frozenset[int] = frozenset(),
+    scope: gast.AST | None = None,
 ) -> bool | str:
     """Whether the body of `loop` (or its extra test) uses an item as a Python value; or the
-    code after it (`live_after`: names read after the loop) reads the last item. `enclosing`:
+    code after it (`live_after`: names read after the loop) reads the last item, or a list or
+    tuple the body builds of items other than to stack it (`jnp.stack(best_i)`; `scope`: the
+    function the loop is in, whose code outside it is read for that). `enclosing`:
     the indices of the `for` loops over ranges around it. `catches`: the function has a `try`,
     whose handlers may read the text of an exception the loop raises (as Python text).
     `proven`: the reads of lists at the index shown in range (`counted_reads`). `"items"`: of
     `for i, x in enumerate(xs)`, only `x` is so used (Python's where `xs` is a Python list;
     rows of an array, and arrays either way, where it is one)."""
     index = _index_part(loop)
+    context = (live_after, enclosing, catches, proven, scope)
     if index is None:
-        return _uses_as_python(loop, loop.target, live_after, enclosing, catches, proven)
-    if _uses_as_python(loop, index, live_after, enclosing, catches, proven):
+        return _uses_as_python(loop, loop.target, *context)
+    if _uses_as_python(loop, index, *context):
         return True
-    if _uses_as_python(loop, loop.target, live_after, enclosing, catches, proven):
+    if _uses_as_python(loop, loop.target, *context):
         return "items"
     return False
 
 
-def _uses_as_python(loop, target, live_after, enclosing, catches, proven) -> bool:
+def _uses_as_python(loop, target, live_after, enclosing, catches, proven, scope=None) -> bool:
     """`uses_items_as_python` of the names of `target` (the loop's, or a part of it)."""
     tainted = _names(target)
     if tainted & live_after:
@@ -90,12 +94,47 @@ def _uses_as_python(loop, target, live_after, enclosing, catches, proven) -> boo
         if isinstance(stmt, gast.For) and range_loop(stmt):
             indices |= index_names(stmt)
     # Of `for i, x in enumerate(xs)` staged, `x` is an array (a row of xs, or an array of a
-    # list of them): `x * i` is one either way (not where the body rebinds `x`).
+    # list of them): `x * i` is one either way (not where the body rebinds `x`, nor where the
+    # rows are tuples: `enumerate(zip(xs, ys))`).
     rows = _names(loop.target) - tainted if target is not loop.target else set()
-    if rows:
+    if rows and not isinstance(loop.iter.args[0], gast.Call):
         rows -= {n for stmt in statements for t, _ in _bindings(stmt) for n in _names(t)}
+    else:
+        rows = set()
     found = _Statements(statements, counter, indices, catches, proven, frozenset(rows))
-    return found.used_as_python(tainted)
+    if found.used_as_python(tainted):
+        return True
+    # A list the body builds of items, read after the loop: Python ints there (`str`, a key),
+    # arrays after a staged loop; unless only stacked into an array (`jnp.stack(best_i)`).
+    built = found.displays & live_after & found.closure(tainted)
+    return bool(built) and (scope is None or not _stacked_only(scope, loop, built))
+
+
+def _stacked_only(scope: gast.AST, loop: gast.For, names: frozenset[str]) -> bool:
+    """Whether `scope` reads `names`, outside `loop`, only as what a JAX or NumPy function
+    stacks into an array (`jnp.stack(best_i)`, `jnp.array(best_i)`; a `stack_list` of the
+    lists pass)."""
+    inside = {id(n) for n in structure.walk_nodes(loop)}
+    parents = {}
+    for node in structure.walk_nodes(scope):
+        for child in structure.children(node):
+            parents[id(child)] = node
+    for node in structure.walk_nodes(scope):
+        if (
+            isinstance(node, gast.Name)
+            and node.id in names
+            and isinstance(node.ctx, gast.Load)
+            and id(node) not in inside
+        ):
+            call = parents.get(id(node))
+            stacks = isinstance(call, gast.Call) and (
+                naming.runtime_operator(call.func) == "stack_list"
+                or isinstance(call.func, gast.Attribute)
+                and call.func.attr in ("stack", "array", "asarray")
+            )
+            if not (stacks and any(a is node for a in call.args)):
+                return False
+    return True
 
 
 def _index_part(loop: gast.For) -> gast.expr | None:
@@ -867,6 +906,10 @@ def _made_of_ints(node: gast.AST, ints: frozenset[str]) -> str | None:
     `jnp.sin(i)`: an array in Python too)."""
     if isinstance(node, gast.Name):
         return "int" if node.id in ints else None
+    if isinstance(node, gast.Subscript) and _display_item(node) is not None:
+        # `hist[0]` of `hist = [i, hist[0]]`: an item of ints (one holding a float is one of
+        # the floats, not of `ints`)
+        return "int" if node.value.id in ints else None
     if isinstance(node, gast.Constant):
         return {int: "int", float: "float"}.get(type(node.value))
     if isinstance(node, gast.UnaryOp):

@@ -429,7 +429,7 @@ class _ControlFlow(Transformer):
         sizes = self.list_sizes.pop(id(node), {})
         proven, counted = item_uses.counted_reads(node, sizes)
         as_python = item_uses.uses_items_as_python(
-            node, live_after, enclosing, self._catches(), proven
+            node, live_after, enclosing, self._catches(), proven, self.scopes[-1]
         )
         if as_python:
             value = templates.constant(as_python)

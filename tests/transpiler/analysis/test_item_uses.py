@@ -81,6 +81,9 @@ def test_array_uses(body):
         "p = (i, 1)\nx = x + p[:1][0]",
         # an item of a tuple the body built of Python scalars, computed as Python does
         "p = [i, 1]\nx = x + p[0] * 1000000000",
+        # a float made of an item of such a list, printed: Python's digits (helper 158)
+        "hist = [i, hist[0]]\nfrac = hist[0] / n\nrt__.print_(frac)",
+        "hist = [i, hist[0]]\nrt__.print_(hist[0] * dt)",
         "p = [i > 2, 1]\nx = x + (p[0] + p[1])",
         "p = rt__.max_((i, 1), (0, 0))\nrt__.print_(p[0] / n)",  # one of the tuples (helper 144)
         "p = (i % 2 == 0, 2)\nx = x + (-p[0])",
@@ -152,3 +155,24 @@ def test_the_index_and_the_items_of_enumerate_apart(body, found):
     # arrays where it is an array (the runtime tells them apart); True: the index, Python's
     # int either way.
     assert item_uses.uses_items_as_python(enumerated(body)) == found
+
+
+def test_a_list_of_the_index_read_after_the_loop_keeps_it_python_unless_stacked():
+    # After the loop, `str(last[0])` is text of a Python int in Python: the loop runs as Python
+    # (helper 158); `jnp.stack(best)` makes an array of it either way.
+    source = textwrap.dedent(
+        """
+        def f(x):
+            last = [-1, -1]
+            for i in range(4):
+                last = [i, last[0]]
+                x = x + 1.0
+            return x, USE
+        """
+    )
+    for use, python in (("str(last[0])", True), ("{last[0]: x}", True), ("jnp.stack(last)", False)):
+        scope = gast.parse(source.replace("USE", use)).body[0]
+        activity.mark_module_reads(scope)
+        for_loop = scope.body[1]
+        live = frozenset({"x", "last"})
+        assert bool(item_uses.uses_items_as_python(for_loop, live, scope=scope)) == python, use
