@@ -113,7 +113,7 @@ def _uses_as_python(loop, target, live_after, enclosing, catches, proven, scope=
 def _stacked_only(scope: gast.AST, loop: gast.For, names: frozenset[str]) -> bool:
     """Whether `scope` reads `names`, outside `loop`, only as what a JAX or NumPy function
     stacks into an array (`jnp.stack(best_i)`, `jnp.array(best_i)`; a `stack_list` of the
-    lists pass)."""
+    lists pass), or returns (the caller gets arrays, as it gets a loop's variables)."""
     inside = {id(n) for n in structure.walk_nodes(loop)}
     parents = {}
     for node in structure.walk_nodes(scope):
@@ -126,13 +126,17 @@ def _stacked_only(scope: gast.AST, loop: gast.For, names: frozenset[str]) -> boo
             and isinstance(node.ctx, gast.Load)
             and id(node) not in inside
         ):
-            call = parents.get(id(node))
-            stacks = isinstance(call, gast.Call) and (
-                naming.runtime_operator(call.func) == "stack_list"
-                or isinstance(call.func, gast.Attribute)
-                and call.func.attr in ("stack", "array", "asarray")
+            parent = parents.get(id(node))
+            if isinstance(parent, gast.Tuple) and isinstance(parents.get(id(parent)), gast.Return):
+                parent = parents[id(parent)]
+            if isinstance(parent, gast.Return):
+                continue  # given back (`return i, j` from nested loops): as a loop's variable is
+            stacks = isinstance(parent, gast.Call) and (
+                naming.runtime_operator(parent.func) == "stack_list"
+                or isinstance(parent.func, gast.Attribute)
+                and parent.func.attr in ("stack", "array", "asarray")
             )
-            if not (stacks and any(a is node for a in call.args)):
+            if not (stacks and any(a is node for a in parent.args)):
                 return False
     return True
 
