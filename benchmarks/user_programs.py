@@ -15,27 +15,18 @@ Python (eager) and the hand-written version before it is timed.
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import itertools
 import pathlib
 import sys
 import time
 
 import jax
 import numpy as np
+from programs_vs_lax import fresh_module
+from runtime_vs_lax import best_of
 
 import transpiler
 
 HERE = pathlib.Path(__file__).resolve().parent / "user_programs"
-_fresh = itertools.count()
-
-
-def fresh_module(path: pathlib.Path):
-    """`path` imported as a new module: new functions, nothing cached."""
-    spec = importlib.util.spec_from_file_location(f"_user_program_{next(_fresh)}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def close(a, b, tol) -> bool:
@@ -48,17 +39,6 @@ def close(a, b, tol) -> bool:
         if x.shape != y.shape or not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
             return False
     return True
-
-
-def best_of(fn, args, repeats: int, number: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(number):
-            out = fn(*args)
-        jax.block_until_ready(out)
-        best = min(best, (time.perf_counter() - start) / number)
-    return best
 
 
 def calls_for(fn, args, seconds: float) -> int:
