@@ -463,3 +463,24 @@ def test_indices_returned_from_nested_loops_keep_them_staged():
     assert graph.count("while[") <= 3 and graph.count(" eq ") <= 3  # (a first iteration apart)
     for target in (1203, 7):
         check_jit(pair_summing_to, a, b, target)
+
+
+def backtrack_same_name(scores, state):
+    pointers = []
+    for s in scores:
+        pointers.append(jnp.argmax(s, axis=0))
+    pointers = jnp.stack(pointers)  # the list, stacked under its own name
+    path = [state]
+    for t in range(pointers.shape[0] - 1, -1, -1):
+        state = pointers[t][state]
+        path.append(state)
+    return jnp.stack(path)
+
+
+def test_a_list_stacked_under_its_own_name_is_read_as_an_array_after():
+    scores = jax.random.normal(jax.random.PRNGKey(2), (6, 4, 4))
+    state = jnp.int32(1)
+    graph = primitives(backtrack_same_name, scores, state)
+    assert graph.count("scan[") == 2 and graph.count("dynamic_slice") <= 3
+    check_jit(backtrack_same_name, scores, state)
+    check_vmap(backtrack_same_name, jnp.stack([scores, -scores]), jnp.array([1, 3]))

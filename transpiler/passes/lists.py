@@ -379,6 +379,35 @@ def _arrays_only(scope: gast.FunctionDef, globals_: dict) -> set[str]:
     return stacked - other - set(activity.params_of(scope.args))
 
 
+def _reads_after_stacking(scope: gast.FunctionDef, globals_: dict) -> set[int]:
+    """The ids of the reads `back[t]` that follow, in the function's own statements, a
+    `back = jnp.stack(back)` after which nothing binds `back` again: an array's items (the list
+    it was is gone)."""
+    found: set[int] = set()
+    for k, stmt in enumerate(scope.body):
+        if not (
+            isinstance(stmt, gast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], gast.Name)
+            and isinstance(stmt.value, gast.Call)
+            and _stacks(stmt.value, globals_)
+        ):
+            continue
+        name, later = stmt.targets[0].id, scope.body[k + 1 :]
+        nodes = [n for s in later for n in structure.walk_nodes(s)]
+        if any(name in _bound_names(n) for n in nodes):
+            continue  # bound again: a read after may be of something else
+        found.update(
+            id(n)
+            for n in nodes
+            if isinstance(n, gast.Subscript)
+            and isinstance(n.value, gast.Name)
+            and n.value.id == name
+            and isinstance(n.ctx, gast.Load)
+        )
+    return found
+
+
 def _bound_names(node: gast.AST) -> list[str]:
     """The names `node` itself binds (a store, a `del`, an import, a nested definition)."""
     if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
@@ -429,6 +458,7 @@ class _Lists(Transformer):
         self.scopes: list[frozenset[str]] = []
         self.appended: list[frozenset[str]] = []  # the local names they append to
         self.unread: list[frozenset[str]] = []  # of those, the lists nothing reads
+        self.stacked_reads: list[set[int]] = []  # reads of arrays a list was stacked into
 
     def visit_FunctionDef(self, node):
         lists = _always_lists(node, self.globals)
@@ -452,6 +482,7 @@ class _Lists(Transformer):
                 indexed.add(call.value.id)  # `out[k]`: a traced `k` picks the item at run time
         # (`table = jnp.stack(rows)`, then `table[t]`: an array's item, never a list's.)
         indexed -= _arrays_only(node, self.globals)
+        self.stacked_reads.append(_reads_after_stacking(node, self.globals))
         mutated = (appended | popped | indexed) & activity.local_names(node)
         private = private_lists(node, mutated, self.globals, self.return_values)
         self.scopes.append(private)
@@ -464,6 +495,7 @@ class _Lists(Transformer):
             body += _as_list(self.visit(stmt))
         node.body = body
         self.scopes.pop()
+        self.stacked_reads.pop()
         self.appended.pop()
         self.unread.pop()
         return node
@@ -649,6 +681,7 @@ class _Lists(Transformer):
             isinstance(node.ctx, gast.Load)
             and features.picks_by_expression(node)
             and node.value.id in self.scopes[-1]
+            and id(node) not in self.stacked_reads[-1]
         ):
             # `out[k]`: a traced `k` picks the item when the program runs (`rt__.list_item`).
             return templates.replace_as_expression(
