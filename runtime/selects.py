@@ -218,9 +218,37 @@ def _literal(var) -> bool:
 
 
 def cheap(closed) -> bool:
-    """Whether computing `closed` (a closed jaxpr) costs less than a `lax.cond` around it:
-    rule 2 above, whatever its derivatives."""
-    return not closed.effects and _cheap(closed.jaxpr, [0, 0]) is not None
+    """Whether computing `closed` (a closed jaxpr) costs less than a `lax.cond` around it: no
+    effects, no control flow, at most `MAX_EQUATIONS` equations computing at most `MAX_ELEMENTS`
+    elements, a matrix product counted by its multiplications (rule 2 above, for any primitive:
+    what it computes is not differentiated here, a loop's test)."""
+    return not closed.effects and _costs_little(closed.jaxpr, [0, 0])
+
+
+def _costs_little(jaxpr, spent: list[int]) -> bool:
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in _CALLS:
+            if not _costs_little(eqn.params["jaxpr"].jaxpr, spent):
+                return False
+            continue
+        if inner_jaxprs(eqn):
+            return False  # a loop, a cond
+        spent[0] += 1
+        spent[1] += _cost(eqn)
+        if spent[0] > MAX_EQUATIONS or spent[1] > MAX_ELEMENTS:
+            return False
+    return True
+
+
+def _cost(eqn) -> int:
+    """The elements `eqn` computes: its outputs', times the length of the sums that make each
+    for a `dot_general` (a 256x256 matrix times a vector: 65,536)."""
+    elements = sum(_count(v.aval.shape) for v in eqn.outvars)
+    if eqn.primitive.name == "dot_general":
+        (contracting, _), _ = eqn.params["dimension_numbers"]
+        shape = eqn.invars[0].aval.shape
+        elements *= _count([shape[d] for d in contracting])
+    return elements
 
 
 def _cheap(jaxpr, spent: list[int]) -> str | None:

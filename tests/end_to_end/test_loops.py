@@ -1323,8 +1323,8 @@ def backtracking(a, x, d, e0):
 def test_a_costly_first_test_is_computed_once_per_iteration():
     # The first test (on the Python float) and the loop's (on the carried step) are chosen by a
     # cond where the test holds a matrix product: a select computed both in every iteration.
-    a = jnp.eye(8) * 2.0
-    x, d = jnp.ones(8), -jnp.ones(8) * 0.9
+    a = jnp.eye(64) * 2.0  # (a product of 64 x 64 multiplications: costly; 8 x 8 is not)
+    x, d = jnp.ones(64), -jnp.ones(64) * 0.9
     e0 = jnp.float32(3.0)
     assert "cond[" in primitives(backtracking, a, x, d, e0)
     check_jit(backtracking, a, x, d, e0)
