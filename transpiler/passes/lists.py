@@ -365,14 +365,9 @@ def _arrays_only(scope: gast.FunctionDef, globals_: dict) -> set[str]:
     (`table = jnp.stack(rows)`, `_stacks`): never a list."""
     stacked, other, seen = set(), set(), set()
     for node in activity.walk_scope(scope.body):
-        if (
-            isinstance(node, gast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], gast.Name)
-            and isinstance(node.value, gast.Call)
-            and _stacks(node.value, globals_)
-        ):
-            stacked.add(node.targets[0].id)
+        name = _stacked_name(node, globals_)
+        if name is not None:
+            stacked.add(name)
             seen.add(id(node.targets[0]))
         elif id(node) not in seen:
             other.update(_bound_names(node))
@@ -385,15 +380,9 @@ def _reads_after_stacking(scope: gast.FunctionDef, globals_: dict) -> set[int]:
     it was is gone)."""
     found: set[int] = set()
     for k, stmt in enumerate(scope.body):
-        if not (
-            isinstance(stmt, gast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], gast.Name)
-            and isinstance(stmt.value, gast.Call)
-            and _stacks(stmt.value, globals_)
-        ):
+        name, later = _stacked_name(stmt, globals_), scope.body[k + 1 :]
+        if name is None:
             continue
-        name, later = stmt.targets[0].id, scope.body[k + 1 :]
         nodes = [n for s in later for n in structure.walk_nodes(s)]
         if any(name in _bound_names(n) for n in nodes):
             continue  # bound again: a read after may be of something else
@@ -406,6 +395,20 @@ def _reads_after_stacking(scope: gast.FunctionDef, globals_: dict) -> set[int]:
             and isinstance(n.ctx, gast.Load)
         )
     return found
+
+
+def _stacked_name(node: gast.AST, globals_: dict) -> str | None:
+    """The name `node` binds to an array stacked by JAX or NumPy (`table = jnp.stack(rows)`,
+    `_stacks`), if it is such a binding."""
+    if (
+        isinstance(node, gast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], gast.Name)
+        and isinstance(node.value, gast.Call)
+        and _stacks(node.value, globals_)
+    ):
+        return node.targets[0].id
+    return None
 
 
 def _bound_names(node: gast.AST) -> list[str]:
