@@ -38,12 +38,15 @@ class TracerAsStatic(StagingError):
     bound of a multi-dimensional index (`m[:, :i]`), a static argument (`jnp.tril(m, k=i)`)."""
 
 
-def as_cannot_stage(error: BaseException) -> BaseException | None:
+def as_cannot_stage(error: BaseException, operators: bool = False) -> BaseException | None:
     """The "cannot stage" error `error` stands for, or None: Python's TypeError for hashing a
     tracer (`table[i]` with a traced `i`), and JAX's TypeError, ValueError or IndexError for a
     tracer where it needs a Python value (a shape), mean the code needs a Python value there, as
     JAX's own errors for a tracer where a value is needed do; raised while tracing, they are
-    never the program's to raise (nor a user's `except TypeError` to catch)."""
+    never the program's to raise (nor a user's `except TypeError` to catch). `operators`: an
+    operator's TypeError naming a tracer counts too (`p * i` of a tuple `p`), where the tracer
+    may be a loop's item that runs as a Python value unrolled; where the error is the
+    program's, the unrolled loop raises it at its line."""
     if isinstance(error, StagingError):
         return None
     text = str(error)
@@ -54,7 +57,7 @@ def as_cannot_stage(error: BaseException) -> BaseException | None:
             "table's values), or keep the value Python (a static argument)."
         )
     elif isinstance(error, (TypeError, ValueError, IndexError, OverflowError)) and (
-        _tracer_for_static(error)
+        _tracer_for_static(error) or (operators and _operator_of_tracer(error))
     ):
         what = (
             "a Python int that no int32 holds meets a traced value"
@@ -86,6 +89,16 @@ _OPERATOR_ERRORS = (
     "bad operand type",
     "not supported between instances of",
 )
+
+
+def _operator_of_tracer(error: BaseException) -> bool:
+    """Whether `error` is Python's TypeError for an operator a tracer is an operand of."""
+    text = str(error)
+    return (
+        isinstance(error, TypeError)
+        and "Tracer" in text
+        and any(words in text for words in _OPERATOR_ERRORS)
+    )
 
 
 def _tracer_for_static(error: BaseException) -> bool:

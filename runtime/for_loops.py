@@ -954,9 +954,9 @@ def _scan(seq, k, n, body, test, state, names, site, stop_early=True, exit_=None
     try:
         return _staged_scan(seq, k, n, body, state, names, site, test, stop_early, exit_, collects)
     except (TypeError, ValueError, IndexError, OverflowError) as e:
-        # The index as a dict key or a shape, or times an int no int32 holds, say: the loop
-        # runs as Python.
-        cannot_stage = errors.as_cannot_stage(e)
+        # The index as a dict key or a shape, times an int no int32 holds, or times a tuple,
+        # say: the loop runs as Python.
+        cannot_stage = errors.as_cannot_stage(e, operators=True)
         if cannot_stage is None:
             raise
         raise cannot_stage from e

@@ -114,6 +114,13 @@ def type_of_a_zipped_range_item(xs):
     return s
 
 
+def zipped_pairs_repeated_by_the_index(xs, ys):
+    n = 0
+    for i, p in enumerate(zip(xs, ys)):
+        n += len(p * i)  # a tuple repeated: Python's index, not a traced one
+    return n
+
+
 CASES = [
     (identity_of_the_index, (1.0,)),
     (negative_power_of_the_index, (1.0,)),
@@ -128,6 +135,7 @@ CASES = [
     # Over a traced array, the index of `enumerate` (and a zipped range's) is still Python's.
     (text_of_the_enumerate_index, (jnp.array([1.0, 2.0, 3.0]),)),
     (type_of_a_zipped_range_item, (jnp.array([1.0, 2.0, 3.0]),)),
+    (zipped_pairs_repeated_by_the_index, (jnp.arange(3.0), jnp.arange(3.0))),
 ]
 
 
@@ -167,6 +175,18 @@ def index_times_a_large_int(x):
 @pytest.mark.parametrize("fn", [numpy_shape_from_the_index, index_times_a_large_int])
 def test_what_a_traced_index_cannot_do_runs_unrolled(fn):
     assert float(transpiler.jit(fn)(0.0)) == fn(0.0)
+
+
+def array_plus_a_list(x):
+    for i in range(3):
+        x = x + [i]
+    return x
+
+
+def test_an_operator_error_of_a_traced_value_is_the_programs_also_unrolled():
+    # The scan's TypeError runs the loop unrolled, where it is raised again, at its line.
+    with pytest.raises(TypeError, match=r"unsupported operand(.|\n)*test_loop_index.py:\d+: x = x"):
+        transpiler.jit(array_plus_a_list)(jnp.ones(2))
 
 
 def show(message):
