@@ -121,39 +121,41 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implie
         first = retest.jaxpr.consts  # (arguments of the custom derivative below, as values)
 
     def primal(body_consts, cond_consts, init, going):
+        # Each a `while` whose body is the body's jaxpr and a small tail after it (a counter,
+        # the test of the new state): the body is not traced again (`run_while_then`).
         if implied and retest is not None:  # (see `Retest`)
             retested = retest.condition(lambda x: cond(x, cond_consts), going)
-
-            def stepped(c):
-                return jnp.asarray(False), body(c[1], body_consts)
-
-            return lax.while_loop(retested, stepped, (jnp.asarray(True), init))[1]
+            once = lambda fresh, x: jnp.asarray(False)  # noqa: E731
+            return checkpointed.run_while_then(
+                retested, body, body_consts, jnp.asarray(True), init, once
+            )
         if retest is not None:
             going = retest(going)
         if implied:  # the test stops the loop by then: the loop as written, no count of ours
             if going is None:
                 return checkpointed.run_while(cond, body, cond_consts, body_consts, init)
-
-            def tested(c):
-                x = body(c[1], body_consts)
-                return cond(x, cond_consts), x
-
-            return lax.while_loop(lambda c: c[0], tested, (going, init))[1]
-        if going is None:
-            _, final = lax.while_loop(
-                lambda c: test_within(c[0], c[1], cond_consts),
-                lambda c: (c[0] + 1, body(c[1], body_consts)),
-                (jnp.zeros((), jnp.int32), init),
+            tested = lambda _, x: cond(x, cond_consts)  # noqa: E731
+            return checkpointed.run_while_then(
+                lambda c: c[0], body, body_consts, going, init, tested
             )
-            return final
-
-        def carried(c):
-            i, _, x = c
-            x = body(x, body_consts)
-            return i + 1, test_within(i + 1, x, cond_consts), x
-
         zero = jnp.zeros((), jnp.int32)
-        return lax.while_loop(lambda c: c[1], carried, (zero, going, init))[2]
+        if going is None:
+            return checkpointed.run_while_then(
+                lambda c: test_within(c[0], c[1], cond_consts),
+                body,
+                body_consts,
+                zero,
+                init,
+                lambda i, _: i + 1,
+            )
+
+        def counted(c, x):
+            i, _ = c
+            return i + 1, test_within(i + 1, x, cond_consts)
+
+        return checkpointed.run_while_then(
+            lambda c: c[0][1], body, body_consts, (zero, going), init, counted
+        )
 
     if not checkpointed.has_inexact((init, body.consts, cond.consts)):
         return primal(body.consts, cond.consts, init, first)  # nothing to differentiate

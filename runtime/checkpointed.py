@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.extend import core as jax_core
 from jax.extend.core import ClosedJaxpr, Primitive
 from jax.extend.core.primitives import while_p
 from jax.interpreters import ad, batching, mlir
@@ -137,16 +138,20 @@ class Traced:
 
     def with_consts_first(self) -> ClosedJaxpr:
         """The jaxpr as a loop primitive takes it: the constants as its first arguments."""
-        jaxpr = self.jaxpr
-        names = jaxpr.debug_info.arg_names
-        if names is not None:
-            names = ("",) * len(jaxpr.constvars) + tuple(names)
-        lifted = jaxpr.replace(
-            constvars=[],
-            invars=[*jaxpr.constvars, *jaxpr.invars],
-            debug_info=jaxpr.debug_info._replace(arg_names=names),
-        )
-        return ClosedJaxpr(lifted, [])
+        return _consts_first(self.jaxpr)
+
+
+def _consts_first(jaxpr) -> ClosedJaxpr:
+    """`jaxpr` as a loop primitive takes it: its constants as its first arguments."""
+    names = jaxpr.debug_info.arg_names
+    if names is not None:
+        names = ("",) * len(jaxpr.constvars) + tuple(names)
+    lifted = jaxpr.replace(
+        constvars=[],
+        invars=[*jaxpr.constvars, *jaxpr.invars],
+        debug_info=jaxpr.debug_info._replace(arg_names=names),
+    )
+    return ClosedJaxpr(lifted, [])
 
 
 def run_while(cond: Traced, body: Traced, cond_consts, body_consts, init):
@@ -170,6 +175,76 @@ def run_while(cond: Traced, body: Traced, cond_consts, body_consts, init):
         body_jaxpr=body.with_consts_first(),
     )
     return jax.tree_util.tree_unflatten(tree, out)
+
+
+def run_while_then(cond_fun, body: Traced, body_consts, extras, init, then):
+    """`lax.while_loop(cond_fun, step, (extras, init))[1]`, where `step` runs `body` and then
+    `then(extras, x)` on the state `x` it made (a counter, the loop's test of the new state):
+    one `while` equation whose body is `body`'s jaxpr followed by `then`'s, so that the body,
+    traced once, is not traced a second time (replaying it costs about as much as tracing
+    it); `then` and `cond_fun`, small, are traced here."""
+    leaves, tree = jax.tree_util.tree_flatten(init)
+    extra_leaves, extra_tree = jax.tree_util.tree_flatten(extras)
+    jaxpr = body.jaxpr
+    ins, outs = [v.aval for v in jaxpr.invars], [v.aval for v in jaxpr.outvars]
+    if [_type(a) for a in outs] != [_type(a) for a in ins] or len(leaves) != len(ins):
+
+        def step(c):
+            x = body(c[1], body_consts)
+            return then(c[0], x), x
+
+        return lax.while_loop(cond_fun, step, (extras, init))[1]
+
+    def tail_fun(extra_leaves, leaves):
+        e = jax.tree_util.tree_unflatten(extra_tree, extra_leaves)
+        return jax.tree_util.tree_leaves(then(e, jax.tree_util.tree_unflatten(tree, leaves)))
+
+    def cond_flat(extra_leaves, leaves):
+        e = jax.tree_util.tree_unflatten(extra_tree, extra_leaves)
+        return [cond_fun((e, jax.tree_util.tree_unflatten(tree, leaves)))]
+
+    extra_avals = [jax.typeof(leaf) for leaf in extra_leaves]
+    tail = staging.jaxpr_of(tail_fun, extra_avals, outs)
+    cond = staging.jaxpr_of(cond_flat, extra_avals, ins)
+    if [_type(a) for a in tail.out_avals] != [_type(a) for a in extra_avals]:
+        raise TypeError("a while loop's carried counters changed type")  # (internal)
+    tail_jaxpr = tail.jaxpr
+    given = tail_jaxpr.invars[len(extra_leaves) :]
+    made = dict(zip(given, jaxpr.outvars))
+
+    def made_of(v):
+        return made.get(v, v) if isinstance(v, jax_core.Var) else v
+
+    eqns = [eqn.replace(invars=[made_of(v) for v in eqn.invars]) for eqn in tail_jaxpr.eqns]
+    invars = [
+        *jaxpr.constvars,
+        *tail_jaxpr.constvars,
+        *tail_jaxpr.invars[: len(extra_leaves)],
+        *jaxpr.invars,
+    ]
+    composed = jax_core.Jaxpr(
+        [],
+        invars,
+        [*map(made_of, tail_jaxpr.outvars), *jaxpr.outvars],
+        [*jaxpr.eqns, *eqns],
+        jaxpr.effects | tail_jaxpr.effects,
+        _COMPOSED,
+    )
+    out = while_p.bind(
+        *cond.consts,
+        *body_consts,
+        *tail.consts,
+        *extra_leaves,
+        *leaves,
+        cond_nconsts=len(cond.consts),
+        cond_jaxpr=_consts_first(cond.jaxpr),
+        body_nconsts=len(body_consts) + len(tail.consts),
+        body_jaxpr=ClosedJaxpr(composed, []),
+    )
+    return jax.tree_util.tree_unflatten(tree, out[len(extra_leaves) :])
+
+
+_COMPOSED = jax_core.DebugInfo("a staged loop", "staged code", None, None)
 
 
 def _type(aval) -> tuple:

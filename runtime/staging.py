@@ -920,21 +920,31 @@ def _nodes(tree):
 
 def jaxpr_of(fn, *args) -> jax_core.ClosedJaxpr:
     """`jax.make_jaxpr(fn)(*args)`: `fn` (giving a list of arrays) traced on abstract values
-    of `args`' leaves; what it closes over (the enclosing trace's values) are the constants.
-    Traced directly, without the `jax.jit` that `jax.make_jaxpr` builds around `fn` each call
-    (its signature, caches and argument checks cost a few times what a small branch's own
-    operations do); `jax.make_jaxpr` where JAX no longer offers the direct way."""
+    of `args`' leaves (or on the leaves, where they are abstract values: `ShapedArray`s); what
+    it closes over (the enclosing trace's values) are the constants. Traced directly, without
+    the `jax.jit` that `jax.make_jaxpr` builds around `fn` each call (its signature, caches and
+    argument checks cost a few times what a small branch's own operations do); `jax.make_jaxpr`
+    where JAX no longer offers the direct way."""
     if _trace_to_jaxpr is None:
-        return jax.make_jaxpr(fn)(*args)
+        return jax.make_jaxpr(fn)(*jax.tree_util.tree_map(_as_struct, args))
     leaves, tree = jax.tree_util.tree_flatten(args)
     debug = jax_core.DebugInfo("a staged branch or loop", "staged code", None, None)
 
     def flat(*leaves_):
         return fn(*jax.tree_util.tree_unflatten(tree, leaves_))
 
-    avals = [jax.typeof(leaf) for leaf in leaves]
+    abstract = jax.core.ShapedArray
+    avals = [leaf if isinstance(leaf, abstract) else jax.typeof(leaf) for leaf in leaves]
     jaxpr, _, consts = _trace_to_jaxpr(_linear_util.wrap_init(flat, debug_info=debug), avals)
     return jax_core.ClosedJaxpr(jaxpr, consts)
+
+
+def _as_struct(leaf):
+    """A `ShapedArray` leaf as the `jax.ShapeDtypeStruct` `jax.make_jaxpr` takes; others as they
+    are."""
+    if isinstance(leaf, jax.core.ShapedArray):
+        return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, weak_type=leaf.weak_type)
+    return leaf
 
 
 def eval_shape(fn, *args):
