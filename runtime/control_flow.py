@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.extend import core as jax_core
+from jax.extend.core.primitives import cond_p
 
 from runtime import errors, identity, lists, log, selects, shared, staging, text
 from runtime.effects import Effects
@@ -492,7 +493,12 @@ def _cond_or_select(pred, true_fn, false_fn, log_site=None, false_keeps=False, n
         ]
         if any(strong):  # as a select (or Python) gives it: the strongly typed branch's type
             run_true, run_false = _strong(run_true, strong), _strong(run_false, strong)
-        if true_jaxpr.effects and false_jaxpr is not None and false_jaxpr.effects:
+        direct = None
+        if not any(strong):
+            direct = _bound_cond(pred, true_jaxpr, false_jaxpr, kept if false_keeps else None)
+        if direct is not None:
+            outs = direct
+        elif true_jaxpr.effects and false_jaxpr is not None and false_jaxpr.effects:
             # Both print (or check): the true branch first, where `jax.vmap` of a batched
             # condition runs both, as the `if` reads (`lax.cond` runs its false branch first).
             outs = lax.cond(jnp.logical_not(pred), run_false, run_true)
@@ -502,6 +508,80 @@ def _cond_or_select(pred, true_fn, false_fn, log_site=None, false_keeps=False, n
     if log_site:
         log.staged(log_site, lowering + note)
     return jax.tree_util.tree_unflatten(treedef, outs)
+
+
+def _bound_cond(pred, true_jaxpr, false_jaxpr, kept=None) -> list | None:
+    """`lax.cond(pred, run_true, run_false)` of two branches traced already (closed jaxprs of
+    no arguments): one `cond` equation made of their jaxprs, each taking the constants of both
+    (each once), without tracing them a second time (`lax.cond` replays each jaxpr to trace
+    it, which costs about as much as tracing the branch did); an output both branches give
+    back unchanged (a constant of both) is that constant, not an output of the `cond`, as
+    `lax.cond` forwards it. None where `lax.cond` has more to do: effects to order, outputs
+    whose types differ (weak types it joins). `kept`: the values the false branch gives back
+    as it was given them (`keeping_state`), where it has no jaxpr."""
+    if kept is not None:
+        if not all(isinstance(v, jax.Array) for v in kept):
+            return None
+        false_jaxpr = _giving_back(kept)
+    if true_jaxpr.effects or false_jaxpr.effects:
+        return None
+    if true_jaxpr.out_avals != false_jaxpr.out_avals:
+        return None
+    consts: list = []
+    where: dict[int, int] = {}  # id of a constant: its place in `consts`
+
+    def placed(closed) -> dict | None:
+        """{constvar: its constant's place}; None where two constvars hold one constant."""
+        places = {}
+        for var, const in zip(closed.jaxpr.constvars, closed.consts):
+            if not isinstance(const, (jax.Array, np.ndarray, np.generic)):
+                return None
+            if id(const) not in where:
+                where[id(const)] = len(consts)
+                consts.append(const)
+            places[var] = where[id(const)]
+        return places if len(set(places.values())) == len(places) else None
+
+    t_places, f_places = placed(true_jaxpr), placed(false_jaxpr)
+    if t_places is None or f_places is None:
+        return None
+    outs: list = [None] * len(true_jaxpr.out_avals)
+    kept = []
+    for k, (t, f) in enumerate(zip(true_jaxpr.jaxpr.outvars, false_jaxpr.jaxpr.outvars)):
+        u = t_places.get(t, -1) if isinstance(t, jax_core.Var) else -1
+        if u >= 0 and isinstance(f, jax_core.Var) and f_places.get(f) == u:
+            outs[k] = consts[u]  # given back unchanged by both
+        else:
+            kept.append(k)
+
+    def taking_all(closed, places):
+        jaxpr = closed.jaxpr
+        by_place = {u: var for var, u in places.items()}
+        invars = [by_place.get(u) or jax_core.Var(jax.typeof(c)) for u, c in enumerate(consts)]
+        outvars = [jaxpr.outvars[k] for k in kept]
+        taking = jax_core.Jaxpr([], invars, outvars, jaxpr.eqns, jaxpr.effects, _BRANCH)
+        return jax_core.ClosedJaxpr(taking, [])
+
+    branches = (taking_all(false_jaxpr, f_places), taking_all(true_jaxpr, t_places))
+    index = lax.convert_element_type(pred, np.int32)
+    for k, out in zip(kept, cond_p.bind(index, *consts, branches=branches)):
+        outs[k] = out
+    return outs
+
+
+def _giving_back(values) -> jax_core.ClosedJaxpr:
+    """The closed jaxpr of a branch that gives back `values` (arrays) as they are."""
+    given: dict[int, jax_core.Var] = {}
+    for v in values:
+        given.setdefault(id(v), jax_core.Var(jax.typeof(v)))
+    unique = list({id(v): v for v in values}.values())
+    jaxpr = jax_core.Jaxpr(
+        [given[id(v)] for v in unique], [], [given[id(v)] for v in values], [], set(), _BRANCH
+    )
+    return jax_core.ClosedJaxpr(jaxpr, unique)
+
+
+_BRANCH = jax_core.DebugInfo("a staged branch", "staged code", None, None)
 
 
 def _strong(run, which: list[bool]):
