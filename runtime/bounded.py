@@ -88,7 +88,9 @@ class Retest:
         return costly_test
 
 
-def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implied=False):
+def while_loop(
+    cond_fun, body_fun, init, max_iterations: int, first=None, implied=False, settle=None
+):
     """`x = init; while i < max_iterations and cond_fun(x): x = body_fun(x)`; the final `x`.
 
     `first`: the test's value on `init` (a traced bool), evaluated already where the test's
@@ -98,9 +100,12 @@ def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implie
     loop's state promotes): a bound the test implies evaluates it in the loop's first
     condition; otherwise it is computed before the loop and carried as a value.
     `implied`: `max_iterations` is a bound the test itself implies (its counter); raises
-    Unbounded where the loop does not take it (see there).
+    Unbounded where the loop does not take it (see there). `settle`: called with the body,
+    traced (`Carry.settle`).
     """
     body = checkpointed.Traced(body_fun, init)
+    if settle is not None:
+        settle(body)
     if implied and (body.effects or _runs_while(body.jaxpr)):
         raise Unbounded()
     if implied and max_iterations * _computed_bytes(body.jaxpr) > IMPLIED_BYTES:

@@ -40,13 +40,18 @@ DEFAULT_CHECKPOINTS = 64
 _BISECTION_DEPTH = 34  # stack room for bisection: log2 of the longest segment, with margin
 
 
-def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOINTS, site=None):
+def while_loop(
+    cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOINTS, site=None, settle=None
+):
     """`lax.while_loop(cond_fun, body_fun, init)`, differentiable in reverse mode too.
 
     Effects of the body (prints, checks) happen once per step: the states a derivative needs
     again are recomputed with a quiet version of the body, traced without them. `site` (where
-    the loop is, for errors) names the loop in the error that second derivatives raise."""
+    the loop is, for errors) names the loop in the error that second derivatives raise.
+    `settle`: called with the body, traced (`Carry.settle`)."""
     body = Traced(body_fun, init)
+    if settle is not None:
+        settle(body)
     promoted = _promote_weak(init, body)
     if promoted is not init:
         init, body = promoted, Traced(body_fun, promoted)

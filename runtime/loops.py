@@ -7,6 +7,7 @@ state keeps its structure, shapes and dtypes. `for` loops are in `runtime.for_lo
 
 from __future__ import annotations
 
+import functools
 import operator
 
 import jax
@@ -360,6 +361,7 @@ def _while_loop_once(
     carry = Carry(
         state, names, site, probe=lambda s: body(*s), trip_count=trip_count, stops_early=True
     )
+    carry.deferring = True  # see `Carry.settle`, called once the body is traced
 
     def evaluate(dynamic):
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
@@ -377,7 +379,9 @@ def _while_loop_once(
             with staging.tracing_loop_body(lambda: evaluate(dynamic), trip_count):
                 return iteration(dynamic)
 
-        final = checkpointed.while_loop(evaluate, body_fun, carry.init, checkpoints=k, site=site)
+        final = checkpointed.while_loop(
+            evaluate, body_fun, carry.init, checkpoints=k, site=site, settle=carry.settle
+        )
         return carry.finish(final, ran=ran, every_iteration=every_iteration)
 
     def carried_body(looping):
@@ -397,11 +401,19 @@ def _while_loop_once(
                 return jnp.asarray(False), iteration(looping[1])
 
         looping = (jnp.asarray(True), carry.init)
-        _, final = checkpointed.while_loop(retested, body_fun, looping, checkpoints=k, site=site)
+        settle = functools.partial(carry.settle, leading=1)
+        _, final = checkpointed.while_loop(
+            retested, body_fun, looping, checkpoints=k, site=site, settle=settle
+        )
         return carry.finish(final, ran=ran, every_iteration=every_iteration)
     going = staging.scalar_predicate(first, site, "loop condition")
     _, final = checkpointed.while_loop(
-        lambda looping: looping[0], carried_body, (going, carry.init), checkpoints=k, site=site
+        lambda looping: looping[0],
+        carried_body,
+        (going, carry.init),
+        checkpoints=k,
+        site=site,
+        settle=functools.partial(carry.settle, leading=1),
     )
     return carry.finish(final, ran=ran, every_iteration=every_iteration)
 
@@ -436,6 +448,7 @@ def _bounded_while_once(
     carry = Carry(
         state, names, site, probe=lambda s: body(*s), trip_count=max_iterations, stops_early=True
     )
+    carry.deferring = True  # see `Carry.settle`, called once the body is traced
 
     def evaluate(dynamic):
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
@@ -450,7 +463,9 @@ def _bounded_while_once(
     going = first
     if first is not None and not isinstance(first, bounded.Retest):
         going = staging.scalar_predicate(first, site, "loop condition")
-    final = bounded.while_loop(evaluate, iteration, carry.init, max_iterations, going, implied)
+    final = bounded.while_loop(
+        evaluate, iteration, carry.init, max_iterations, going, implied, settle=carry.settle
+    )
     return carry.finish(final, ran=ran, every_iteration=every_iteration)
 
 
