@@ -141,3 +141,51 @@ def test_a_body_with_effects_is_traced_again(capfd):
     assert capfd.readouterr().out == "t 0.5\nt 1.0\n"
     assert float(out) == 1.0 and out.dtype == np.float32
     assert_tree_close(out, printed_steps(jnp.float32(1.0)))
+
+
+def band_total(xs, lo, hi):
+    count = 0
+    total = 0.0
+    for x in xs:
+        inside = lo < x < hi
+        count = count + (1 if inside else 0)
+        total = total + (x if inside and x > 0 else 0.0)
+    return count, total
+
+
+def weighted_sum(xs, w):
+    total = 0.0
+    for x in xs:
+        total = total + w * jnp.tanh(x)
+    return total
+
+
+XS = jnp.array([-2.0, 0.5, 1.5, 3.0, 0.9])
+
+
+def test_a_scan_over_a_traced_array_keeps_its_body_traced_once():
+    assert promotions(band_total, XS, 0.0, 2.0) == 0
+    check_jit(band_total, XS, jnp.float32(0.0), jnp.float32(2.0))
+    assert promotions(weighted_sum, XS, jnp.float32(0.5)) == 0
+    check_jit(weighted_sum, XS, jnp.float32(0.5))
+    check_grad(weighted_sum, XS, jnp.float32(0.5), argnums=(0, 1))
+    batched = jax.vmap(transpiler.convert(weighted_sum), in_axes=(0, None))
+    assert_tree_close(
+        batched(jnp.stack([XS, -XS]), jnp.float32(0.5)),
+        jnp.stack([weighted_sum(XS, 0.5), weighted_sum(-XS, 0.5)]),
+    )
+
+
+def counted_prints(xs):
+    count = 0
+    for x in xs:
+        count = count + 1
+        print("x", x, "count", count)
+    return count
+
+
+def test_a_scan_with_effects_over_python_numbers_prints_as_python(capfd):
+    out = jax.jit(transpiler.convert(counted_prints))(jnp.array([1.0, 2.0]))
+    jax.effects_barrier()
+    assert capfd.readouterr().out == "x 1.0 count 1\nx 2.0 count 2\n"
+    assert int(out) == 2
