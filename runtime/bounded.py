@@ -100,17 +100,17 @@ def while_loop(
     loop's state promotes): a bound the test implies evaluates it in the loop's first
     condition; otherwise it is computed before the loop and carried as a value.
     `implied`: `max_iterations` is a bound the test itself implies (its counter); raises
-    Unbounded where the loop does not take it (see there). `settle`: called with the body,
-    traced (`Carry.settle`).
+    Unbounded where the loop does not take it (see there). `settle`: called with the body and
+    the test, traced (`Carry.settle`).
     """
     body = checkpointed.Traced(body_fun, init)
-    if settle is not None:
-        settle(body)
     if implied and (body.effects or _runs_while(body.jaxpr)):
         raise Unbounded()
     if implied and max_iterations * _computed_bytes(body.jaxpr) > IMPLIED_BYTES:
         raise Unbounded()
     cond = checkpointed.Traced(cond_fun, init)
+    if settle is not None:
+        settle(body, cond)
     if implied and cond.effects:
         raise Unbounded()
 

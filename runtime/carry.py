@@ -561,13 +561,15 @@ class Carry:
             raise Promoted(promotions)
         return tuple(result)
 
-    def settle(self, body, leading: int = 0) -> None:
-        """Raises `Promoted` for the promotions `check` deferred unless `body` (the loop body,
-        traced: a `checkpointed.Traced`, its inputs `leading` values and then the loop's
-        state) has no effects and computes, with
+    def settle(self, *traced, leading: int = 0) -> None:
+        """Raises `Promoted` for the promotions `check` deferred unless each of `traced` (the
+        loop's body and its test, traced from the loop's start: `checkpointed.Traced`s, their
+        inputs `leading` values and then the loop's state) has no effects and computes, with
         those Python numbers weakly typed, what it computes with them strongly typed (see
         `runtime.weak_types`): then the loop starts with them as they are, and the body's
-        outputs have the strong type (as the body traced again would give them)."""
+        outputs have the strong type (as the body traced again would give them). The test
+        counts as the body does: traced once, it is every iteration's (`t < tend16`, a
+        float16 test of the weak `t`, a float32 one of the strong)."""
         if not self.deferred:
             return
         positions, offset = [], leading
@@ -576,8 +578,9 @@ class Carry:
             casts = self.deferred.get(index, {})
             positions += [offset + j for j in casts]
             offset += len(jax.tree_util.tree_leaves(value))
-        if body.effects or not weak_types.strong_alike(body.jaxpr, positions):
-            raise Promoted(self.deferred)
+        for fn in traced:
+            if fn.effects or not weak_types.strong_alike(fn.jaxpr, positions):
+                raise Promoted(self.deferred)
 
     def _check_leaves(self, name, prev, value, python_bool=False) -> dict:
         """StagingError where `value` (a variable after an iteration) does not fit `prev` (what

@@ -50,20 +50,20 @@ def while_loop(
     Effects of the body (prints, checks) happen once per step: the states a derivative needs
     again are recomputed with a quiet version of the body, traced without them. `site` (where
     the loop is, for errors) names the loop in the error that second derivatives raise.
-    `settle`: called with the body, traced (`Carry.settle`)."""
+    `settle`: called with the body and the test, traced (`Carry.settle`)."""
     body = Traced(body_fun, init)
-    if settle is not None:
-        settle(body)
     promoted = _promote_weak(init, body)
     if promoted is not init:
         init, body = promoted, Traced(body_fun, promoted)
+    cond = Traced(cond_fun, init)
+    if settle is not None:
+        settle(body, cond)
     quiet = body
     if body.effects:
         with staging.quiet():
             # A new function object (`jax.make_jaxpr`, where `staging.jaxpr_of` falls back to
             # it, caches traces by function, and would not see that this one is to be quiet).
             quiet = Traced(lambda x: body_fun(x), init)
-    cond = Traced(cond_fun, init)
     if not has_inexact((init, body.consts, cond.consts)):
         # Integers and booleans only (indices, counters, flags): nothing to differentiate, and
         # no custom derivative around the loop in the graph.

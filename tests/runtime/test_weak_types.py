@@ -127,6 +127,49 @@ def test_a_python_number_whose_weak_type_decides_a_dtype_is_traced_again():
         jax.jit(transpiler.convert(half_precision_sum))(*args)
 
 
+def until_float16(h, tend):
+    t = 0.0
+    while t < tend:  # float32 once `t` is: a float16 test of the weak `t` stops a step early
+        t = t + h
+    return t
+
+
+def until_int8(k, lim):
+    n = 0
+    while n < lim:  # int32 once `n` is: an int8 test of the weak `n` wraps
+        n = n + k
+    return n
+
+
+def until_float16_bounded(h, tend):
+    t = 0.0
+    while t < tend:
+        transpiler.loop_options(max_iterations=10)
+        t = t + h
+    return t
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (until_float16, (jnp.float32(0.33333), jnp.float16(1.0))),
+        (until_float16, (jnp.float32(0.33333), jnp.bfloat16(1.0))),
+        (until_int8, (jnp.int32(100), jnp.int8(120))),
+        (until_float16_bounded, (jnp.float32(0.33333), jnp.float16(1.0))),
+    ],
+)
+def test_a_test_whose_weak_type_decides_a_dtype_is_traced_again(fn, args):
+    # The test, traced once, is every iteration's: the weak type must decide nothing there.
+    assert promotions(fn, *args) == 1
+    check_jit(fn, *args)
+
+
+def test_the_gradient_through_a_test_traced_again():
+    args = (jnp.float32(0.33333), jnp.float16(1.0))
+    for fn in (until_float16, until_float16_bounded):
+        assert float(jax.jit(jax.grad(transpiler.convert(fn)))(*args)) == 4.0
+
+
 def printed_steps(t_end):
     t = 0.0
     while t < t_end:
