@@ -11,6 +11,7 @@ import transpiler
 from runtime import StagingError, carry, weak_types
 from samples.piecewise import band_count
 from tests.end_to_end.checks import assert_tree_close, check_grad, check_jit
+from tests.fuzz import harness
 
 
 def body_reads(fn, *args) -> bool:
@@ -223,3 +224,71 @@ def test_a_scan_with_effects_over_python_numbers_prints_as_python(capfd):
     jax.effects_barrier()
     assert capfd.readouterr().out == "x 1.0 count 1\nx 2.0 count 2\n"
     assert int(out) == 2
+
+
+# Random while loops whose Python numbers the body makes strong (float32 `h`, int32 `k`), tested
+# against low-precision arguments (`lim`: float16, bfloat16 or int8; `w`: float16): Python
+# tests the first iteration with the numbers, the others with the arrays, and the staged loop
+# must too (helper 160 found the test traced once with the weak types). The loop runs at least
+# once (`lim` above the start), so what it returns is the body's (after no iteration, a
+# product with a float16 differs, as documented).
+_BODY = [
+    "t = t + h",
+    "n = n + k",
+    "s = s * 0.5 + t",
+    "t = max(t, h) + 0.25",
+    "n = n + (1 if t > h else 2)",
+    "s = s + float(n) * 0.125",
+]
+_TESTS = {
+    "float": ["t < lim", "t * 2.0 < lim + 1.0", "t + s < lim * 2.0"],
+    "int": ["n < lim", "n + 1 < lim", "(t < 8.0) and n < lim"],
+}
+_RESULTS = ["t", "n", "s", "t * w", "n * w", "(t, n, s)"]
+
+
+def _weak_program(seed: int) -> tuple[str, tuple]:
+    import random
+
+    rng = random.Random(seed)
+    kind = rng.choice(["float", "int"])
+    body = rng.sample(_BODY, rng.randint(2, 4))
+    body += ["t = t + h"] if kind == "float" and "t = t + h" not in body else []
+    body += ["n = n + k"] if kind == "int" and "n = n + k" not in body else []
+    lines = [
+        "import jax.numpy as jnp",
+        "",
+        "",
+        "def f(h, k, lim, w):",
+        "    t = 0.0",
+        "    n = 0",
+        "    s = 0.5",
+        "    i = 0",
+        f"    while i < 12 and {rng.choice(_TESTS[kind])}:",
+        *(f"        {line}" for line in body),
+        "        i += 1",
+        f"    return {rng.choice(_RESULTS)}, i",
+    ]
+    lim_dtype = rng.choice([jnp.float16, jnp.bfloat16]) if kind == "float" else jnp.int8
+    lim = jnp.asarray(rng.choice([1.0, 2.0, 3.5]) if kind == "float" else rng.choice([5, 40]))
+    args = (
+        jnp.float32(rng.choice([0.33333, 0.7, 1.1])),
+        jnp.int32(rng.choice([3, 7, 11])),
+        lim.astype(lim_dtype),
+        jnp.float16(rng.choice([0.5, 1.5])),
+    )
+    return "\n".join(lines), args
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_loops_of_python_numbers_against_low_precision_tests(seed):
+    source, args = _weak_program(seed)
+    module = harness.load(source, f"weak_{seed}")
+    try:
+        expected = module.f(*args)
+        actual = transpiler.jit(module.f)(*args)
+    finally:
+        harness.unload(module)
+    assert_tree_close(actual, expected, rtol=1e-3, atol=1e-3)
+    for a, e in zip(jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)):
+        assert jnp.result_type(a) == jnp.result_type(e), source
