@@ -88,9 +88,7 @@ class Retest:
         return costly_test
 
 
-def while_loop(
-    cond_fun, body_fun, init, max_iterations: int, first=None, implied=False, settle=None
-):
+def while_loop(cond_fun, body_fun, init, max_iterations: int, first=None, implied=False):
     """`x = init; while i < max_iterations and cond_fun(x): x = body_fun(x)`; the final `x`.
 
     `first`: the test's value on `init` (a traced bool), evaluated already where the test's
@@ -100,8 +98,7 @@ def while_loop(
     loop's state promotes): a bound the test implies evaluates it in the loop's first
     condition; otherwise it is computed before the loop and carried as a value.
     `implied`: `max_iterations` is a bound the test itself implies (its counter); raises
-    Unbounded where the loop does not take it (see there). `settle`: called with the body and
-    the test, traced (`Carry.settle`).
+    Unbounded where the loop does not take it (see there).
     """
     body = checkpointed.Traced(body_fun, init)
     if implied and (body.effects or _runs_while(body.jaxpr)):
@@ -109,8 +106,6 @@ def while_loop(
     if implied and max_iterations * _computed_bytes(body.jaxpr) > IMPLIED_BYTES:
         raise Unbounded()
     cond = checkpointed.Traced(cond_fun, init)
-    if settle is not None:
-        settle(body, cond)
     if implied and cond.effects:
         raise Unbounded()
 

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from runtime import identity, staging, weak_types
+from runtime import identity, staging
 from runtime import lists as lists_
 from runtime.errors import StagingError
 from runtime.staging import describe
@@ -68,10 +68,6 @@ class Carry:
         self._given: tuple | None = None
         # Variables the probed body binds to a list it sizes (`retval = out`): by that list's.
         self._binds_lists: dict[int, int] = {}
-        # Set by a loop that settles weak-only promotions once its body is traced (`settle`);
-        # the promotions `check` deferred so, {state index: {leaf index: dtype}}.
-        self.deferring = False
-        self.deferred: dict[int, dict] = {}
         state = self._size_from_body(state, probe, trip_count, probe_args)
         promotions = _PROMOTIONS.get()
         if promotions:
@@ -502,7 +498,6 @@ class Carry:
         assert len(outs) == len(self.names), "generated code returned the wrong number of values"
         self.check_identities(outs)
         _check_no_shared_items(outs, self.names, self.site)  # made so by the body: `a[1] = a[0]`
-        before_all = dict(zip([i for i in range(len(self.names)) if i not in self.static], before))
         before = iter(before)
         result = []
         promotions = {}
@@ -548,39 +543,9 @@ class Carry:
             if promoted:
                 promotions[index] = promoted
             result.append(value)
-        if (
-            promotions
-            and self.deferring
-            and all(x.dtype == _dtype(cast) for x, cast in _promoted_leaves(before_all, promotions))
-        ):
-            # A Python number the body makes a strong array of its own dtype: the body as traced
-            # stands where it computes as the strong type would (`settle`, once it is traced).
-            for i, casts in promotions.items():
-                self.deferred.setdefault(i, {}).update(casts)
-        elif promotions:
+        if promotions:
             raise Promoted(promotions)
         return tuple(result)
-
-    def settle(self, *traced, leading: int = 0) -> None:
-        """Raises `Promoted` for the promotions `check` deferred unless each of `traced` (the
-        loop's body and its test, traced from the loop's start: `checkpointed.Traced`s, their
-        inputs `leading` values and then the loop's state) has no effects and computes, with
-        those Python numbers weakly typed, what it computes with them strongly typed (see
-        `runtime.weak_types`): then the loop starts with them as they are, and the body's
-        outputs have the strong type (as the body traced again would give them). The test
-        counts as the body does: traced once, it is every iteration's (`t < tend16`, a
-        float16 test of the weak `t`, a float32 one of the strong)."""
-        if not self.deferred:
-            return
-        positions, offset = [], leading
-        dynamic = [i for i in range(len(self.names)) if i not in self.static]
-        for index, value in zip(dynamic, self.init):
-            casts = self.deferred.get(index, {})
-            positions += [offset + j for j in casts]
-            offset += len(jax.tree_util.tree_leaves(value))
-        for fn in traced:
-            if fn.effects or not weak_types.strong_alike(fn.jaxpr, positions):
-                raise Promoted(self.deferred)
 
     def _check_leaves(self, name, prev, value, python_bool=False) -> dict:
         """StagingError where `value` (a variable after an iteration) does not fit `prev` (what
@@ -638,19 +603,6 @@ class Carry:
                 # joins them (`lax.while_loop` would give the start's weak type after it).
                 promoted[j] = y.dtype
         return promoted
-
-
-def _promoted_leaves(before: dict, promotions: dict):
-    """(leaf before the iteration, its promotion) of each promotion of `promotions`."""
-    for i, casts in promotions.items():
-        leaves = jax.tree_util.tree_leaves(before[i])
-        for j, cast in casts.items():
-            yield leaves[j], cast
-
-
-def _dtype(cast):
-    """The dtype of a promotion (a dtype, or a `staging.WeakDtype`)."""
-    return cast.dtype if isinstance(cast, staging.WeakDtype) else cast
 
 
 def _as_number(x) -> str:

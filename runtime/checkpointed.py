@@ -25,15 +25,13 @@ Memory: `checkpoints` + ~log2(2n/checkpoints) states. Recomputation: about
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jax.extend import core as jax_core
 from jax.extend.core import ClosedJaxpr, Primitive
-from jax.extend.core.primitives import scan_p, while_p
+from jax.extend.core.primitives import while_p
 from jax.interpreters import ad, batching, mlir
 
 from runtime import errors, staging
@@ -42,28 +40,23 @@ DEFAULT_CHECKPOINTS = 64
 _BISECTION_DEPTH = 34  # stack room for bisection: log2 of the longest segment, with margin
 
 
-def while_loop(
-    cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOINTS, site=None, settle=None
-):
+def while_loop(cond_fun, body_fun, init, *, checkpoints: int = DEFAULT_CHECKPOINTS, site=None):
     """`lax.while_loop(cond_fun, body_fun, init)`, differentiable in reverse mode too.
 
     Effects of the body (prints, checks) happen once per step: the states a derivative needs
     again are recomputed with a quiet version of the body, traced without them. `site` (where
-    the loop is, for errors) names the loop in the error that second derivatives raise.
-    `settle`: called with the body and the test, traced (`Carry.settle`)."""
+    the loop is, for errors) names the loop in the error that second derivatives raise."""
     body = Traced(body_fun, init)
     promoted = _promote_weak(init, body)
     if promoted is not init:
         init, body = promoted, Traced(body_fun, promoted)
-    cond = Traced(cond_fun, init)
-    if settle is not None:
-        settle(body, cond)
     quiet = body
     if body.effects:
         with staging.quiet():
             # A new function object (`jax.make_jaxpr`, where `staging.jaxpr_of` falls back to
             # it, caches traces by function, and would not see that this one is to be quiet).
             quiet = Traced(lambda x: body_fun(x), init)
+    cond = Traced(cond_fun, init)
     if not has_inexact((init, body.consts, cond.consts)):
         # Integers and booleans only (indices, counters, flags): nothing to differentiate, and
         # no custom derivative around the loop in the graph.
@@ -252,35 +245,6 @@ def run_while_then(cond_fun, body: Traced, body_consts, extras, init, then):
 
 
 _COMPOSED = jax_core.DebugInfo("a staged loop", "staged code", None, None)
-
-
-def run_scan(body: Traced, init, xs, length: int):
-    """`lax.scan` of the traced `body` (a function of `(carry, x)` giving `(carry, y)`, no
-    effects) from `init` over `xs`: one `scan` equation made of its jaxpr, without tracing it
-    a second time. The body's carried results may differ from `init` in weak types only (see
-    `Carry.settle`): `scan`'s results have the body's types."""
-    leaves = jax.tree_util.tree_leaves(init)
-    xs_leaves = jax.tree_util.tree_leaves(xs)
-    params = dict(_scan_params())
-    params.update(
-        reverse=False,
-        length=length,
-        jaxpr=_consts_first(body.jaxpr),
-        num_consts=len(body.consts),
-        num_carry=len(leaves),
-        unroll=1,
-    )
-    if "linear" in params:  # (a JAX whose scan still takes it)
-        params["linear"] = (False,) * (len(body.consts) + len(leaves) + len(xs_leaves))
-    out = scan_p.bind(*body.consts, *leaves, *xs_leaves, **params)
-    return jax.tree_util.tree_unflatten(body.out_tree, out)
-
-
-@functools.cache
-def _scan_params() -> dict:
-    """The parameters of a `scan` equation as this JAX makes them (`lax.scan`'s own)."""
-    traced = jax.make_jaxpr(lambda xs: lax.scan(lambda c, x: (c + x, x), jnp.float32(0), xs))
-    return traced(jnp.zeros(2, jnp.float32)).eqns[-1].params
 
 
 def _type(aval) -> tuple:

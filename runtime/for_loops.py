@@ -22,7 +22,6 @@ from jax import lax
 
 from runtime import carry as carry_
 from runtime import (
-    checkpointed,
     collected,
     control_flow,
     errors,
@@ -1061,36 +1060,11 @@ def _scan_traced(xs, to_item, count, body, state, names, site, extra_test, colle
             outs, rows = step(to_item(x, j), given)
         return (j + 1, carry.check(outs, dynamic)), rows
 
-    start = (jnp.asarray(0), carry.init)
-    if _python_numbers(carry.init):
-        # Traced here, where a Python number the body makes strong in its dtype (`total =
-        # 0.0`, `total + x`) need not send the loop back to be traced again (`Carry.settle`).
-        carry.deferring = True
-        body = checkpointed.Traced(lambda c: scan_body(*c), (start, _item_types(xs)))
-        carry.settle(body, leading=1)
-        if not body.effects:
-            final, rows = checkpointed.run_scan(body, start, xs, count)
-        else:  # (the order of its effects is `lax.scan`'s to set)
-            final, rows = lax.scan(lambda c, x: body((c, x), body.consts), start, xs, count)
-    else:
-        final, rows = lax.scan(scan_body, start, xs, length=count)
+    final, rows = lax.scan(scan_body, (jnp.asarray(0), carry.init), xs, length=count)
     state = list(carry.finish(final[1], ran=count > 0)[:size])
     for (i, collector), items in zip(collectors.items(), rows):
         state[i] = collector.staged(items)
     return tuple(state)
-
-
-def _python_numbers(tree) -> bool:
-    """Whether `tree` (a loop's carried state) holds a weakly typed leaf (a Python number)."""
-    return any(jax.typeof(leaf).weak_type for leaf in jax.tree_util.tree_leaves(tree))
-
-
-def _item_types(xs):
-    """The abstract type of one item of each array of `xs`."""
-    return jax.tree_util.tree_map(
-        lambda x: jax.core.ShapedArray(x.shape[1:], x.dtype, weak_type=jax.typeof(x).weak_type),
-        xs,
-    )
 
 
 def _item_type(x) -> jax.ShapeDtypeStruct:

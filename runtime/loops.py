@@ -7,7 +7,6 @@ state keeps its structure, shapes and dtypes. `for` loops are in `runtime.for_lo
 
 from __future__ import annotations
 
-import functools
 import operator
 
 import jax
@@ -361,7 +360,6 @@ def _while_loop_once(
     carry = Carry(
         state, names, site, probe=lambda s: body(*s), trip_count=trip_count, stops_early=True
     )
-    carry.deferring = True  # see `Carry.settle`, called once the body is traced
 
     def evaluate(dynamic):
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
@@ -379,9 +377,7 @@ def _while_loop_once(
             with staging.tracing_loop_body(lambda: evaluate(dynamic), trip_count):
                 return iteration(dynamic)
 
-        final = checkpointed.while_loop(
-            evaluate, body_fun, carry.init, checkpoints=k, site=site, settle=carry.settle
-        )
+        final = checkpointed.while_loop(evaluate, body_fun, carry.init, checkpoints=k, site=site)
         return carry.finish(final, ran=ran, every_iteration=every_iteration)
 
     def carried_body(looping):
@@ -401,19 +397,11 @@ def _while_loop_once(
                 return jnp.asarray(False), iteration(looping[1])
 
         looping = (jnp.asarray(True), carry.init)
-        settle = functools.partial(carry.settle, leading=1)
-        _, final = checkpointed.while_loop(
-            retested, body_fun, looping, checkpoints=k, site=site, settle=settle
-        )
+        _, final = checkpointed.while_loop(retested, body_fun, looping, checkpoints=k, site=site)
         return carry.finish(final, ran=ran, every_iteration=every_iteration)
     going = staging.scalar_predicate(first, site, "loop condition")
     _, final = checkpointed.while_loop(
-        lambda looping: looping[0],
-        carried_body,
-        (going, carry.init),
-        checkpoints=k,
-        site=site,
-        settle=functools.partial(carry.settle, leading=1),
+        lambda looping: looping[0], carried_body, (going, carry.init), checkpoints=k, site=site
     )
     return carry.finish(final, ran=ran, every_iteration=every_iteration)
 
@@ -448,7 +436,6 @@ def _bounded_while_once(
     carry = Carry(
         state, names, site, probe=lambda s: body(*s), trip_count=max_iterations, stops_early=True
     )
-    carry.deferring = True  # see `Carry.settle`, called once the body is traced
 
     def evaluate(dynamic):
         return staging.scalar_predicate(test(*carry.merge(dynamic)), site, "loop condition")
@@ -463,9 +450,7 @@ def _bounded_while_once(
     going = first
     if first is not None and not isinstance(first, bounded.Retest):
         going = staging.scalar_predicate(first, site, "loop condition")
-    final = bounded.while_loop(
-        evaluate, iteration, carry.init, max_iterations, going, implied, settle=carry.settle
-    )
+    final = bounded.while_loop(evaluate, iteration, carry.init, max_iterations, going, implied)
     return carry.finish(final, ran=ran, every_iteration=every_iteration)
 
 
