@@ -680,3 +680,79 @@ def test_lists_the_first_iteration_shows_to_others_go_on_from_after(fn, capsys):
     check_jit(fn, 0.5)
     printed = capsys.readouterr().out
     assert printed.count("item 0") == printed.count("item 1")
+
+
+# Tests that are Python's `True` for their first iterations (`or` of a traced value and a
+# Python `True`) but read traced values: one staged loop from the start where Python's
+# iterations would compute the same (runtime/peeling.py `startable`), unrolled otherwise.
+A = jnp.eye(4) * 0.5 + 0.1
+X0 = jnp.arange(4.0) * 0.1
+
+
+def at_least_five(a, x0, tol):
+    x = x0
+    it = 0
+    err = jnp.inf
+    while (err > tol or it < 5) and it < 500:
+        x_new = jnp.tanh(a @ x) + 0.5
+        err = jnp.linalg.norm(x_new - x)
+        x = x_new
+        it += 1
+    return x, it
+
+
+def at_least_three_scaling(a, x0, tol):
+    x = x0
+    it = 0
+    err = jnp.inf
+    scale = 0.1
+    while err > tol or it < 3:
+        scale = scale * 1.1  # a Python float the body reads: float64 while Python's
+        x_new = jnp.tanh(a @ x) * scale + 0.5
+        err = jnp.linalg.norm(x_new - x)
+        x = x_new
+        it += 1
+        if it > 40:
+            break
+    return x, it, scale
+
+
+def test_a_test_true_by_a_python_operand_is_one_staged_loop():
+    args = (A, X0, jnp.float32(1e-3))
+    check_jit(at_least_five, *args)
+    assert top_level(at_least_five, *args).count("tanh") == 0  # no iteration before the loop
+    check_grad(lambda x0: at_least_five(A, x0, jnp.float32(1e-3))[0].sum(), X0)
+    batched = jax.vmap(transpiler.convert(at_least_five), in_axes=(None, 0, None))
+    xs = jnp.stack([X0, -X0])
+    out = batched(A, xs, jnp.float32(1e-3))
+    for i in range(2):
+        assert_tree_close((out[0][i], out[1][i]), at_least_five(A, xs[i], jnp.float32(1e-3)))
+
+
+def test_a_test_true_by_a_python_operand_keeps_python_arithmetic_before_the_loop():
+    args = (A, X0, jnp.float32(1e-3))
+    check_jit(at_least_three_scaling, *args)
+    assert top_level(at_least_three_scaling, *args).count("tanh") == 3  # Python's three
+
+
+def noisy_bound(it):
+    print("testing", it)
+    return it < 2
+
+
+def at_least_two_noisy(x, tol):
+    it = 0
+    err = jnp.inf
+    while err > tol or noisy_bound(it):
+        err = jnp.abs(x) * 0.5**it
+        it += 1
+    return err, it
+
+
+def test_a_test_with_effects_true_by_a_python_operand_runs_as_python(capsys):
+    expected = at_least_two_noisy(jnp.float32(1.0), jnp.float32(0.1))
+    printed = capsys.readouterr().out
+    out = jax.jit(transpiler.convert(at_least_two_noisy))(jnp.float32(1.0), jnp.float32(0.1))
+    jax.effects_barrier()
+    assert capsys.readouterr().out == printed
+    assert_tree_close(out, expected)
