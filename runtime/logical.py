@@ -9,9 +9,6 @@ chooses it (Python returns an operand, not a bool: `x or default` is `x if x els
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-
 import jax
 import jax.numpy as jnp
 
@@ -107,31 +104,11 @@ def _truths(a, b, lazy: bool, op: str, site: Site):
     if right is _RAISES:  # where Python evaluates it: in a branch, raised where it runs
         return _truths(a, b, True, op, site)
     right = _truth(right, site)
-    if not is_staged(right) and _KEEPING_TRACED.get():  # the answer as the graph computes it
-        right = jnp.asarray(right)
     if not is_staged(right):  # Python's answer is known now, or it is the left operand's
         if when:
             return left if right else False
         return True if right else left
     return staging.both(left, right) if when else staging.either(left, right)
-
-
-@contextlib.contextmanager
-def keeping_traced():
-    """Within it, the truth of `a or b()` (`a and b()`) of a traced `a` whose `b()` is Python's
-    `True` (`False`) is traced too, as the graph would compute it, not the Python bool that
-    decides it: a loop's test asks whether it reads traced values at all (`err > tol or it <
-    5`, a Python `True` while `it < 5`; see `runtime.loops`)."""
-    token = _KEEPING_TRACED.set(True)
-    try:
-        yield
-    finally:
-        _KEEPING_TRACED.reset(token)
-
-
-_KEEPING_TRACED: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "keeping_traced", default=False
-)
 
 
 def _truth(value, site: Site):

@@ -162,22 +162,6 @@ def while_stmt(
         pred = True  # the test held and the exit did not: the body runs
     elif is_staged(pred):
         return staged(state, 0, first)
-    elif (
-        pred is True
-        and max_iterations != 1
-        and peeling.startable(state, symbol_names, reads, sums, counted)
-    ):
-        # Python's `True` of a test that reads traced values (`err > tol or it < 5`, `True`
-        # while `it < 5`): staged from here where that computes what Python's iterations
-        # would, one loop rather than iterations unrolled before it (their number is known
-        # now, but each would be in the graph).
-        def kept():
-            with logical.keeping_traced():
-                return staging.condition(loop_test(*state))
-
-        traced, clean = peeling.watched(kept, state, symbol_names, functions)
-        if clean and is_staged(traced):
-            return staged(state, 0, True)
     iterations = 0
     while pred:
         if iterations == 0 and max_iterations != 1:

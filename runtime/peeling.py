@@ -97,25 +97,6 @@ def restartable(state, names, reads=(), sums=(), after=None) -> bool:
     return True
 
 
-def startable(state, names, reads=(), sums=(), counted=None) -> bool:
-    """Whether a loop may be staged from `state` before Python ran any iteration of it (its
-    test is Python's `True` now, but reads traced values: see `runtime.loops`), computing
-    what Python's iterations would: no Python value of the state (a number, a NumPy value) is
-    read by the body before it writes it (`reads`, `sums`), but the counter `counted` names
-    (`it += 1` in every iteration, an int from 0 up: exact in int32 over any loop that
-    compiles). Stricter than `restartable`, which sees the state after an iteration Python
-    ran (what a sum added), where this has none."""
-    counter = counted[0] if counted else None
-    for name, value in zip(names, state):
-        if not _python_values(value):
-            continue
-        if name == counter and type(value) is int and name not in reads:
-            continue
-        if name in reads or name in sums:
-            return False
-    return True
-
-
 def _python_values(value) -> bool:
     """Whether `value` holds a Python number or a NumPy value (not only JAX arrays)."""
     return any(
