@@ -1413,3 +1413,43 @@ def test_a_list_bound_on_some_paths_only_is_named_a_list():
     with pytest.raises(StagingError, match=r"'cur' is bound to a list another name holds"):
         fn = bound_only_in_a_loop_then_changed_through_a_capture
         jax.jit(transpiler.convert(fn))(jnp.int32(3))
+
+
+def kmeans_rebinding_its_list(x, c, iters=6):
+    for it in range(iters):
+        a = jnp.argmin(jnp.sum((x[:, None, :] - c[None, :, :]) ** 2, -1), 1)
+        new = []
+        for j in range(c.shape[0]):
+            mask = a == j
+            count = jnp.sum(mask)
+            if count > 0:
+                new.append(jnp.sum(x * mask[:, None], 0) / count)
+            else:
+                new.append(c[j])
+        new = jnp.stack(new)  # the list let go of: `new` holds an array from here
+        if jnp.allclose(new, c):
+            break
+        c = new  # an alias of the array, not of the list
+    return c, it
+
+
+def aliased_before_stacking(x):
+    new = []
+    kept = new  # the list itself, which sees the appends
+    for j in range(3):
+        if x[j] > 0:
+            new.append(x[j])
+        else:
+            new.append(-x[j])
+    new = jnp.stack(new)
+    return new, len(kept)
+
+
+def test_a_list_rebound_to_its_stack_is_read_as_the_array_after():
+    x = jax.random.normal(jax.random.PRNGKey(0), (20, 2))
+    check_jit(kmeans_rebinding_its_list, x, x[:3])
+
+
+def test_a_list_aliased_before_its_stack_is_still_shared():
+    with pytest.raises(StagingError, match="new"):
+        jax.jit(transpiler.convert(aliased_before_stacking))(jnp.array([1.0, -2.0, 3.0]))

@@ -214,10 +214,42 @@ def private_lists(
         elif isinstance(node, gast.Delete):
             allowed.update(id(t) for t in node.targets)
     allowed |= _handed_over_last(nodes, names, allowed)
+    allowed |= _reads_of_the_stacked(scope.body, names, globals_)
     for node in nodes:
         if isinstance(node, gast.Name) and node.id in names and id(node) not in allowed:
             shared.add(node.id)  # a binding to something else, or a read that may keep it
     return names - shared
+
+
+def _reads_of_the_stacked(
+    stmts: list[gast.stmt], names: frozenset[str], globals_: dict
+) -> set[int]:
+    """The ids of the reads of a name that holds an array there, not a list: those in the
+    statements after `name = jnp.stack(...)` in its block, up to one that binds the name again
+    (`new = jnp.stack(new)`, then `c = new`: an alias of the array; the list is let go of)."""
+    found: set[int] = set()
+    for stmt in stmts:
+        for block in structure.blocks(stmt):
+            found |= _reads_of_the_stacked(block.stmts, names, globals_)
+    holding: set[str] = set()
+    for stmt in stmts:
+        bound = {
+            name
+            for node in activity.walk_scope([stmt])
+            for name in _bound_names(node)
+            if name in names
+        }
+        if holding - bound:
+            found.update(
+                id(node)
+                for node in activity.walk_scope([stmt])
+                if isinstance(node, gast.Name) and node.id in holding - bound
+            )
+        holding -= bound
+        stacked = _stacked_name(stmt, globals_)
+        if stacked in names:
+            holding.add(stacked)
+    return found
 
 
 def _handed_over_last(nodes: list[gast.AST], names: frozenset[str], allowed: set[int]) -> set[int]:
