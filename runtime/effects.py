@@ -1138,14 +1138,26 @@ class Effects:
                 # The same place of another object each trace: an object the statement's own
                 # variables hold, which each trace gets a copy of, changed in place and not
                 # given back. Carried, the next trace would change its own copy: never settles.
+                if type(change.container).__module__.split(".")[0] == "equinox":
+                    note = (
+                        " (An `equinox.nn.State`'s `.set` marks the state it is called on as "
+                        "used so: call it outside the staged statement.)"
+                    )
+                elif self.site.construct not in _BRANCHING:  # `for layer in layers`
+                    note = (
+                        " (So is a method's count of its calls, `self.calls += 1`, on an "
+                        "object the loop takes from a list, where a traced `break` decides "
+                        "whether the call runs: count in a variable of the function instead, "
+                        "`n_calls += 1`, which the staged loop carries.)"
+                    )
+                else:
+                    note = ""
                 raise StagingError(
                     f"{change.describe()} in place on a copy the staged {self.site.construct} "
                     f"({self.site}) makes of an object its variables hold, which the "
                     "statement does not give back in a variable: where Python changes the "
-                    "object itself, the staged code would lose the change. (An "
-                    "`equinox.nn.State`'s `.set` marks the state it is called on as used so: "
-                    "call it outside the staged statement.) Give the changed object back, or "
-                    "build a new one instead of changing it."
+                    f"object itself, the staged code would lose the change.{note} Give the "
+                    "changed object back, or build a new one instead of changing it."
                 )
             # A place an `if`'s branch creates (`stats["lr"] = lr`) is carried as created: every
             # branch must create it (see `wrap`); a loop's would not exist after no iteration.

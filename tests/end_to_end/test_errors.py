@@ -428,3 +428,42 @@ def test_choices_between_python_objects_are_refused_with_what_to_do():
         "class as a pytree",
     ):
         jax.jit(transpiler.convert(clamped_point), static_argnums=0)(_Point(1.0), 2.0)
+
+
+class CountingLayer:
+    def __init__(self, scale):
+        self.scale, self.calls = scale, 0
+
+    def __call__(self, x):
+        self.calls += 1
+        return x * self.scale
+
+
+def through_counting_layers(layers, x):
+    for layer in layers:
+        x = layer(x)
+        if x > 10:
+            break
+    return x
+
+
+def through_layers_counted(layers, x):
+    n_calls = 0
+    for layer in layers:
+        x = layer.scale * x
+        n_calls += 1
+        if x > 10:
+            break
+    return x, n_calls
+
+
+def test_a_count_of_calls_after_a_traced_break_names_the_attribute_and_the_way_out():
+    layers = [CountingLayer(2.0), CountingLayer(3.0), CountingLayer(4.0)]
+    with pytest.raises(StagingError) as raised:
+        transpiler.jit(lambda x: through_counting_layers(layers, x))(jnp.float32(3.0))
+    message = str(raised.value)
+    assert "layer.calls changes from Python int 0 to Python int 1" in message
+    assert "count in a variable of the function instead, `n_calls += 1`" in message
+    assert "equinox" not in message
+    x, n = transpiler.jit(lambda x: through_layers_counted(layers, x))(jnp.float32(3.0))
+    assert (float(x), int(n)) == (18.0, 2)
