@@ -546,25 +546,25 @@ def _bound_cond(pred, true_jaxpr, false_jaxpr, kept=None) -> list | None:
     if t_places is None or f_places is None:
         return None
     outs: list = [None] * len(true_jaxpr.out_avals)
-    kept = []
+    computed = []  # the outputs the `cond` gives
     for k, (t, f) in enumerate(zip(true_jaxpr.jaxpr.outvars, false_jaxpr.jaxpr.outvars)):
         u = t_places.get(t, -1) if isinstance(t, jax_core.Var) else -1
         if u >= 0 and isinstance(f, jax_core.Var) and f_places.get(f) == u:
             outs[k] = consts[u]  # given back unchanged by both
         else:
-            kept.append(k)
+            computed.append(k)
 
     def taking_all(closed, places):
         jaxpr = closed.jaxpr
         by_place = {u: var for var, u in places.items()}
         invars = [by_place.get(u) or jax_core.Var(jax.typeof(c)) for u, c in enumerate(consts)]
-        outvars = [jaxpr.outvars[k] for k in kept]
+        outvars = [jaxpr.outvars[k] for k in computed]
         taking = jax_core.Jaxpr([], invars, outvars, jaxpr.eqns, jaxpr.effects, _BRANCH)
         return jax_core.ClosedJaxpr(taking, [])
 
     branches = (taking_all(false_jaxpr, f_places), taking_all(true_jaxpr, t_places))
     index = lax.convert_element_type(pred, np.int32)
-    for k, out in zip(kept, cond_p.bind(index, *consts, branches=branches)):
+    for k, out in zip(computed, cond_p.bind(index, *consts, branches=branches)):
         outs[k] = out
     return outs
 

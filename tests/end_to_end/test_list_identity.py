@@ -1416,7 +1416,7 @@ def test_a_list_bound_on_some_paths_only_is_named_a_list():
 
 
 def kmeans_rebinding_its_list(x, c, iters=6):
-    for it in range(iters):
+    for it in range(iters):  # noqa: B007 - returned after the loop
         a = jnp.argmin(jnp.sum((x[:, None, :] - c[None, :, :]) ** 2, -1), 1)
         new = []
         for j in range(c.shape[0]):

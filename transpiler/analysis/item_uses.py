@@ -23,6 +23,10 @@ from transpiler import naming, structure
 from transpiler.analysis import activity
 from transpiler.naming import RUNTIME
 
+STACKERS = frozenset({"stack", "array", "asarray"})
+"""The JAX and NumPy functions (`jnp.stack(rows)`) that stack a list's items into a new array,
+keeping no reference to the list."""
+
 # Runtime operators that treat a traced int as Python would (casts, min/max, print).
 _ARRAY_SAFE_RUNTIME = frozenset(
     {
@@ -134,7 +138,7 @@ def _stacked_only(scope: gast.AST, loop: gast.For, names: frozenset[str]) -> boo
             stacks = isinstance(parent, gast.Call) and (
                 naming.runtime_operator(parent.func) == "stack_list"
                 or isinstance(parent.func, gast.Attribute)
-                and parent.func.attr in ("stack", "array", "asarray")
+                and parent.func.attr in STACKERS
             )
             if not (stacks and any(a is node for a in parent.args)):
                 return False

@@ -32,6 +32,7 @@ import gast
 
 from transpiler import anno, features, origins, structure, templates
 from transpiler.analysis import activity
+from transpiler.analysis.item_uses import STACKERS
 from transpiler.context import PassContext
 from transpiler.naming import RUNTIME, Namer
 from transpiler.transformer import Transformer
@@ -47,8 +48,6 @@ APPLIES_TO = (
     features.INDEXED,
 )
 ADDS = (gast.Assign, gast.Call)
-
-_STACKERS = frozenset({"stack", "array", "asarray"})
 
 
 def method_call(node: gast.AST, method: str) -> gast.Call | None:
@@ -233,16 +232,12 @@ def _reads_of_the_stacked(
             found |= _reads_of_the_stacked(block.stmts, names, globals_)
     holding: set[str] = set()
     for stmt in stmts:
-        bound = {
-            name
-            for node in activity.walk_scope([stmt])
-            for name in _bound_names(node)
-            if name in names
-        }
+        nodes = list(activity.walk_scope([stmt]))
+        bound = {name for node in nodes for name in _bound_names(node) if name in names}
         if holding - bound:
             found.update(
                 id(node)
-                for node in activity.walk_scope([stmt])
+                for node in nodes
                 if isinstance(node, gast.Name) and node.id in holding - bound
             )
         holding -= bound
@@ -456,10 +451,10 @@ def _bound_names(node: gast.AST) -> list[str]:
 
 def _stacks(call: gast.Call, globals_: dict) -> bool:
     """Whether `call` makes an array of its argument (`jnp.stack(rows)`, `np.asarray(rows)`):
-    a JAX or NumPy function of `_STACKERS`, which keeps no reference to the list."""
+    a JAX or NumPy function of `STACKERS`, which keeps no reference to the list."""
     return (
         isinstance(call.func, gast.Attribute)
-        and call.func.attr in _STACKERS
+        and call.func.attr in STACKERS
         and _array_function(call.func, globals_)
     )
 
@@ -821,7 +816,7 @@ class _Lists(Transformer):
     def visit_Call(self, node):
         node = self.generic_visit(node)
         func = node.func
-        if not (isinstance(func, gast.Attribute) and func.attr in _STACKERS and node.args):
+        if not (isinstance(func, gast.Attribute) and func.attr in STACKERS and node.args):
             return node
         target, part = node.args[0], None
         if (
