@@ -33,8 +33,8 @@ What the programs stress (what recent bugs were about):
 `f` returns a flat tuple of ints (the state it changed included: `COUNT`, `STATE.hits`,
 `CFG["n"]`, `len(LOG)`, ...), so results compare under `jax.jit` and `jax.vmap` too. Values stay
 small (`% 97`) and every loop is bounded, by its range or a counter its test reads; a `while
-True` breaks by its `N - 1`th iteration, so `loop_options(max_iterations=N)` never cuts it (the
-plain Python run does not know the bound).
+True` breaks by its `N - 1`th iteration (by its `N`th where a `continue` skipped that test), so
+`loop_options(max_iterations=N)` never cuts it (the plain Python run does not know the bound).
 
 What the programs avoid, because docs/semantics.md and docs/limitations.md document that the
 converted function differs there (so a difference would be no bug):
@@ -245,10 +245,14 @@ class _Generator(ProgramWriter):
         n = self.rng.randint(2, 4)
         self.emit(indent, f"{k} = 0")
         if self.chance(0.6):
-            # `while True` ended by a break by its (n - 1)th iteration: max_iterations never cuts
+            # `while True` ended by a break by its (n - 1)th iteration, or its nth where a
+            # `continue` in the body skipped that test (plain Python does not know the bound):
+            # max_iterations never cuts
             self.emit(indent, "while True:")
             self.emit(indent + 1, f"transpiler.loop_options(max_iterations={n})")
             self.emit(indent + 1, f"{k} += 1")
+            self.emit(indent + 1, f"if {k} >= {n}:")
+            self.emit(indent + 2, "break")
             inner = self.loop_ctx(ctx, k, True)
             self.block(indent + 1, inner, (1, 2))
             self.emit(indent + 1, f"if {self.cond(inner)} or {k} >= {n - 1}:")
