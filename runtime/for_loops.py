@@ -566,6 +566,7 @@ def for_stmt(
     max_iterations=None,
     checkpoints=None,
     items_as_python=False,
+    in_range=None,
     indexed_lists=(),
     last_item=None,
     reads=(),
@@ -754,6 +755,15 @@ def for_stmt(
         if one_shot:
             seq.taken = count
 
+    # Reads of lists at the index, in range for every item left (`back[t]`): the index is
+    # an array's index there, as exact traced (checked again where the loop is staged).
+    checked = None
+    if items_as_python and in_range is not None:
+        checked = _read_lists(in_range[0], seq)
+        if checked is not None and _in_range(checked, in_range[1], seq, first, n):
+            items_as_python = in_range[2]
+        else:
+            checked = None
     # Python items the body uses as Python values stay Python: no scan hands it tracers (the
     # index of `enumerate` over a traced array is a Python int too; "items": it uses only the
     # items of an `enumerate` so, rows of a traced array there, arrays either way).
@@ -765,6 +775,8 @@ def for_stmt(
         may_scan = seq.staged() or seq.exact_as_arrays()
 
     def scan_from(k, state, unfired=False):
+        if checked is not None and not _in_range(checked, in_range[1], seq, k, n):
+            raise StagingError(f"{_AS_PYTHON}, out of range of the list")
         with lists_.keeping_items(indexed_lists):
             out = staged(
                 lambda body, test, exit_, state, names: _scan(
@@ -960,6 +972,45 @@ def _scan(seq, k, n, body, test, state, names, site, stop_early=True, exit_=None
         if cannot_stage is None:
             raise
         raise cannot_stage from e
+
+
+def _read_lists(lists, seq) -> tuple | None:
+    """The lists a loop over `seq` reads at its index (`for_stmt(in_range=...)`: a function
+    giving them), where each is one Python reads at an index as a staged loop reads it at a
+    traced one: a Python list of JAX arrays of one type (not NumPy arrays, which a read would
+    give to be changed in place; not Python numbers, which it would give as Python's), or a
+    list staged with its length known. None where `seq` is not a range, or a name is unbound
+    (Python may never read it)."""
+    if not isinstance(seq, sequences.RangeSequence):
+        return None
+    try:
+        found = lists()
+    except NameError:  # an UnboundLocalError too
+        return None
+    for items in found:
+        if isinstance(items, lists_.StagedList):
+            if items.known_length() is None:
+                return None
+        elif type(items) is not list or not items:
+            return None
+        elif not all(isinstance(x, jax.Array) for x in items):
+            return None
+        elif lists_.one_array_type(items) is None:
+            return None
+    return found
+
+
+def _in_range(lists, offsets, seq, k: int, n: int) -> bool:
+    """Whether items `k..n-1` of the range `seq` plus each list's offsets are in range of it
+    (Python's `xs[t + c]` raises no IndexError at any of them)."""
+    if k >= n:
+        return True
+    low, high = min(seq[k], seq[n - 1]), max(seq[k], seq[n - 1])
+    for items, cs in zip(lists, offsets):
+        size = len(items) if type(items) is list else items.known_length()
+        if not all(-size <= low + c and high + c < size for c in cs):
+            return False
+    return True
 
 
 # Why a loop whose body uses its items as Python values (`items_as_python`) runs unrolled.

@@ -200,6 +200,53 @@ def counted_reads(loop: gast.For, sizes: Mapping[str, int]) -> tuple[frozenset[i
     return frozenset(proven), tuple(lists)
 
 
+def checked_reads(loop: gast.For) -> tuple[frozenset[int], tuple[tuple[str, tuple[int, ...]], ...]]:
+    """The reads `rt__.list_item(xs, i + c)` in the body of `loop` (at any depth; `i` its
+    index over a range, which the body does not rebind; `c` an int literal) of lists `xs` the
+    body uses in no other way than reading items (`xs[-1]`, `xs[k]`) and never binds: as
+    the ids of their index nodes, and per list its name and the offsets `c`. Whether they are
+    in range, the runtime checks as the loop starts, from the range and the list's length
+    (`for_stmt(in_range=...)`): Viterbi's backtrace `state = back[t][state]` over `range(T -
+    2, -1, -1)` of the `back` an earlier loop built. Where they are, the loop reads the list at
+    the traced index exactly as Python reads it at each int, and may be staged."""
+    if not _range_call(loop.iter) or not isinstance(loop.target, gast.Name):
+        return frozenset(), ()
+    index = loop.target.id
+    if _rebinds(loop.body, index):
+        return frozenset(), ()
+    reads: dict[str, list[gast.Call]] = {}
+    allowed: set[int] = set()  # the names of lists only read
+    for stmt in loop.body:
+        for node in gast.walk(stmt):
+            if isinstance(node, gast.Call) and naming.runtime_operator(node.func) == "list_item":
+                if len(node.args) == 2 and isinstance(node.args[0], gast.Name):
+                    allowed.add(id(node.args[0]))  # (at another index: not the loop's to check)
+                    if not node.keywords and _offset(node.args[1], index) is not None:
+                        reads.setdefault(node.args[0].id, []).append(node)
+            elif (
+                isinstance(node, gast.Subscript)
+                and isinstance(node.ctx, gast.Load)
+                and isinstance(node.value, gast.Name)
+                and _int_literal(node.slice) is not None
+            ):
+                allowed.add(id(node.value))  # `xs[-1]`, as the lists pass leaves it
+    if not reads:
+        return frozenset(), ()
+    other = {
+        node.id
+        for stmt in loop.body
+        for node in gast.walk(stmt)
+        if isinstance(node, gast.Name) and id(node) not in allowed
+    }
+    checked = {name: calls for name, calls in reads.items() if name not in other}
+    ids = frozenset(id(call.args[1]) for calls in checked.values() for call in calls)
+    offsets = tuple(
+        (name, tuple(sorted({_offset(call.args[1], index) for call in calls})))
+        for name, calls in sorted(checked.items())
+    )
+    return ids, offsets
+
+
 def collected(loop: gast.For, names, owned, sizes: Mapping[str, int]) -> tuple:
     """The lists of `names` (those of `owned`) that a scan of `loop` may give as its stacked
     outputs (see runtime.collected), as `(name, depth)`: the body appends one item to the list
@@ -584,7 +631,22 @@ def _resizes_a_list(stmt: gast.If) -> bool:
     )
 
 
-_RESIZING = frozenset({"list_append", "list_pop"})
+def resizes_a_list(stmts: list[gast.stmt]) -> bool:
+    """Whether `stmts` append to or pop from a list (as the lists pass wrote), or call a method
+    that may (`xs.extend(ys)`, `queue.pop()` of a list it does not follow)."""
+    for stmt in stmts:
+        for node in structure.walk_nodes(stmt):
+            if not isinstance(node, gast.Call):
+                continue
+            if naming.runtime_operator(node.func) in _RESIZING:
+                return True
+            if isinstance(node.func, gast.Attribute) and node.func.attr in _RESIZING_METHODS:
+                return True
+    return False
+
+
+_RESIZING = frozenset({"list_append", "list_pop", "list_delete", "list_clear"})
+_RESIZING_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear"})
 
 
 def _nonnegative_range(iterable: gast.expr) -> bool:
@@ -755,6 +817,8 @@ def _array_use(
                 return not floated  # an int prints as Python's, a float32 with its digits
             if id(node) in proven and naming.runtime_operator(parent.func) == "list_item":
                 return parent.args[1] is node
+            if id(node) in proven and _range_call(parent):
+                return True  # the bound of a nested loop exact over a traced range
             if naming.runtime_operator(parent.func) not in _PASSING_RUNTIME:
                 return _array_function(parent.func)
         elif isinstance(parent, gast.If) and parent.test is node and catches:

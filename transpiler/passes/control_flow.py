@@ -428,12 +428,14 @@ class _ControlFlow(Transformer):
         # Reads of the lists built just before it, at the index, in range in every iteration.
         sizes = self.list_sizes.pop(id(node), {})
         proven, counted = item_uses.counted_reads(node, sizes)
+        proven |= self._traced_range_bounds(node, enclosing)
         as_python = item_uses.uses_items_as_python(
             node, live_after, enclosing, self._catches(), proven, self.scopes[-1]
         )
         if as_python:
             value = templates.constant(as_python)
             options.append(gast.keyword(arg="items_as_python", value=value))
+            options += self._in_range_option(node, live_after, enclosing, proven, as_python)
         elif counted:
             options.append(gast.keyword(arg="indexed_lists", value=templates.constant(counted)))
         names, _, cells = self._state(node)
@@ -555,6 +557,57 @@ class _ControlFlow(Transformer):
             extra=templates.constant(extra),
         )
         return [gast.keyword(arg="counted", value=value)]
+
+    def _traced_range_bounds(self, node, enclosing) -> frozenset[int]:
+        """The ids of the bounds of the ranges of loops nested in `node` (`for j in range(n - 1
+        - i)` of bubble sort) that stay exact where a staged `node` makes them traced: such a
+        loop is a while loop over the traced range, its index traced as in a scan, so exact
+        where its body uses the index only as an array (`item_uses.uses_items_as_python`) and
+        appends to or pops from no list (it would hold a traced number of items, where Python
+        knows how many). Where `node`'s index reaches such a bound only, `node` may be staged."""
+        if not item_uses.range_loop(node) or not isinstance(node.target, gast.Name):
+            return frozenset()
+        found = set()
+        indices = item_uses.index_names(node)
+        inside = enclosing | indices
+        for inner in structure.walk(node.body):
+            if not (isinstance(inner, gast.For) and item_uses.range_loop(inner)):
+                continue
+            bounds = structure.walk_nodes(inner.iter)
+            if not any(isinstance(n, gast.Name) and n.id in indices for n in bounds):
+                continue  # (a range of its own: the same staged or not)
+            if not convertible(inner) or item_uses.resizes_a_list(inner.body):
+                continue
+            live_after = anno.getanno(inner, _A.LIVE_OUT) | _read_names(inner.orelse)
+            as_python = item_uses.uses_items_as_python(
+                inner, live_after, inside, self._catches(), frozenset(), self.scopes[-1]
+            )
+            if not as_python:
+                found.update(id(bound) for bound in inner.iter.args)
+        return frozenset(found)
+
+    def _in_range_option(self, node, live_after, enclosing, proven, as_python):
+        """`in_range=(lambda: (xs, ...), ((c, ...), ...), as_python)`: where the body uses its
+        index as a Python value only to read lists the body leaves alone (`back[t]`, see
+        `item_uses.checked_reads`), the lists, the offsets it reads them at, and what
+        `items_as_python` is where the runtime finds those reads in range as the loop starts
+        (the loop may then be staged, the lists read at the traced index)."""
+        ids, offsets = item_uses.checked_reads(node)
+        if not ids:
+            return []
+        checked = item_uses.uses_items_as_python(
+            node, live_after, enclosing, self._catches(), proven | ids, self.scopes[-1]
+        )
+        if checked == as_python:
+            return []
+        lists = gast.Tuple(elts=[templates.name(name) for name, _ in offsets], ctx=gast.Load())
+        value = templates.replace_as_expression(
+            "(lambda: lists, offsets, checked)",
+            lists=lists,
+            offsets=templates.constant(tuple(c for _, c in offsets)),
+            checked=templates.constant(checked),
+        )
+        return [gast.keyword(arg="in_range", value=value)]
 
     def _restart_options(self, node, names) -> list[gast.keyword]:
         """`reads=(...)`, `sums=(...)`: the state variables whose values before the loop its
