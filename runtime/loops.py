@@ -7,6 +7,7 @@ state keeps its structure, shapes and dtypes. `for` loops are in `runtime.for_lo
 
 from __future__ import annotations
 
+import functools
 import operator
 
 import jax
@@ -163,6 +164,7 @@ def while_stmt(
     elif is_staged(pred):
         return staged(state, 0, first)
     iterations = 0
+    before = None  # the state before the loop, while staging it from there stays exact
     while pred:
         if iterations == 0 and max_iterations != 1:
             # Python runs it, and tells whether the loop is staged after it: if so, staged
@@ -189,6 +191,29 @@ def while_stmt(
                 if start is not None:
                     return staged(start, 0, True, counting=before)
                 return staged(state, 1, retest)
+            if start is None or not peeling.tests_the_same(
+                state, symbol_names, test_reads, compared
+            ):
+                before = None
+        elif before is not None and (max_iterations is None or iterations + 1 < max_iterations):
+            # The test is still Python's True where the state is traced (`(err > tol or it <
+            # 5) and ...`): staged from before the first iteration where each one Python ran
+            # is one the staged loop computes the same (see `peeling.again`).
+            state, pred, exact = peeling.again(
+                functools.partial(_iteration, body, loop_test),
+                state,
+                symbol_names,
+                functions,
+                reads,
+                sums,
+                test_reads,
+                compared,
+            )
+            before = before if exact else None
+            if is_staged(pred) and before is not None:
+                start = peeling.start_state(before, state)
+                if start is not None:
+                    return staged(start, 0, True, counting=before)
         else:
             state = body(*state)
             if max_iterations is not None and iterations + 1 >= max_iterations:
@@ -198,6 +223,12 @@ def while_stmt(
         if is_staged(pred):
             return staged(state, iterations, pred)
     return state
+
+
+def _iteration(body, test, state):
+    """(the state after one iteration of the loop, its test on that)."""
+    after = body(*state)
+    return after, staging.condition(test(*after))
 
 
 def _with_exit_flag(stop, test, body, state, names, max_iterations, checkpoints):

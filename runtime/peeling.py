@@ -97,6 +97,43 @@ def restartable(state, names, reads=(), sums=(), after=None) -> bool:
     return True
 
 
+def again(iteration, state, names, functions, reads=(), sums=(), test_reads=(), compared=()):
+    """Runs a later iteration, `iteration(state)` -> (state after it, the test on that), as
+    Python, of a loop whose test is still Python's `True` where its state is traced (`(err >
+    tol or it < 5) and it < 500`: `True` while `it < 5`). Returns (state after, test, exact):
+    `exact` where the loop staged from before its first iteration computes this one the same
+    as Python did (see `first_iteration`; the caller keeps that state while all are): the
+    iteration read no Python value from the state but ints it only adds to (`it += 1`: the
+    same in int32 below 2**31, from any count), did nothing that running it again would
+    repeat, and the test on the state after reads Python values only where they compare the
+    same promoted (`tests_the_same`). The staged loop then tests `(err > tol) | (it < 5)`
+    in each iteration: true where Python's was."""
+    if staging.eager() or not _counts_only(state, names, reads, sums):
+        return (*iteration(state), False)
+    watch = effects.Watch(functions, zip(names, state))
+    with staging.watching(watch):
+        after, decides = iteration(state)
+    exact = (
+        watch.clean()
+        and _counts_only(after, names, reads, sums)
+        and tests_the_same(after, names, test_reads, compared)
+    )
+    return after, decides, exact
+
+
+def _counts_only(state, names, reads, sums) -> bool:
+    """Whether the Python values of `state` a loop's body reads are ints in int32's range
+    it only adds to (`sums`), not bools."""
+    for name, value in zip(names, state):
+        if not _python_values(value):
+            continue
+        if name in reads:
+            return False
+        if name in sums and not (type(value) is int and -(2**31) <= value < 2**31):
+            return False
+    return True
+
+
 def _python_values(value) -> bool:
     """Whether `value` holds a Python number or a NumPy value (not only JAX arrays)."""
     return any(

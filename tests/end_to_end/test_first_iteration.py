@@ -680,3 +680,89 @@ def test_lists_the_first_iteration_shows_to_others_go_on_from_after(fn, capsys):
     check_jit(fn, 0.5)
     printed = capsys.readouterr().out
     assert printed.count("item 0") == printed.count("item 1")
+
+
+# A `while` whose test stays Python's True for several iterations where its state is traced
+# (`(err > tol or it < 5)`: True while `it < 5`) is staged from before its first iteration
+# where each iteration Python ran computes the same staged (`peeling.again`).
+
+
+def fixed_point(a, x, tol, least=5, most=500):
+    it = 0
+    err = jnp.inf
+    while (err > tol or it < least) and it < most:
+        x_new = jnp.tanh(a @ x) + 0.5
+        err = jnp.linalg.norm(x_new - x)
+        x = x_new
+        it += 1
+    return x, it
+
+
+A = jnp.array([[0.5, -0.2], [0.1, 0.3]])
+X0 = jnp.array([1.0, -1.0])
+
+
+@pytest.mark.parametrize("tol", [1e-6, 10.0])  # stops by its error, or after `least`
+def test_a_test_python_true_for_several_iterations_is_staged_from_the_start(tol):
+    converted = check_jit(fixed_point, A, X0, tol)
+    # One matrix product, in the loop: none of the iterations Python ran is left before it.
+    assert lowered(fixed_point, A, X0, tol).count("stablehlo.dot_general") == 1
+    x, it = jax.jit(converted)(A, X0, tol)
+    assert int(it) == fixed_point(A, X0, tol)[1]
+    check_grad(lambda x: jnp.sum(fixed_point(A, x, tol)[0]), X0)
+    batched = jax.vmap(converted, in_axes=(None, 0, None))(A, jnp.stack([X0, 2 * X0]), tol)
+    for i, x0 in enumerate([X0, 2 * X0]):
+        assert_tree_close(
+            jax.tree_util.tree_map(lambda v, i=i: v[i], batched), fixed_point(A, x0, tol)
+        )
+
+
+def test_a_loop_that_ends_while_its_test_is_python_stays_python():
+    # Python's loop ends at it == 3 on a Python False: `it` stays a Python int.
+    x, it = transpiler.convert(fixed_point)(A, X0, 10.0, 5, 3)
+    assert type(it) is int and it == 3
+    assert_tree_close(x, fixed_point(A, X0, 10.0, 5, 3)[0])
+
+
+def fixed_point_printing(a, x, tol):
+    it = 0
+    err = jnp.inf
+    while (err > tol or it < 3) and it < 50:
+        print("step")
+        x = jnp.tanh(a @ x) + 0.5
+        err = jnp.abs(x).sum()
+        it += 1
+    return x, it
+
+
+def fixed_point_reading_the_count(a, x, tol):
+    it = 0
+    err = jnp.inf
+    while (err > tol or it < 3) and it < 50:
+        x = jnp.tanh(a @ x) + 0.5 / (it + 1)
+        err = jnp.abs(x).sum()
+        it += 1
+    return x, it
+
+
+def fixed_point_float_time(a, x, tol):
+    t = 0.0
+    err = jnp.inf
+    while (err > tol or t < 0.3) and t < 5.0:
+        x = jnp.tanh(a @ x) + 0.5
+        err = jnp.abs(x).sum()
+        t += 0.1
+    return x, t
+
+
+@pytest.mark.parametrize(
+    "fn", [fixed_point_printing, fixed_point_reading_the_count, fixed_point_float_time]
+)
+def test_iterations_staging_would_compute_differently_stay_python(fn, capsys):
+    expected = fn(A, X0, 100.0)
+    printed = capsys.readouterr().out
+    actual = jax.jit(transpiler.convert(fn))(A, X0, 100.0)
+    assert_tree_close(actual, expected)
+    assert capsys.readouterr().out == printed  # each Python iteration's print, once
+    # The Python iterations are left before the loop: a product each, and the loop's.
+    assert lowered(fn, A, X0, 100.0).count("stablehlo.dot_general") > 1

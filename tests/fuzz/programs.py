@@ -7,7 +7,9 @@ conditions, ternaries, `and`/`or`/`not`, chained comparisons, calls of a helper 
 returns, `append`s to a list inside loops whose length is part of the result, and a boolean
 flag `c` (set from conditions, read in them, part of the result), and dynamic-programming rows
 (a list built before a loop over a range, appended to once an iteration, read at the index plus
-or minus a literal, in range or not). Values stay small (`% 97`),
+or minus a literal, in range or not), lists only read in a loop at its index, nested loops
+whose inner range reads the outer index, and `while` tests Python's `True` while a counter is
+low (`(c or k < 2) and k < 4`). Values stay small (`% 97`),
 so int32 under `jax.jit` equals Python's ints.
 """
 
@@ -61,6 +63,12 @@ class _Generator:
         if depth < 3 and self.rng.random() < 0.07:
             self.row_loop(indent, depth, can_append)
             return
+        if depth < 3 and self.rng.random() < 0.05:
+            self.table_loop(indent, depth, can_append)
+            return
+        if depth < 2 and self.rng.random() < 0.05:
+            self.triangle(indent, depth, can_append)
+            return
         r = self.rng.random()
         if can_append and self.rng.random() < 0.15:
             self.emit(indent, f"acc.append({self.expr()})")
@@ -88,7 +96,11 @@ class _Generator:
             k = f"k{self.counters}"
             self.counters += 1
             self.emit(indent, f"{k} = 0")
-            self.emit(indent, f"while {self.cond()} and {k} < 4:")
+            if self.rng.random() < 0.3:  # Python's True while the counter is low
+                least = self.rng.randint(0, 3)
+                self.emit(indent, f"while ({self.cond()} or {k} < {least}) and {k} < 4:")
+            else:
+                self.emit(indent, f"while {self.cond()} and {k} < 4:")
             bounded = self.rng.random() < 0.5
             if bounded:
                 self.emit(indent + 1, "transpiler.loop_options(max_iterations=4)")
@@ -120,6 +132,39 @@ class _Generator:
         if self.rng.random() < 0.4:
             self.emit(indent + 1, f"a = (a + {row}[{self.offset(j)}]) % 97")
         self.emit(indent, f"b = (b + {row}[-1] + len({row})) % 97")
+
+    def table_loop(self, indent: int, depth: int, can_append: bool) -> None:
+        """A list built before a loop over a range (forward, backward or stepped) and only
+        read in it, at the index plus or minus a literal (in range or not) and at a literal."""
+        j, tab = f"j{depth}", f"tab{self.counters}"
+        self.counters += 1
+        items = ", ".join(self.expr(2) for _ in range(self.rng.randint(1, 4)))
+        self.emit(indent, f"{tab} = [{items}]")
+        start, stop = self.rng.randint(-1, 3), self.rng.randint(-1, 5)
+        step = self.rng.choice(["", "", ", 2", ", -1", ", -2"])
+        if step.startswith(", -"):
+            start, stop = stop, start
+        self.emit(indent, f"for {j} in range({start}, {stop}{step}):")
+        if self.rng.random() < 0.4:
+            self.block(indent + 1, depth + 1, True, can_append)
+        self.emit(indent + 1, f"a = (a + {tab}[{self.offset(j)}] * {j}) % 97")
+        if self.rng.random() < 0.3:
+            self.emit(indent + 1, f"b = (b + {tab}[-1]) % 97")
+
+    def triangle(self, indent: int, depth: int, can_append: bool) -> None:
+        """Nested loops whose inner range reads the outer index."""
+        i, j = f"i{depth}", f"j{depth}"
+        n = self.rng.randint(0, 4)
+        self.emit(indent, f"for {i} in range({n}):")
+        inner = self.rng.choice(
+            [f"{i}", f"{n} - 1 - {i}", f"{i}, {n}", f"{n}, {i}, -1", f"{i} + 1"]
+        )
+        self.emit(indent + 1, f"for {j} in range({inner}):")
+        self.emit(indent + 2, f"a = (a + {j} * {i} + b) % 97")
+        if self.rng.random() < 0.5:
+            self.block(indent + 2, depth + 2, True, can_append)
+        if self.rng.random() < 0.3:
+            self.emit(indent + 1, "b = (b + a) % 97")
 
     def offset(self, j: str) -> str:
         c = self.rng.choice([-3, -2, -1, -1, 0, 1, 2])
