@@ -29,6 +29,12 @@ class StagingError(Exception):
     """Converted code cannot be staged as written: say which variable, where, and why."""
 
 
+class OuterRangeRefused(StagingError):
+    """A loop over a range that a staged loop around it made traced would not compute what it
+    computes over the Python range (`for_stmt(outer_range=True)`): the loop around it runs
+    unrolled instead."""
+
+
 class TracerAsKey(StagingError):
     """A traced value was used where Python hashes it (a dict key, a set item, `in` a dict)."""
 

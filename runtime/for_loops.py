@@ -9,6 +9,7 @@ item index. A range with a traced bound lowers to a `lax.while_loop` over a coun
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import itertools
 import logging
@@ -40,6 +41,7 @@ from runtime.effects import Effects
 from runtime.errors import Site, StagingError
 from runtime.loops import check_count, staged_while
 from runtime.staging import is_staged
+from runtime.variables import MaybeUnbound, Undefined
 
 logger = logging.getLogger("transpiler")
 
@@ -567,6 +569,8 @@ def for_stmt(
     checkpoints=None,
     items_as_python=False,
     in_range=None,
+    stages_ranges=False,
+    outer_range=False,
     indexed_lists=(),
     last_item=None,
     reads=(),
@@ -665,25 +669,31 @@ def for_stmt(
     unfired = exit_ is not None  # the flag starts False: the staged loop may test the exit
     stops_early = extra_test is not None or exit_ is not None  # a break or a return in it
     if isinstance(iterable, TracedRange):
-        log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
-        return finish(
-            staged(
-                lambda body, test, exit_, state, names: _indexed_while(
-                    iterable.item,
-                    iterable,
-                    body,
+
+        def over_range():
+            return finish(
+                staged(
+                    lambda body, test, exit_, state, names: _indexed_while(
+                        iterable.item,
+                        iterable,
+                        body,
+                        state,
+                        names,
+                        site,
+                        test,
+                        exit_,
+                        max_iterations,
+                        checkpoints,
+                    ),
                     state,
-                    names,
-                    site,
-                    test,
-                    exit_,
-                    max_iterations,
-                    checkpoints,
-                ),
-                state,
-                unfired,
+                    unfired,
+                )
             )
-        )
+
+        log.staged(site, "lax.while_loop" if max_iterations is None else "lax.scan")
+        if outer_range and _staging_ranges.get():
+            return _as_python_would(over_range, state, site)
+        return over_range()
     counted = isinstance(iterable, CountedIterator)
     if counted or (isinstance(iterable, lists_.StagedList) and iterable.known_length() is None):
         # A list of traced length (or `enumerate` of one, or of a traced range): a while loop
@@ -777,6 +787,14 @@ def for_stmt(
     def scan_from(k, state, unfired=False):
         if checked is not None and not _in_range(checked, in_range[1], seq, k, n):
             raise StagingError(f"{_AS_PYTHON}, out of range of the list")
+        token = _staging_ranges.set(True) if stages_ranges else None
+        try:
+            return scan_from_(k, state, unfired)
+        finally:
+            if token is not None:
+                _staging_ranges.reset(token)
+
+    def scan_from_(k, state, unfired):
         with lists_.keeping_items(indexed_lists):
             out = staged(
                 lambda body, test, exit_, state, names: _scan(
@@ -974,12 +992,43 @@ def _scan(seq, k, n, body, test, state, names, site, stop_early=True, exit_=None
         raise cannot_stage from e
 
 
+# Whether a loop staged because its index reaches only the ranges of nested loops that are exact
+# over a traced range (`for_stmt(stages_ranges=True)`) is being traced: those loops
+# (`outer_range=True`) check that they compute what they would over the Python range.
+_staging_ranges: contextvars.ContextVar[bool] = contextvars.ContextVar("ranges", default=False)
+
+
+def _as_python_would(run, state, site):
+    """`run()`, the loop over a range that a staged loop around it made traced (see
+    `ControlFlow._traced_range_bounds`), where that computes what the loop over the Python
+    range computes: its state is arrays, all of them (a Python number would be one only in the
+    staged loop, `h = h * 100003 % m` wrapping in int32; a state of Python values runs as
+    Python over a Python range; a variable the loop binds first would be unbound only when
+    the program runs), and tracing it raises nothing (over the Python range, an error of
+    tracing runs the loop unrolled, or is the program's own, raised there). Else an
+    `errors.OuterRangeRefused`, which runs the loop around it unrolled."""
+    leaves = jax.tree_util.tree_leaves(
+        state, is_leaf=lambda v: isinstance(v, (MaybeUnbound, Undefined, lists_.StagedList))
+    )
+    if not leaves or not all(isinstance(v, jax.Array) and is_staged(v) for v in leaves):
+        raise errors.OuterRangeRefused(f"the state of the {site.construct} is not all arrays")
+    try:
+        with staging.refusing_raises():  # (a branch that raises: refused, not raised when run)
+            return run()
+    except errors.OuterRangeRefused:
+        raise
+    except Exception as e:  # noqa: BLE001 - over the Python range: unrolled, or raised there
+        refused = errors.OuterRangeRefused(f"tracing the {site.construct} raised {e!r}")
+        raise refused from e
+
+
 def _read_lists(lists, seq) -> tuple | None:
     """The lists a loop over `seq` reads at its index (`for_stmt(in_range=...)`: a function
     giving them), where each is one Python reads at an index as a staged loop reads it at a
-    traced one: a Python list of JAX arrays of one type (not NumPy arrays, which a read would
-    give to be changed in place; not Python numbers, which it would give as Python's), or a
-    list staged with its length known. None where `seq` is not a range, or a name is unbound
+    traced one: a Python list of traced arrays of one type (not NumPy arrays, which a read
+    would give to be changed in place; not Python numbers, which it would give as Python's;
+    not constants, whose text and Python value a tracer would not show), or a list staged with
+    its length known. None where `seq` is not a range, or a name is unbound
     (Python may never read it)."""
     if not isinstance(seq, sequences.RangeSequence):
         return None
@@ -993,8 +1042,8 @@ def _read_lists(lists, seq) -> tuple | None:
                 return None
         elif type(items) is not list or not items:
             return None
-        elif not all(isinstance(x, jax.Array) for x in items):
-            return None
+        elif not all(is_staged(x) for x in items):
+            return None  # (a constant's read at a traced index would be a tracer: its text...)
         elif lists_.one_array_type(items) is None:
             return None
     return found

@@ -421,6 +421,26 @@ def tracing_loop(trip_count: int | None, *, stops_early: bool = False):
         _loop_trip_counts.reset(token)
 
 
+_refusing_raises: contextvars.ContextVar[bool] = contextvars.ContextVar("refusing", default=False)
+
+
+@contextlib.contextmanager
+def refusing_raises():
+    """Marks the code inside as traced only where it raises nothing: a staged branch that
+    raises while traced refuses the staging (`errors.OuterRangeRefused`) rather than raising
+    when the program runs it."""
+    token = _refusing_raises.set(True)
+    try:
+        yield
+    finally:
+        _refusing_raises.reset(token)
+
+
+def raises_refused() -> bool:
+    """Whether the code is traced under `refusing_raises`."""
+    return _refusing_raises.get()
+
+
 @contextlib.contextmanager
 def tracing_branch(predicate, when: bool = True):
     """Marks the code inside as a staged branch, taken when the traced bool `predicate` is

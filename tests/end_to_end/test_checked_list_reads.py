@@ -261,3 +261,33 @@ def passes_the_list_on(x):
 def test_lists_the_body_binds_or_uses_otherwise_are_not_checked(fn):
     assert "in_range=" not in transpiler.to_source(fn)
     check_jit(fn, X)
+
+
+def identity_of_an_item(x):
+    xs = [x, x * 2, x]
+    s = x * 0
+    for t in range(3):
+        if xs[t] is xs[0]:
+            s = s + 100.0
+        s = s + xs[t]
+    return s
+
+
+CONSTANTS = [jnp.array(0.5), jnp.array(0.25), jnp.array(0.125)]
+
+
+def text_of_constant_items(x):
+    xs = list(CONSTANTS)
+    s = x * 0
+    for t in range(3):
+        s = s + len(str(xs[t])) + xs[t]
+    return s
+
+
+def test_items_compared_by_identity_or_constants_are_read_as_python():
+    # (reviewer's findings: a read at a traced index is a new tracer, neither the item itself
+    # nor a constant whose text shows its value)
+    assert "in_range=" not in transpiler.to_source(identity_of_an_item)
+    for fn in (identity_of_an_item, text_of_constant_items):
+        check_jit(fn, X)
+        assert "scan" not in primitives(fn, X)

@@ -217,3 +217,87 @@ def test_inner_loops_a_traced_range_would_change_keep_the_outer_loop_python(fn):
         return
     assert_tree_close(transpiler.jit(fn)(X), expected)
     check_jit(fn, X)
+
+
+# Found by an adversarial review: the inner loop over a traced range computes differently from
+# the one over the Python range where its state holds Python values (a Python loop then, or a
+# scan from a first iteration Python runs), where tracing it raises (over the Python range: a
+# loop unrolled), or where a variable it binds first is read after it: the outer loop runs
+# unrolled, as Python (`for_loops._as_python_would`).
+
+
+def python_int_state(x):
+    s = x[0] * 0
+    for i in range(x.shape[0]):
+        h = 7
+        for _j in range(i):
+            h = h * 100003 % 1000000007  # wraps in int32
+        s = s + h % 10
+    return s
+
+
+def python_bool_state(x):
+    s = x[0] * 0
+    for i in range(x.shape[0]):
+        f = False
+        for _j in range(i):
+            f = not f
+        s = s + x[i] * (f + f)  # an int in Python
+    return s
+
+
+def printed_python_float(x):
+    s = x[0] * 0
+    for i in range(3):
+        c = 0
+        for _j in range(i):
+            c += 2
+        print(c / 3)  # Python's digits
+        s = s + x[i]
+    return s
+
+
+def tracing_raises(x):
+    s = x[0] * 0
+    for i in range(x.shape[0]):
+        for j in range(i):
+            s = s + x[j] * len((1, 2) * j)  # a Python int's repetition
+    return s
+
+
+def bound_in_the_inner_loop(x):
+    s = x[0] * 0
+    for i in range(1, 4):
+        for j in range(i):
+            y = x[j] * 2
+        s = s + y
+    return s
+
+
+def zero_step(x):
+    s = x[0] * 0
+    for i in range(1, 4):
+        for j in range(0, 6, i):
+            s = s + x[j]
+    return s
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        python_int_state,
+        python_bool_state,
+        printed_python_float,
+        tracing_raises,
+        bound_in_the_inner_loop,
+        zero_step,
+    ],
+    ids=lambda f: f.__name__,
+)
+def test_inner_loops_computing_otherwise_over_a_traced_range_run_as_python(fn, capsys):
+    expected = fn(X)
+    printed = capsys.readouterr().out
+    actual = jax.jit(transpiler.convert(fn))(X)
+    jax.effects_barrier()
+    assert capsys.readouterr().out == printed
+    assert_tree_close(actual, expected)

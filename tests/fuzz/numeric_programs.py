@@ -11,7 +11,8 @@ value `u`, and a list `vals` of floats; statements are assignments through `jnp`
 (`range(int(x) % 4)`), `break`/`continue`/early `return`, ternaries, `and`/`or` (as tests and
 as values), conditional appends reduced by `sum`/`len`/`max`, `if`/`else` whose branches
 compute one expression of the values before it and use it differently, lists a loop only appends
-to and reads at its last items. `f` returns a tuple whose first
+to and reads at its last items, lists a loop only reads at its index, nested loops whose inner
+range reads the outer index, `while` tests Python's True while a counter is low. `f` returns a tuple whose first
 item is the float `t` (differentiated in the harness's grad mode).
 
 What the programs avoid, because docs/semantics.md and docs/limitations.md document that the
@@ -385,6 +386,58 @@ class _Generator(ProgramWriter):
         after = self.pick([f"{hs}[-1]", f"sum({hs})", f"{hs}[0]", f"len({hs})"])
         self.emit(indent, f"t = min(max(t + {after} * 0.5, -{CLAMP}), {CLAMP})")
 
+    def table(self, indent: int, ctx: _Ctx) -> None:
+        """A list built before a loop over a range and only read in it, at the index plus or
+        minus a literal (in range: plain Python returns; the int programs read out of range
+        too) and at a literal: staged where the runtime finds the reads in range and the items
+        traced arrays of one type."""
+        tb, e = self.fresh("tb"), self.fresh("e")
+        before = ["x", "jnp.sin(y)", "u * 0.5", "jnp.float32(0.25)", "0.5", "t", "x * y"]
+        items = [self.pick(before) for _ in range(self.rng.randint(1, 4))]
+        self.emit(indent, f"{tb} = [{', '.join(items)}]")
+        # In range for every index (plain Python must return): `e + c` in [-len, len).
+        c = self.pick([0, 0, -1, 1, -2])
+        low, high = -len(items) - c, len(items) - 1 - c
+        start = self.rng.randint(low, high)
+        bound = self.pick(
+            [
+                f"{start}, {self.rng.randint(start, high + 1)}",
+                f"{start}, {self.rng.randint(low - 1, start)}, -1",
+                f"{start}, {self.rng.randint(start, high + 1)}, 2",
+            ]
+        )
+        self.emit(indent, f"for {e} in range({bound}):")
+        read = f"{tb}[{e}]" if c == 0 else f"{tb}[{e} {'+' if c > 0 else '-'} {abs(c)}]"
+        inner = ctx.nest(loop=True, bounded=False, names=ctx.names + (e,))
+        if self.chance(0.3):
+            self.assign(indent + 1, inner)
+        value = f"t * 0.5 + {read} * {self.pick(FACTORS)}"
+        if self.chance(0.3):
+            value += f" - {tb}[-1] * {self.pick(FACTORS)}"
+        self.emit(indent + 1, f"t = min(max({value}, -{CLAMP}), {CLAMP})")
+
+    def triangle(self, indent: int, ctx: _Ctx) -> None:
+        """Nested loops whose inner range reads the outer index."""
+        i, j = self.fresh("i"), self.fresh("j")
+        n = self.rng.randint(0, 4)
+        self.emit(indent, f"for {i} in range({n}):")
+        inner = self.pick([i, f"{n} - 1 - {i}", f"{i}, {n}", f"{n}, {i}, -1", f"{i} + 1"])
+        self.emit(indent + 1, f"for {j} in range({inner}):")
+        value = f"t * 0.5 + {self.fexpr(ctx, 1)} * {self.pick(FACTORS)} + {j} * 0.25"
+        self.emit(indent + 2, f"t = min(max({value}, -{CLAMP}), {CLAMP})")
+        if self.chance(0.4):
+            self.block(indent + 2, ctx.nest(loop=True, bounded=False, names=ctx.names + (i, j)))
+
+    def counted_or(self, indent: int, ctx: _Ctx) -> None:
+        """A `while` whose test is Python's True while its counter is low (`(t > 0.5 or k <
+        2) and k < 4`): staged from its start where those iterations only count."""
+        k = self.fresh("k")
+        self.emit(indent, f"{k} = 0")
+        least, most = self.rng.randint(0, 3), self.rng.randint(1, 5)
+        self.emit(indent, f"while ({self.cond(ctx)} or {k} < {least}) and {k} < {most}:")
+        self.emit(indent + 1, f"{k} += 1")
+        self.block(indent + 1, ctx.nest(loop=True, bounded=False))
+
     def ret(self) -> str:
         items = self.return_items[:]
         items[0] = self.pick(["t + 1.0", "t * 0.5", "-t", "t"])
@@ -394,6 +447,12 @@ class _Generator(ProgramWriter):
         r = self.rng.random()
         if ctx.depth == 0 and self.chance(0.2):
             self.collect(indent, ctx)
+        if ctx.depth <= 1 and self.chance(0.08):
+            self.table(indent, ctx)
+        if ctx.depth == 0 and self.chance(0.08):
+            self.triangle(indent, ctx)
+        if ctx.depth <= 1 and self.chance(0.08):
+            self.counted_or(indent, ctx)
         if ctx.bounded and self.chance(0.15):
             self.emit(indent, f"if {self.cond(ctx)}:")
             self.emit(indent + 1, f"vals.append({self.fexpr(ctx)})")

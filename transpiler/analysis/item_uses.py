@@ -203,7 +203,8 @@ def counted_reads(loop: gast.For, sizes: Mapping[str, int]) -> tuple[frozenset[i
 def checked_reads(loop: gast.For) -> tuple[frozenset[int], tuple[tuple[str, tuple[int, ...]], ...]]:
     """The reads `rt__.list_item(xs, i + c)` in the body of `loop` (at any depth; `i` its
     index over a range, which the body does not rebind; `c` an int literal) of lists `xs` the
-    body uses in no other way than reading items (`xs[-1]`, `xs[k]`) and never binds: as
+    body uses in no other way than reading items (`xs[-1]`, `xs[k]`) and never binds, in a body
+    that tests identity only against None (an item read so is a new array): as
     the ids of their index nodes, and per list its name and the offsets `c`. Whether they are
     in range, the runtime checks as the loop starts, from the range and the list's length
     (`for_stmt(in_range=...)`): Viterbi's backtrace `state = back[t][state]` over `range(T -
@@ -238,6 +239,16 @@ def checked_reads(loop: gast.For) -> tuple[frozenset[int], tuple[tuple[str, tupl
         for node in gast.walk(stmt)
         if isinstance(node, gast.Name) and id(node) not in allowed
     }
+    # Identity tests other than of None (`xs[t] is xs[0]`, `y = xs[t]` then `y is best`): a read
+    # at a traced index is a new array, never the item.
+    for stmt in loop.body:
+        for node in gast.walk(stmt):
+            if isinstance(node, gast.Compare) and any(
+                isinstance(op, (gast.Is, gast.IsNot)) for op in node.ops
+            ):
+                operands = (node.left, *node.comparators)
+                if not any(isinstance(o, gast.Constant) and o.value is None for o in operands):
+                    return frozenset(), ()
     checked = {name: calls for name, calls in reads.items() if name not in other}
     ids = frozenset(id(call.args[1]) for calls in checked.values() for call in calls)
     offsets = tuple(

@@ -237,6 +237,9 @@ class _ControlFlow(Transformer):
         # Per scope: the names that own their containers (`ownership.owned_names`), when asked.
         self.owned: list[frozenset[str] | None] = []
         self.catches: list[bool | None] = []
+        # The `for` loops (by id) whose range a staged loop around them makes traced
+        # (`_traced_range_bounds`): `for_stmt(outer_range=True)`.
+        self.outer_ranged: set[int] = set()
 
     def visit_FunctionDef(self, node):
         self.scopes.append(node)
@@ -428,7 +431,12 @@ class _ControlFlow(Transformer):
         # Reads of the lists built just before it, at the index, in range in every iteration.
         sizes = self.list_sizes.pop(id(node), {})
         proven, counted = item_uses.counted_reads(node, sizes)
-        proven |= self._traced_range_bounds(node, enclosing)
+        bounds = self._traced_range_bounds(node, enclosing)
+        proven |= bounds
+        if bounds:
+            options.append(gast.keyword(arg="stages_ranges", value=templates.constant(True)))
+        if id(node) in self.outer_ranged:
+            options.append(gast.keyword(arg="outer_range", value=templates.constant(True)))
         as_python = item_uses.uses_items_as_python(
             node, live_after, enclosing, self._catches(), proven, self.scopes[-1]
         )
@@ -564,18 +572,28 @@ class _ControlFlow(Transformer):
         loop is a while loop over the traced range, its index traced as in a scan, so exact
         where its body uses the index only as an array (`item_uses.uses_items_as_python`) and
         appends to or pops from no list (it would hold a traced number of items, where Python
-        knows how many). Where `node`'s index reaches such a bound only, `node` may be staged."""
+        knows how many); not a step (`range(0, n, i)`: Python's error for a zero step). Where
+        `node`'s index reaches such a bound only, `node` may be staged; the runtime stages it so
+        only where each such loop's state is arrays then, and tracing it raises nothing (see
+        `for_stmt(stages_ranges=..., outer_range=...)`): a loop of Python numbers runs as
+        Python over a Python range."""
         if not item_uses.range_loop(node) or not isinstance(node.target, gast.Name):
             return frozenset()
         found = set()
         indices = item_uses.index_names(node)
         inside = enclosing | indices
+
+        def reads_index(bound):
+            nodes = structure.walk_nodes(bound)
+            return any(isinstance(n, gast.Name) and n.id in indices for n in nodes)
+
         for inner in structure.walk(node.body):
             if not (isinstance(inner, gast.For) and item_uses.range_loop(inner)):
                 continue
-            bounds = structure.walk_nodes(inner.iter)
-            if not any(isinstance(n, gast.Name) and n.id in indices for n in bounds):
+            if not any(reads_index(bound) for bound in inner.iter.args):
                 continue  # (a range of its own: the same staged or not)
+            if len(inner.iter.args) == 3 and reads_index(inner.iter.args[2]):
+                continue
             if not convertible(inner) or item_uses.resizes_a_list(inner.body):
                 continue
             live_after = anno.getanno(inner, _A.LIVE_OUT) | _read_names(inner.orelse)
@@ -584,6 +602,7 @@ class _ControlFlow(Transformer):
             )
             if not as_python:
                 found.update(id(bound) for bound in inner.iter.args)
+                self.outer_ranged.add(id(inner))
         return frozenset(found)
 
     def _in_range_option(self, node, live_after, enclosing, proven, as_python):
