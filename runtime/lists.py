@@ -197,8 +197,10 @@ class StagedList:
             "is built, or build it as a Python list (see docs/semantics.md, Lists)."
         )
 
-    def appended(self, item) -> StagedList:
-        """The list with `item` after its last item."""
+    def appended(self, item) -> StagedList | list:
+        """The list with `item` after its last item; the Python list of its items and `item`
+        where `item` is an array of another dtype and the list is no loop's (see
+        `_of_another_dtype`)."""
         check_items([item], f"'{self.origin.name}', a list built in staged code,")
         if type(item) in (bool, int, float, complex):
             staging.check_fits(item, self.buffer.dtype)
@@ -212,8 +214,21 @@ class StagedList:
                 "into a list of ints). Make the first items of that type (0.0, not 0)."
             )
         held = self._taking_dtype_of(item)
-        row = jnp.asarray(item, held.buffer.dtype)
         known = self.known_length()
+        if _of_another_dtype(item, held.buffer):
+            if not self.fixed and known is not None:
+                # (after the loop that built it: the Python list of its items, as Python's)
+                return [*self.items("an append of another dtype"), item]
+            raise StagingError(
+                f"'{self.origin.name}.append(...)' appends a "
+                f"{staging.describe(jnp.asarray(item))} to a list of "
+                f"{staging.describe(held.buffer[0])} items built in staged code "
+                f"({Site('append')}): its items are stacked into one array of one dtype, where "
+                "Python's list keeps each item's own (read back, it would be a "
+                f"{np.dtype(held.buffer.dtype).name}). Cast it to the items' dtype, or keep "
+                "items of each dtype in a list of their own."
+            )
+        row = jnp.asarray(item, held.buffer.dtype)
         # Room after its items already (made for an append under a traced condition: the
         # `if` staged it with room for one), or a row more.
         room = self.fixed or (known is not None and known < self.capacity)
@@ -650,6 +665,16 @@ def _promotes_weakly(item: jax.Array) -> bool:
     promotes below every number: `True * uint8` is a uint8). Such items, not all bools, keep a
     list weakly typed."""
     return jax.typeof(item).weak_type or item.dtype == jnp.bool_
+
+
+def _of_another_dtype(item, buffer) -> bool:
+    """Whether `item` is an array (or a NumPy scalar) whose dtype is not the items' of a staged
+    list held in `buffer`: stored there, it would be read back in theirs (a bool array among
+    float32 items as 1.0), where Python's list keeps it as it is. (A Python number takes their
+    dtype, as a Python number among arrays does in a staged `if`.)"""
+    if not isinstance(item, (jax.Array, np.ndarray, np.generic)):
+        return False
+    return jnp.result_type(item) != buffer.dtype
 
 
 def _fits_row(item, buffer) -> bool:

@@ -47,6 +47,7 @@ def while_stmt(
     sums=(),
     test_reads=(),
     compared=(),
+    compared_with=None,
     aliased=(),
     stores=(),
     owned=(),
@@ -71,7 +72,8 @@ def while_stmt(
     reverse-mode differentiation goes through it: the unbounded loop recomputes what its
     derivative needs from `checkpoints` stored states (see `runtime.checkpointed`). Python
     state the loop changes (an attribute, a global) is carried too, or refused (see
-    `runtime.effects`). `reads`, `sums`, `test_reads`, `compared`: what the conversion knows of
+    `runtime.effects`). `reads`, `sums`, `test_reads`, `compared`, `compared_with` (a function
+    of the state giving what the test compares `compared` with): what the conversion knows of
     the state's uses, for `runtime.peeling`; `aliased`: the variables whose lists and dicts
     other names may reach and change in place; `stores`: the body's stores of such a container
     into another, refused when staged; `owned`: the variables whose containers no other name
@@ -191,8 +193,8 @@ def while_stmt(
                 if start is not None:
                     return staged(start, 0, True, counting=before)
                 return staged(state, 1, retest)
-            if start is None or not peeling.tests_the_same(
-                state, symbol_names, test_reads, compared
+            if start is None or not peeling.compares_alike(
+                state, symbol_names, test_reads, compared, compared_with
             ):
                 before = None
         elif before is not None and (max_iterations is None or iterations + 1 < max_iterations):
@@ -208,6 +210,7 @@ def while_stmt(
                 sums,
                 test_reads,
                 compared,
+                compared_with,
             )
             before = before if exact else None
             if is_staged(pred) and before is not None:

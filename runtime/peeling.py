@@ -97,7 +97,17 @@ def restartable(state, names, reads=(), sums=(), after=None) -> bool:
     return True
 
 
-def again(iteration, state, names, functions, reads=(), sums=(), test_reads=(), compared=()):
+def again(
+    iteration,
+    state,
+    names,
+    functions,
+    reads=(),
+    sums=(),
+    test_reads=(),
+    compared=(),
+    compared_with=None,
+):
     """Runs a later iteration, `iteration(state)` -> (state after it, the test on that), as
     Python, of a loop whose test is still Python's `True` where its state is traced (`(err >
     tol or it < 5) and it < 500`: `True` while `it < 5`). Returns (state after, test, exact):
@@ -106,7 +116,7 @@ def again(iteration, state, names, functions, reads=(), sums=(), test_reads=(), 
     iteration read no Python value from the state but ints it only adds to (`it += 1`: the
     same in int32 below 2**31, from any count), did nothing that running it again would
     repeat, and the test on the state after reads Python values only where they compare the
-    same promoted (`tests_the_same`). The staged loop then tests `(err > tol) | (it < 5)`
+    same promoted (`compares_alike`). The staged loop then tests `(err > tol) | (it < 5)`
     in each iteration: true where Python's was."""
     if staging.eager() or not _counts_only(state, names, reads, sums):
         return (*iteration(state), False)
@@ -116,9 +126,45 @@ def again(iteration, state, names, functions, reads=(), sums=(), test_reads=(), 
     exact = (
         watch.clean()
         and _counts_only(after, names, reads, sums)
-        and tests_the_same(after, names, test_reads, compared)
+        and compares_alike(after, names, test_reads, compared, compared_with)
     )
     return after, decides, exact
+
+
+def compares_alike(state, names, test_reads=(), compared=(), compared_with=None) -> bool:
+    """`tests_the_same`, and what the test compares the Python ints of `state` with
+    (`compared_with(*state)`, from the conversion: per variable, what its comparisons meet)
+    compares with int32 as with a Python int:
+    a traced value, an int in int32's range, a float that is a whole number float32 holds
+    exactly (`it < 7.0`; not `it < 0.07 * 100`, 7.000000000000001, which float32 rounds to 7.0).
+    Without `compared_with` (the test compares them with a call's value, say), no Python int
+    may be among them."""
+    if not tests_the_same(state, names, test_reads, compared):
+        return False
+    counted = [n for n, v in zip(names, state) if n in compared and _python_values(v)]
+    if not counted:
+        return True
+    if compared_with is None:
+        return False
+    try:
+        partners = compared_with(*state)
+    except Exception:  # noqa: BLE001 - unbound, or raising: not known to compare alike
+        return False
+    return all(
+        name in partners and all(_compares_as_int32(p) for p in partners[name]) for name in counted
+    )
+
+
+def _compares_as_int32(value) -> bool:
+    if staging.is_staged(value):
+        return True
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if isinstance(value, (int, np.integer)):
+        return -(2**31) <= int(value) < 2**31
+    if isinstance(value, (float, np.floating)):
+        return float(value).is_integer() and abs(float(value)) <= 2**24
+    return False
 
 
 def _counts_only(state, names, reads, sums) -> bool:

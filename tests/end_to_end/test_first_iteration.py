@@ -766,3 +766,43 @@ def test_iterations_staging_would_compute_differently_stay_python(fn, capsys):
     assert capsys.readouterr().out == printed  # each Python iteration's print, once
     # The Python iterations are left before the loop: a product each, and the loop's.
     assert lowered(fn, A, X0, 100.0).count("stablehlo.dot_general") > 1
+
+
+def warm_up(w, max_steps=100, warmup_frac=0.07):
+    step = 0
+    loss = jnp.inf
+    while (loss > 1e-3 or step < warmup_frac * max_steps) and step < max_steps:
+        w = w - 0.8 * (w - 3.0)
+        loss = (w - 3.0) ** 2
+        step += 1
+    return w, loss, step
+
+
+def test_a_counter_compared_with_what_int32_compares_otherwise_keeps_python_iterations():
+    # (helper 164) 0.07 * 100 is 7.000000000000001: Python's 7 < it holds, float32's 7.0 does
+    # not; staged from the start, the loop stopped a step early. A whole float, 7.0, compares
+    # alike: staged from the start.
+    for frac, restarted in ((0.07, False), (0.5, True)):
+        check_jit(warm_up, jnp.float32(0.0), 100, frac, static_argnums=(1, 2))
+        text = lowered(lambda w, frac=frac: warm_up(w, 100, frac), jnp.float32(0.0))
+        assert (text.count("stablehlo.multiply") <= 3) == restarted, frac
+    w, loss, step = jax.jit(transpiler.convert(warm_up), static_argnums=(1, 2))(
+        jnp.float32(0.0), 100, 0.07
+    )
+    assert int(step) == warm_up(jnp.float32(0.0), 100, 0.07)[2]
+
+
+def solve(a, max_iter):
+    x, it, err = a, 0, jnp.inf
+    while (err > 1e-4 or it < 3) and it < max_iter:
+        x = 0.5 * (x + a / x)
+        err = jnp.abs(x * x - a)
+        it += 1
+    return x, it
+
+
+def test_a_counter_compared_with_an_int_past_int32_keeps_python_iterations():
+    # (helper 164) `it < sys.maxsize`: no int32 holds it; the first iterations stay Python's.
+    assert "compared_with=" in transpiler.to_source(solve)
+    for bound in (50, 2**31 - 1):
+        check_jit(solve, jnp.float32(2.0), bound, static_argnums=(1,))

@@ -1708,3 +1708,44 @@ def test_a_list_of_traced_length_jit_returns_is_right_on_every_call():
         eager = positives(jnp.array(x))
         assert len(out) == len(eager)
         assert [float(v) for v in out] == [float(v) for v in eager]
+
+
+# An array of another dtype appended to a list built in staged code (helper 164): stored among
+# its items it would be read back in theirs (a bool array as 1.0), where Python's list keeps it.
+
+
+def bool_after_the_loop(x):
+    out = []
+    for _ in range(3):
+        x = jnp.tanh(x)
+        out.append(x)
+    out.append(x > 0)
+    return out[3], out[2]
+
+
+def two_dtypes_in_a_loop(x):
+    out = []
+    for _ in range(3):
+        x = jnp.tanh(x)
+        out.append(x)
+        out.append(x > 0)
+    return out[1], out[4]
+
+
+def two_dtypes_in_a_bounded_while(x):
+    out = []
+    while jnp.sum(x) > 0.1:
+        transpiler.loop_options(max_iterations=8)
+        x = x * 0.5
+        out.append(x)
+        out.append(x > 0)
+    return out[1]
+
+
+def test_an_array_of_another_dtype_keeps_its_own():
+    x = jnp.array([0.5, -0.5])
+    for fn in (bool_after_the_loop, two_dtypes_in_a_loop):
+        checks.check_jit(fn, x)
+    # A list the loop carries is one array: refused, not read back as float32.
+    with pytest.raises(StagingError, match="appends a bool.* keeps each item's own"):
+        transpiler.jit(two_dtypes_in_a_bounded_while)(jnp.array([0.5, 0.5]))

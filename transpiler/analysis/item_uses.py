@@ -943,10 +943,33 @@ def _as_arrays(parent: gast.AST, node: gast.AST, bools) -> bool:
             return False
         other = parent.right if parent.left is node else parent.left
         big = {gast.Mult: 1 << 16, gast.LShift: 16}.get(type(parent.op))
-        literal = isinstance(other, gast.Constant) and type(other.value) is int
-        if big is not None and literal and abs(other.value) >= big:
+        value = _folded_int(other)
+        if big is not None and value is not None and abs(value) >= big:
             return False
     return True
+
+
+def _folded_int(node: gast.AST, depth: int = 0) -> int | None:
+    """The value of an int literal, or of arithmetic of them (`10**9`, `1 << 20`, `-3 * 7`);
+    else None."""
+    if isinstance(node, gast.Constant):
+        return node.value if type(node.value) is int else None
+    if depth > 8:
+        return None
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        value = _folded_int(node.operand, depth + 1)
+        return None if value is None else -value
+    if isinstance(node, gast.BinOp):
+        left, right = _folded_int(node.left, depth + 1), _folded_int(node.right, depth + 1)
+        if left is None or right is None:
+            return None
+        if isinstance(node.op, (gast.Add, gast.Sub, gast.Mult)):
+            return {gast.Add: left + right, gast.Sub: left - right}.get(type(node.op), left * right)
+        if isinstance(node.op, gast.Pow) and 0 <= right <= 64:
+            return left**right
+        if isinstance(node.op, gast.LShift) and 0 <= right <= 64:
+            return left << right
+    return None
 
 
 def _holds_display(node: gast.AST | None, displays) -> bool:

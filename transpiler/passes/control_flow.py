@@ -395,6 +395,15 @@ class _ControlFlow(Transformer):
             if found:
                 value = templates.constant(tuple(found))
                 options.append(gast.keyword(arg=option, value=value))
+        partners = {}
+        if _short_circuits_to_true(node.test):
+            partners = _compared_with(node.test, {n for n in test_reads if n in compared})
+        if partners:
+            each = [gast.Tuple(elts=found, ctx=gast.Load()) for found in partners.values()]
+            keys = [templates.constant(name) for name in partners]
+            body = gast.Dict(keys=keys, values=each)
+            value = gast.Lambda(args=_arguments(names), body=body)
+            options.append(gast.keyword(arg="compared_with", value=value))
         loop_test, loop_body = self.namer.new("loop_test"), self.namer.new("loop_body")
         self._visit_blocks(node)
         stmts = self._assign_state(
@@ -733,6 +742,65 @@ def _test_of_cells(
         if isinstance(node, gast.Name) and node.id in params:
             node.id = params[node.id]
     return [], test
+
+
+def _short_circuits_to_true(test: gast.expr) -> bool:
+    """Whether `test` may be Python's True where some of what it reads is traced: an `or`
+    (`err > tol or it < 5`), or a `not` of an `and` (`not (err <= tol and it >= 5)`)."""
+    for node in structure.walk_nodes(test):
+        if isinstance(node, gast.BoolOp) and isinstance(node.op, gast.Or):
+            return True
+        if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+            inner = structure.walk_nodes(node.operand)
+            if any(isinstance(n, gast.BoolOp) and isinstance(n.op, gast.And) for n in inner):
+                return True
+    return False
+
+
+def _compared_with(test: gast.expr, names: set[str]) -> dict[str, list[gast.expr]]:
+    """Per variable of `names`, copies of what `test` compares it with (`n_warm` of `it <
+    n_warm`, `frac * total` of `step < frac * total`: the other operands of its comparisons),
+    where each is a constant, a name or an attribute of one, or arithmetic of those (nothing
+    evaluating them again could change); a variable compared with anything else is left out.
+    The runtime stages a loop from before iterations its test decided as Python only where a
+    Python int among them meets ints, which int32 compares as Python does (`peeling.again`)."""
+    found: dict[str, list[gast.expr]] = {}
+    unknown = set()
+    for node in structure.walk_nodes(test):
+        if not isinstance(node, gast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        for name in {o.id for o in operands if isinstance(o, gast.Name) and o.id in names}:
+            others = [o for o in operands if not (isinstance(o, gast.Name) and o.id == name)]
+            if all(_plain_value(o) for o in others):
+                found.setdefault(name, []).extend(templates.clone(o) for o in others)
+            else:
+                unknown.add(name)
+    return {name: partners for name, partners in found.items() if name not in unknown}
+
+
+def _plain_value(node: gast.expr) -> bool:
+    if isinstance(node, (gast.Constant, gast.Name)):
+        return True
+    if isinstance(node, gast.Attribute):
+        return isinstance(node.value, gast.Name)
+    if isinstance(node, gast.UnaryOp):
+        return _plain_value(node.operand)
+    if isinstance(node, gast.BinOp):
+        return _plain_value(node.left) and _plain_value(node.right)
+    return False
+
+
+def _arguments(names: list[str]) -> gast.arguments:
+    return gast.arguments(
+        args=[templates.name(n, gast.Param()) for n in names],
+        posonlyargs=[],
+        vararg=None,
+        kwonlyargs=[],
+        kw_defaults=[],
+        kwarg=None,
+        defaults=[],
+    )
 
 
 def _only_compared(test: gast.expr) -> set[str]:
