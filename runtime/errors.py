@@ -63,7 +63,8 @@ def as_cannot_stage(error: BaseException, operators: bool = False) -> BaseExcept
             "table's values), or keep the value Python (a static argument)."
         )
     elif isinstance(error, (TypeError, ValueError, IndexError, OverflowError)) and (
-        _tracer_for_static(error) or (operators and _operator_of_tracer(error))
+        _tracer_for_static(error)
+        or (operators and (_operator_of_tracer(error) or _traced_index(error)))
     ):
         what = (
             "a Python int that no int32 holds meets a traced value"
@@ -105,6 +106,25 @@ def _operator_of_tracer(error: BaseException) -> bool:
         and "Tracer" in text
         and any(words in text for words in _OPERATOR_ERRORS)
     )
+
+
+def _traced_index(error: BaseException) -> bool:
+    """Whether `error` (a TypeError or IndexError) was raised in a `__getitem__` given a
+    traced index: a Python sequence class read at a loop's traced index (`model.layers[i]` of
+    NNX's `List`: "Invalid index type"), which the loop unrolled reads at a Python int."""
+    if not isinstance(error, (TypeError, IndexError)):
+        return False
+    from jax.core import Tracer  # (here: this module is imported before JAX is needed)
+
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "__getitem__" and code.co_argcount >= 2:
+            key = tb.tb_frame.f_locals.get(code.co_varnames[1])
+            if isinstance(key, Tracer):
+                return True
+        tb = tb.tb_next
+    return False
 
 
 def _tracer_for_static(error: BaseException) -> bool:

@@ -504,3 +504,33 @@ def test_a_list_stacked_under_its_own_name_is_read_as_an_array_after():
     assert graph.count("scan[") == 2 and graph.count("dynamic_slice") <= 3
     check_jit(backtrack_same_name, scores, state)
     check_vmap(backtrack_same_name, jnp.stack([scores, -scores]), jnp.array([1, 3]))
+
+
+class _Layers:
+    """A Python sequence class that takes only Python ints, as NNX's `List` does."""
+
+    def __init__(self, weights):
+        self._weights = weights
+
+    def __len__(self):
+        return len(self._weights)
+
+    def __getitem__(self, i):
+        if not isinstance(i, int):
+            raise TypeError("Invalid index type")
+        return self._weights[i]
+
+
+LAYERS = _Layers([jnp.eye(2) * (k + 1) for k in range(3)])
+
+
+def through_layers(x):
+    for i in range(len(LAYERS)):
+        x = jnp.tanh(LAYERS[i] @ x)
+    return x
+
+
+def test_a_sequence_class_read_at_the_index_runs_the_loop_unrolled():
+    # (helper 164: `model.layers[i]` of an `nnx.List` raised NNX's TypeError under jit) Its
+    # `__getitem__` refuses a traced index: the loop runs unrolled, the index Python's.
+    check_jit(through_layers, jnp.array([0.5, -0.25]))
