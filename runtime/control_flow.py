@@ -370,12 +370,10 @@ def _cond_once(
             starts = {key: start() for key, (_, start, _) in probes.items()}
             with staging.tracing_branch(pred, which == "true"):
                 if which in fixes.raised:
+                    raised = fixes.raised[which]
                     if staging.raises_refused():
-                        refused = errors.OuterRangeRefused(
-                            f"a branch raised {fixes.raised[which]!r}"
-                        )
-                        raise refused from fixes.raised[which]
-                    error = _raised_again(fn, state, fixes.raised[which])
+                        raise errors.OuterRangeRefused(f"a branch raised {raised!r}") from raised
+                    error = _raised_again(fn, state, raised)
                     raw = _raise_when_run(error, traced[0][2])
                 else:
                     raw, copies, put_back = _trace_branch(fn, state, which)

@@ -9,6 +9,7 @@ item index. A range with a traced bound lowers to a `lax.while_loop` over a coun
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import itertools
@@ -767,11 +768,12 @@ def for_stmt(
 
     # Reads of lists at the index, in range for every item left (`back[t]`): the index is
     # an array's index there, as exact traced (checked again where the loop is staged).
-    checked = None
+    checked = offsets = None
     if items_as_python and in_range is not None:
-        checked = _read_lists(in_range[0], seq)
-        if checked is not None and _in_range(checked, in_range[1], seq, first, n):
-            items_as_python = in_range[2]
+        read_lists, offsets, checked_as_python = in_range
+        checked = _read_lists(read_lists, seq)
+        if checked is not None and _in_range(checked, offsets, seq, first, n):
+            items_as_python = checked_as_python
         else:
             checked = None
     # Python items the body uses as Python values stay Python: no scan hands it tracers (the
@@ -785,17 +787,9 @@ def for_stmt(
         may_scan = seq.staged() or seq.exact_as_arrays()
 
     def scan_from(k, state, unfired=False):
-        if checked is not None and not _in_range(checked, in_range[1], seq, k, n):
+        if checked is not None and not _in_range(checked, offsets, seq, k, n):
             raise StagingError(f"{_AS_PYTHON}, out of range of the list")
-        token = _staging_ranges.set(True) if stages_ranges else None
-        try:
-            return scan_from_(k, state, unfired)
-        finally:
-            if token is not None:
-                _staging_ranges.reset(token)
-
-    def scan_from_(k, state, unfired):
-        with lists_.keeping_items(indexed_lists):
+        with _ranges_staged(stages_ranges), lists_.keeping_items(indexed_lists):
             out = staged(
                 lambda body, test, exit_, state, names: _scan(
                     seq,
@@ -996,6 +990,18 @@ def _scan(seq, k, n, body, test, state, names, site, stop_early=True, exit_=None
 # over a traced range (`for_stmt(stages_ranges=True)`) is being traced: those loops
 # (`outer_range=True`) check that they compute what they would over the Python range.
 _staging_ranges: contextvars.ContextVar[bool] = contextvars.ContextVar("ranges", default=False)
+
+
+@contextlib.contextmanager
+def _ranges_staged(staging_ranges: bool):
+    """Marks the code inside as a loop `for_stmt(stages_ranges=True)` being traced, where
+    `staging_ranges` (see `_staging_ranges`)."""
+    token = _staging_ranges.set(True) if staging_ranges else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            _staging_ranges.reset(token)
 
 
 def _as_python_would(run, state, site):

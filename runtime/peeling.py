@@ -90,9 +90,7 @@ def restartable(state, names, reads=(), sums=(), after=None) -> bool:
             continue
         if isinstance(value, bool) or not (isinstance(value, (int, float)) and value == 0):
             return False
-        if isinstance(next_value, float) or (
-            type(next_value) is int and not -(2**31) <= next_value < 2**31
-        ):
+        if isinstance(next_value, float) or (type(next_value) is int and not _int32(next_value)):
             return False
     return True
 
@@ -161,7 +159,7 @@ def _compares_as_int32(value) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return True
     if isinstance(value, (int, np.integer)):
-        return -(2**31) <= int(value) < 2**31
+        return _int32(int(value))
     if isinstance(value, (float, np.floating)):
         return float(value).is_integer() and abs(float(value)) <= 2**24
     return False
@@ -175,9 +173,14 @@ def _counts_only(state, names, reads, sums) -> bool:
             continue
         if name in reads:
             return False
-        if name in sums and not (type(value) is int and -(2**31) <= value < 2**31):
+        if name in sums and not (type(value) is int and _int32(value)):
             return False
     return True
+
+
+def _int32(value: int) -> bool:
+    """Whether int32 holds the Python int `value`."""
+    return -(2**31) <= value < 2**31
 
 
 def _python_values(value) -> bool:
@@ -198,7 +201,7 @@ def tests_the_same(state, names, test_reads=(), compared=()) -> bool:
     for name, value in zip(names, state):
         if name not in test_reads or not _python_values(value):
             continue
-        small_int = type(value) is int and -(2**31) <= value < 2**31
+        small_int = type(value) is int and _int32(value)
         if not (name in compared and small_int):
             return False
     return True

@@ -144,18 +144,27 @@ class _Filler(Rewriter):
     def visit_FunctionDef(self, node):
         if node.name in self.replacements:
             node.name = self._take(node.name)
+        self._fill_parameters(node.args)
+        node.body = [self.visit(s) for s in node.body]
+        node.body = [s for item in node.body for s in (item if isinstance(item, list) else [item])]
+        return node
+
+    def visit_Lambda(self, node):
+        self._fill_parameters(node.args)
+        node.body = self.visit(node.body)
+        return node
+
+    def _fill_parameters(self, arguments: gast.arguments) -> None:
+        """A placeholder among the parameters stands for a name or a list of names."""
         args = []
-        for arg in node.args.args:
+        for arg in arguments.args:
             if isinstance(arg, gast.Name) and arg.id in self.replacements:
                 value = self._take(arg.id)
                 ids = [value] if isinstance(value, str) else list(value)
                 args.extend(name(i, gast.Param()) for i in ids)
             else:
                 args.append(arg)
-        node.args.args = args
-        node.body = [self.visit(s) for s in node.body]
-        node.body = [s for item in node.body for s in (item if isinstance(item, list) else [item])]
-        return node
+        arguments.args = args
 
     def visit_ClassDef(self, node):
         if node.name in self.replacements:

@@ -219,6 +219,8 @@ def checked_reads(loop: gast.For) -> tuple[frozenset[int], tuple[tuple[str, tupl
     allowed: set[int] = set()  # the names of lists only read
     for stmt in loop.body:
         for node in gast.walk(stmt):
+            if _tests_identity(node):
+                return frozenset(), ()
             if isinstance(node, gast.Call) and naming.runtime_operator(node.func) == "list_item":
                 if len(node.args) == 2 and isinstance(node.args[0], gast.Name):
                     allowed.add(id(node.args[0]))  # (at another index: not the loop's to check)
@@ -239,16 +241,6 @@ def checked_reads(loop: gast.For) -> tuple[frozenset[int], tuple[tuple[str, tupl
         for node in gast.walk(stmt)
         if isinstance(node, gast.Name) and id(node) not in allowed
     }
-    # Identity tests other than of None (`xs[t] is xs[0]`, `y = xs[t]` then `y is best`): a read
-    # at a traced index is a new array, never the item.
-    for stmt in loop.body:
-        for node in gast.walk(stmt):
-            if isinstance(node, gast.Compare) and any(
-                isinstance(op, (gast.Is, gast.IsNot)) for op in node.ops
-            ):
-                operands = (node.left, *node.comparators)
-                if not any(isinstance(o, gast.Constant) and o.value is None for o in operands):
-                    return frozenset(), ()
     checked = {name: calls for name, calls in reads.items() if name not in other}
     ids = frozenset(id(call.args[1]) for calls in checked.values() for call in calls)
     offsets = tuple(
@@ -256,6 +248,17 @@ def checked_reads(loop: gast.For) -> tuple[frozenset[int], tuple[tuple[str, tupl
         for name, calls in sorted(checked.items())
     )
     return ids, offsets
+
+
+def _tests_identity(node: gast.AST) -> bool:
+    """Whether `node` tests identity other than against None (`xs[t] is xs[0]`, `y = xs[t]`
+    then `y is best`): an item read at a traced index is a new array, never the item."""
+    if not isinstance(node, gast.Compare):
+        return False
+    if not any(isinstance(op, (gast.Is, gast.IsNot)) for op in node.ops):
+        return False
+    operands = (node.left, *node.comparators)
+    return not any(isinstance(o, gast.Constant) and o.value is None for o in operands)
 
 
 def collected(loop: gast.For, names, owned, sizes: Mapping[str, int]) -> tuple:
@@ -963,8 +966,12 @@ def _folded_int(node: gast.AST, depth: int = 0) -> int | None:
         left, right = _folded_int(node.left, depth + 1), _folded_int(node.right, depth + 1)
         if left is None or right is None:
             return None
-        if isinstance(node.op, (gast.Add, gast.Sub, gast.Mult)):
-            return {gast.Add: left + right, gast.Sub: left - right}.get(type(node.op), left * right)
+        if isinstance(node.op, gast.Add):
+            return left + right
+        if isinstance(node.op, gast.Sub):
+            return left - right
+        if isinstance(node.op, gast.Mult):
+            return left * right
         if isinstance(node.op, gast.Pow) and 0 <= right <= 64:
             return left**right
         if isinstance(node.op, gast.LShift) and 0 <= right <= 64:

@@ -401,8 +401,11 @@ class _ControlFlow(Transformer):
         if partners:
             each = [gast.Tuple(elts=found, ctx=gast.Load()) for found in partners.values()]
             keys = [templates.constant(name) for name in partners]
-            body = gast.Dict(keys=keys, values=each)
-            value = gast.Lambda(args=_arguments(names), body=body)
+            value = templates.replace_as_expression(
+                "lambda state_args: partners",
+                state_args=names,
+                partners=gast.Dict(keys=keys, values=each),
+            )
             options.append(gast.keyword(arg="compared_with", value=value))
         loop_test, loop_body = self.namer.new("loop_test"), self.namer.new("loop_body")
         self._visit_blocks(node)
@@ -789,18 +792,6 @@ def _plain_value(node: gast.expr) -> bool:
     if isinstance(node, gast.BinOp):
         return _plain_value(node.left) and _plain_value(node.right)
     return False
-
-
-def _arguments(names: list[str]) -> gast.arguments:
-    return gast.arguments(
-        args=[templates.name(n, gast.Param()) for n in names],
-        posonlyargs=[],
-        vararg=None,
-        kwonlyargs=[],
-        kw_defaults=[],
-        kwarg=None,
-        defaults=[],
-    )
 
 
 def _only_compared(test: gast.expr) -> set[str]:
